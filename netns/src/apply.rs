@@ -1,0 +1,456 @@
+//! Carries out a plan over netlink. Namespaces are made on worker threads (each
+//! thread unshares into the new namespace and opens the netlink socket there);
+//! everything after that is netlink requests, pipelined: all the ops of a phase
+//! are in flight at once across every namespace.
+
+use crate::ops::{Op, Phase, Plan};
+use crate::{namespace, sysctl};
+use futures::TryStreamExt;
+use futures::future::try_join_all;
+use netlink_packet_route::address::{AddressAttribute, AddressFlags};
+use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute};
+use rtnetlink::{
+    Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder,
+};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set from a signal handler; checked between phases and between namespaces.
+#[derive(Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst)
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("step {step} of {total}, `{what}`: {reason}")]
+    Step {
+        step: usize,
+        total: usize,
+        what: String,
+        reason: String,
+    },
+    #[error("interrupted")]
+    Cancelled,
+}
+
+/// The marker on every lab namespace's lo: ownership is in the kernel object
+/// itself, so `clean` can find a lab's namespaces even without its state file.
+pub fn marker(lab: &str) -> String {
+    format!("tunbench.{lab}")
+}
+
+/// Words for a netlink error: "File exists (os error 17)".
+pub fn reason(e: rtnetlink::Error) -> String {
+    match e {
+        rtnetlink::Error::NetlinkError(m) => match m.code {
+            Some(c) => io::Error::from_raw_os_error(-c.get()).to_string(),
+            None => "unexpected acknowledgement".into(),
+        },
+        other => other.to_string(),
+    }
+}
+
+struct Ns {
+    handle: Handle,
+    /// Kept open to give veth peers a target (IFLA_NET_NS_FD).
+    file: File,
+}
+
+/// Called after each phase with the phase and how many ops it ran.
+pub type Progress<'a> = &'a (dyn Fn(Phase, usize) + Sync);
+
+pub async fn apply(
+    plan: &Plan,
+    lab: &str,
+    cancel: &Cancel,
+    progress: Progress<'_>,
+) -> Result<(), ApplyError> {
+    let total = plan.ops.len();
+    let numbered: Vec<(usize, &Op)> = plan
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (i + 1, o))
+        .collect();
+    let fail = |step: usize, op: &Op, reason: String| ApplyError::Step {
+        step,
+        total,
+        what: op.to_string(),
+        reason,
+    };
+    let phase = |p: Phase| {
+        numbered
+            .iter()
+            .filter(move |(_, o)| o.phase() == p)
+            .copied()
+    };
+
+    // Namespaces, on two worker threads (the machine's cores); each returns the
+    // netlink socket it opened inside the namespace.
+    let ns_ops: Vec<(usize, Op)> = phase(Phase::Namespaces)
+        .map(|(i, o)| (i, o.clone()))
+        .collect();
+    let workers = 2.min(ns_ops.len()).max(1);
+    let mut chunks: Vec<Vec<(usize, Op)>> = vec![Vec::new(); workers];
+    for (k, op) in ns_ops.into_iter().enumerate() {
+        chunks[k % workers].push(op);
+    }
+    let mut threads = Vec::new();
+    for chunk in chunks {
+        let cancel = cancel.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(make_namespaces(chunk, &cancel));
+        });
+        threads.push(rx);
+    }
+    let mut sockets: Vec<(String, RawFd)> = Vec::new();
+    let mut first_err = None;
+    for rx in threads {
+        match rx.await {
+            Ok(Ok(v)) => sockets.extend(v),
+            Ok(Err(e)) => first_err = first_err.or(Some(e)),
+            Err(_) => first_err = first_err.or(Some(NsFail::Thread)),
+        }
+    }
+    if let Some(e) = first_err {
+        for (_, fd) in sockets {
+            // SAFETY: the fd came from into_raw_fd and is owned by nobody else.
+            drop(unsafe { netlink_sys::Socket::from_raw_fd(fd) });
+        }
+        return Err(match e {
+            NsFail::Cancelled => ApplyError::Cancelled,
+            NsFail::Thread => ApplyError::Step {
+                step: 0,
+                total,
+                what: "namespace worker".into(),
+                reason: "thread panicked".into(),
+            },
+            NsFail::Step(step, reason) => fail(step, &plan.ops[step - 1], reason),
+        });
+    }
+    let mut nss: HashMap<String, Ns> = HashMap::new();
+    for (name, fd) in sockets {
+        // SAFETY: fd is a netlink socket handed over by the worker thread.
+        let sock = unsafe { netlink_sys::TokioSocket::from_raw_fd(fd) };
+        let (conn, handle, _) = rtnetlink::from_socket(sock);
+        tokio::spawn(conn);
+        let file = namespace::open(&name).map_err(|e| ApplyError::Step {
+            step: 0,
+            total,
+            what: format!("open namespace {name}"),
+            reason: e.to_string(),
+        })?;
+        nss.insert(name, Ns { handle, file });
+    }
+    progress(Phase::Namespaces, nss.len());
+    check(cancel)?;
+
+    // lo up and marked, bridges and veths.
+    let mark = marker(lab);
+    let lo = nss.iter().map(|(name, ns)| {
+        let h = ns.handle.clone();
+        let mark = mark.clone();
+        async move {
+            h.link()
+                .set(LinkUnspec::new_with_index(1).up().build())
+                .execute()
+                .await
+                .map_err(|e| (0, format!("setting lo up in {name}: {}", reason(e))))?;
+            h.link()
+                .property_add(1)
+                .alt_ifname(&[&mark])
+                .execute()
+                .await
+                .map_err(|e| (0, format!("marking lo in {name}: {}", reason(e))))
+        }
+    });
+    let links = phase(Phase::Links).map(|(step, op)| {
+        let nss = &nss;
+        async move {
+            let ns = &nss[op.ns()];
+            let r = match op {
+                Op::Bridge { name, mtu, .. } => {
+                    ns.handle
+                        .link()
+                        .add(LinkBridge::new(name).mtu(*mtu).up().build())
+                        .execute()
+                        .await
+                }
+                Op::Veth {
+                    name,
+                    peer_ns,
+                    peer_name,
+                    mtu,
+                    ..
+                } => {
+                    let peer = LinkUnspec::new_with_name(peer_name)
+                        .setns_by_fd(nss[peer_ns.as_str()].file.as_raw_fd())
+                        .mtu(*mtu)
+                        .build();
+                    let msg = LinkMessageBuilder::<LinkVeth>::new_with_info_kind(InfoKind::Veth)
+                        .name(name.clone())
+                        .mtu(*mtu)
+                        .up()
+                        .set_info_data(InfoData::Veth(InfoVeth::Peer(peer)))
+                        .build();
+                    ns.handle.link().add(msg).execute().await
+                }
+                _ => unreachable!("phase filter"),
+            };
+            r.map_err(|e| (step, reason(e)))
+        }
+    });
+    let n_links = phase(Phase::Links).count();
+    let (a, b) = futures::join!(try_join_all(lo), try_join_all(links));
+    for r in [a.map(|_| ()), b.map(|_| ())] {
+        r.map_err(|(step, why)| {
+            if step == 0 {
+                ApplyError::Step {
+                    step: 0,
+                    total,
+                    what: "namespace setup".into(),
+                    reason: why,
+                }
+            } else {
+                fail(step, &plan.ops[step - 1], why)
+            }
+        })?;
+    }
+    progress(Phase::Links, n_links);
+    check(cancel)?;
+
+    // Interface indexes, one dump per namespace.
+    let dumps = nss.iter().map(|(name, ns)| async move {
+        let links: Vec<_> = ns
+            .handle
+            .link()
+            .get()
+            .execute()
+            .try_collect()
+            .await
+            .map_err(|e| format!("listing links in {name}: {}", reason(e)))?;
+        let mut m = HashMap::new();
+        for l in links {
+            for a in &l.attributes {
+                if let LinkAttribute::IfName(n) = a {
+                    m.insert(n.clone(), l.header.index);
+                }
+            }
+        }
+        Ok::<_, String>((name.clone(), m))
+    });
+    let index: HashMap<String, HashMap<String, u32>> = try_join_all(dumps)
+        .await
+        .map_err(|why| ApplyError::Step {
+            step: 0,
+            total,
+            what: "reading interface indexes".into(),
+            reason: why,
+        })?
+        .into_iter()
+        .collect();
+    let ifindex = |step: usize, op: &Op, ns: &str, name: &str| -> Result<u32, ApplyError> {
+        index
+            .get(ns)
+            .and_then(|m| m.get(name))
+            .copied()
+            .ok_or_else(|| fail(step, op, format!("no interface {name} in namespace {ns}")))
+    };
+
+    // Sysctls that name a device: on a thread inside each namespace.
+    let sysctls: Vec<(usize, &Op)> = phase(Phase::Sysctls).collect();
+    for (step, op) in &sysctls {
+        if let Op::Sysctl { ns, key, value } = op {
+            let (k, v) = (key.clone(), value.clone());
+            namespace::run_in(ns, move || sysctl::write(&k, &v))
+                .map_err(|e| fail(*step, op, e.to_string()))?;
+        }
+    }
+    progress(Phase::Sysctls, sysctls.len());
+    check(cancel)?;
+
+    let mut ports = Vec::new();
+    for (step, op) in phase(Phase::Ports) {
+        let (ns, msg) = match op {
+            Op::Port { ns, iface, bridge } => (
+                ns,
+                LinkUnspec::new_with_index(ifindex(step, op, ns, iface)?)
+                    .controller(ifindex(step, op, ns, bridge)?)
+                    .build(),
+            ),
+            Op::Up { ns, iface } => (
+                ns,
+                LinkUnspec::new_with_index(ifindex(step, op, ns, iface)?)
+                    .up()
+                    .build(),
+            ),
+            _ => continue,
+        };
+        let h = nss[ns.as_str()].handle.clone();
+        ports.push(async move {
+            h.link()
+                .set(msg)
+                .execute()
+                .await
+                .map_err(|e| (step, reason(e)))
+        });
+    }
+    let n = ports.len();
+    try_join_all(ports)
+        .await
+        .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
+    progress(Phase::Ports, n);
+    check(cancel)?;
+
+    let mut addrs = Vec::new();
+    for (step, op) in phase(Phase::Addresses) {
+        if let Op::Address { ns, iface, addr } = op {
+            let i = ifindex(step, op, ns, iface)?;
+            let h = nss[ns.as_str()].handle.clone();
+            let addr = *addr;
+            addrs.push(async move {
+                let mut req = h.address().add(i, addr.ip(), addr.prefix());
+                if addr.is_ipv6() {
+                    // Usable at once: no duplicate address detection in a lab we own.
+                    req.message_mut()
+                        .attributes
+                        .push(AddressAttribute::Flags(AddressFlags::Nodad));
+                }
+                req.execute().await.map_err(|e| (step, reason(e)))
+            });
+        }
+    }
+    let n = addrs.len();
+    try_join_all(addrs)
+        .await
+        .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
+    progress(Phase::Addresses, n);
+    check(cancel)?;
+
+    let mut routes = Vec::new();
+    for (step, op) in phase(Phase::Routes) {
+        if let Op::Route {
+            ns,
+            to,
+            via,
+            dev,
+            metric,
+        } = op
+        {
+            let oif = match dev {
+                Some(d) => Some(ifindex(step, op, ns, d)?),
+                None => None,
+            };
+            let msg = match (to, via) {
+                (ipnetwork::IpNetwork::V4(n), v) => {
+                    let mut b = RouteMessageBuilder::<std::net::Ipv4Addr>::new()
+                        .destination_prefix(n.network(), n.prefix());
+                    if let Some(IpAddr::V4(g)) = v {
+                        b = b.gateway(*g);
+                    }
+                    if let Some(i) = oif {
+                        b = b.output_interface(i);
+                    }
+                    if let Some(m) = metric {
+                        b = b.priority(*m);
+                    }
+                    b.build()
+                }
+                (ipnetwork::IpNetwork::V6(n), v) => {
+                    let mut b = RouteMessageBuilder::<std::net::Ipv6Addr>::new()
+                        .destination_prefix(n.network(), n.prefix());
+                    if let Some(IpAddr::V6(g)) = v {
+                        b = b.gateway(*g);
+                    }
+                    if let Some(i) = oif {
+                        b = b.output_interface(i);
+                    }
+                    if let Some(m) = metric {
+                        b = b.priority(*m);
+                    }
+                    b.build()
+                }
+            };
+            let h = nss[ns.as_str()].handle.clone();
+            routes.push(async move {
+                h.route()
+                    .add(msg)
+                    .execute()
+                    .await
+                    .map_err(|e| (step, reason(e)))
+            });
+        }
+    }
+    let n = routes.len();
+    try_join_all(routes)
+        .await
+        .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
+    progress(Phase::Routes, n);
+    Ok(())
+}
+
+fn check(c: &Cancel) -> Result<(), ApplyError> {
+    if c.is_cancelled() {
+        Err(ApplyError::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+enum NsFail {
+    Cancelled,
+    Thread,
+    Step(usize, String),
+}
+
+/// On a worker thread of its own: each namespace is made by unsharing into it,
+/// so the thread ends up inside the last one and is never reused.
+fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String, RawFd)>, NsFail> {
+    let mut out = Vec::new();
+    let result = (|| {
+        for (step, op) in ops {
+            if cancel.is_cancelled() {
+                return Err(NsFail::Cancelled);
+            }
+            let Op::Namespace { ns, sysctls } = op else {
+                continue;
+            };
+            namespace::create_here(&ns).map_err(|e| NsFail::Step(step, e.to_string()))?;
+            for (k, v) in &sysctls {
+                sysctl::write(k, v)
+                    .map_err(|e| NsFail::Step(step, format!("sysctl {k}={v}: {e}")))?;
+            }
+            let sock = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
+                .map_err(|e| NsFail::Step(step, format!("netlink socket: {e}")))?;
+            out.push((ns, sock.into_raw_fd()));
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(out),
+        Err(e) => {
+            for (_, fd) in out {
+                // SAFETY: fd came from into_raw_fd above.
+                drop(unsafe { netlink_sys::Socket::from_raw_fd(fd) });
+            }
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The only code in tunbench that changes kernel state: network namespaces, links,
+//! addresses, routes, sysctls, over netlink, each owned by a lab and removed by it.
+
+pub mod apply;
+pub mod inspect;
+pub mod lab;
+pub mod namespace;
+pub mod ops;
+pub mod process;
+mod socket;
+pub mod state;
+pub mod sysctl;
+
+pub use apply::{ApplyError, Cancel};
+pub use lab::{LabError, Removed, clean, down, up};
+pub use ops::{Op, Phase, Plan};
+pub use socket::handle_in;
+pub use state::LabState;

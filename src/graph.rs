@@ -1,0 +1,94 @@
+//! `tunbench graph`: the topology as Graphviz dot or a Mermaid flowchart.
+
+use crate::topology::{NodeKind, Topology};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Dot,
+    Mermaid,
+}
+
+fn addrs(a: &[ipnetwork::IpNetwork]) -> String {
+    a.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join("\\n")
+}
+
+pub fn render(t: &Topology, f: Format) -> String {
+    match f {
+        Format::Dot => dot(t),
+        Format::Mermaid => mermaid(t),
+    }
+}
+
+fn dot(t: &Topology) -> String {
+    let mut s = format!(
+        "graph \"{}\" {{\n  graph [label=\"{}\", labelloc=t];\n  node [fontname=\"monospace\"];\n  edge [fontname=\"monospace\", fontsize=9];\n",
+        t.name,
+        t.description
+            .as_deref()
+            .unwrap_or(&t.name)
+            .replace('"', "'")
+    );
+    for n in &t.nodes {
+        let shape = match n.kind {
+            NodeKind::Host => "box",
+            NodeKind::Router => "ellipse",
+            NodeKind::Switch => "box3d",
+        };
+        let mut label = format!("{}\\n({})", n.name, n.kind);
+        if !n.addresses.is_empty() {
+            label += &format!("\\n{}", addrs(&n.addresses));
+        }
+        s += &format!("  \"{}\" [shape={shape}, label=\"{label}\"];\n", n.name);
+    }
+    for l in &t.links {
+        let (a, b) = (&t.nodes[l.a.node].name, &t.nodes[l.b.node].name);
+        let mut tail = l.a.iface.clone();
+        if !l.a.addresses.is_empty() {
+            tail += &format!("\\n{}", addrs(&l.a.addresses));
+        }
+        let mut head = l.b.iface.clone();
+        if !l.b.addresses.is_empty() {
+            head += &format!("\\n{}", addrs(&l.b.addresses));
+        }
+        s += &format!(
+            "  \"{a}\" -- \"{b}\" [taillabel=\"{tail}\", headlabel=\"{head}\", label=\"mtu {}\"];\n",
+            l.mtu
+        );
+    }
+    s += "}\n";
+    s
+}
+
+fn mermaid(t: &Topology) -> String {
+    let id = |n: &str| n.replace('-', "_");
+    let mut s = String::from("flowchart LR\n");
+    for n in &t.nodes {
+        let label = format!("{}<br/>{}", n.name, n.kind);
+        let (o, c) = match n.kind {
+            NodeKind::Host => ("[", "]"),
+            NodeKind::Router => ("((", "))"),
+            NodeKind::Switch => ("[[", "]]"),
+        };
+        s += &format!("  {}{o}\"{label}\"{c}\n", id(&n.name));
+    }
+    for l in &t.links {
+        let side = |e: &crate::topology::Endpoint| {
+            let mut x = e.iface.clone();
+            for a in &e.addresses {
+                x += &format!(" {a}");
+            }
+            x
+        };
+        s += &format!(
+            "  {} ---|\"{} — {}\"| {}\n",
+            id(&t.nodes[l.a.node].name),
+            side(&l.a),
+            side(&l.b),
+            id(&t.nodes[l.b.node].name)
+        );
+    }
+    s
+}

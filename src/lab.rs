@@ -1,0 +1,112 @@
+//! Labs as the command line sees them: a topology brought up under a name, found
+//! again by name for check, status, exec and down.
+
+use crate::plan::{self, Naming};
+use crate::topology::{self, Topology};
+use anyhow::{Context, Result, bail};
+use netns::{Cancel, LabState, Phase};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The copy of the topology a lab was built from, kept in its state directory so
+/// `check` and `status` read what was built, not a file edited since.
+const TOPOLOGY_COPY: &str = "topology.toml";
+
+#[derive(Debug, Clone, Default)]
+pub struct UpSummary {
+    pub lab: String,
+    pub namespaces: usize,
+    pub links: usize,
+    pub addresses: usize,
+    pub routes: usize,
+    pub elapsed: Duration,
+}
+
+/// Bring up `t` as lab `naming.lab`. Nothing remains of it on error or on `cancel`.
+pub async fn up(
+    t: &Topology,
+    source: &Path,
+    naming: &Naming,
+    cancel: &Cancel,
+) -> Result<UpSummary> {
+    let started = Instant::now();
+    let p = plan::plan(t, naming);
+    let count = |ph: Phase| p.ops.iter().filter(|o| o.phase() == ph).count();
+    let delay = std::env::var("TUNBENCH_TEST_PHASE_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let progress = move |_: Phase, _: usize| {
+        // Test hook: widen the window in which a test can interrupt or kill `up`.
+        if let Some(ms) = delay {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+    };
+    let abs = std::fs::canonicalize(source).ok();
+    netns::up(&p, abs, cancel, &progress).await?;
+    let copy = LabState::dir(&naming.lab).join(TOPOLOGY_COPY);
+    let text =
+        std::fs::read_to_string(source).with_context(|| format!("reading {}", source.display()))?;
+    // The lab copy is parsed with the lab's name so `check` finds the same namespaces.
+    std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
+    Ok(UpSummary {
+        lab: naming.lab.clone(),
+        namespaces: count(Phase::Namespaces),
+        links: count(Phase::Links),
+        addresses: count(Phase::Addresses),
+        routes: count(Phase::Routes),
+        elapsed: started.elapsed(),
+    })
+}
+
+/// A running lab: its record, the topology it was built from, and its naming.
+pub struct Running {
+    pub state: LabState,
+    pub topology: Topology,
+    pub naming: Naming,
+}
+
+pub fn find(lab: &str) -> Result<Running> {
+    let Some(state) = LabState::load(lab)? else {
+        let labs = LabState::lab_names();
+        bail!(
+            "no lab named {lab} is up{}",
+            if labs.is_empty() {
+                String::new()
+            } else {
+                format!(" (labs: {})", labs.join(", "))
+            }
+        );
+    };
+    let copy = LabState::dir(lab).join(TOPOLOGY_COPY);
+    let topology = topology::load(&copy)
+        .with_context(|| format!("reading the topology lab {lab} was built from"))?;
+    // Recover the prefix from any node's namespace name.
+    let prefix = state
+        .nodes
+        .first()
+        .and_then(|n| n.namespace.strip_suffix(&n.node))
+        .map(String::from)
+        .unwrap_or_else(|| format!("{lab}-"));
+    let naming = Naming {
+        lab: lab.to_string(),
+        prefix,
+    };
+    Ok(Running {
+        state,
+        topology,
+        naming,
+    })
+}
+
+/// `down` takes a lab name or a topology file (whose `name` is the lab's).
+pub fn lab_name_of(arg: &str) -> Result<String> {
+    let p = PathBuf::from(arg);
+    if arg.ends_with(".toml") || (p.is_file() && !topology::valid_name(arg)) {
+        let t = topology::load(&p)?;
+        return Ok(t.name);
+    }
+    if !topology::valid_name(arg) {
+        bail!("\"{arg}\" is neither a lab name nor a topology file");
+    }
+    Ok(arg.to_string())
+}

@@ -1,0 +1,11 @@
+//! tunbench: network-namespace labs from topology files, and throughput measured
+//! through them.
+
+pub mod check;
+pub mod cli;
+pub mod generate;
+pub mod graph;
+pub mod lab;
+pub mod plan;
+pub mod topology;
+pub mod wire;

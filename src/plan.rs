@@ -1,0 +1,196 @@
+//! Topology -> the list of kernel operations that builds it. Pure: the same
+//! topology and lab name always give the same plan, printable as a dry run.
+
+use crate::topology::{NodeKind, Topology};
+use netns::{Op, Plan};
+
+/// How a lab's namespaces are named: `<lab>-<node>` unless a prefix is given.
+#[derive(Debug, Clone)]
+pub struct Naming {
+    pub lab: String,
+    pub prefix: String,
+}
+
+impl Naming {
+    pub fn new(lab: &str, prefix: Option<&str>) -> Self {
+        Naming {
+            lab: lab.to_string(),
+            prefix: prefix
+                .map(String::from)
+                .unwrap_or_else(|| format!("{lab}-")),
+        }
+    }
+    pub fn namespace(&self, node: &str) -> String {
+        format!("{}{node}", self.prefix)
+    }
+}
+
+/// A sysctl names a device when it is `net.ipv{4,6}.{conf,neigh}.DEV.*` with DEV not
+/// `all` or `default`; those can only be written once the device exists.
+fn names_device(key: &str) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    parts.len() >= 5
+        && parts[0] == "net"
+        && (parts[1] == "ipv4" || parts[1] == "ipv6")
+        && (parts[2] == "conf" || parts[2] == "neigh")
+        && parts[3] != "all"
+        && parts[3] != "default"
+}
+
+pub fn plan(t: &Topology, naming: &Naming) -> Plan {
+    let ns = |n: usize| naming.namespace(&t.nodes[n].name);
+    let mut ops = Vec::new();
+    for (i, n) in t.nodes.iter().enumerate() {
+        let early = n
+            .sysctls
+            .iter()
+            .filter(|(k, _)| !names_device(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        ops.push(Op::Namespace {
+            ns: ns(i),
+            sysctls: early,
+        });
+    }
+    for (i, n) in t.nodes.iter().enumerate() {
+        if let Some(br) = &n.bridge {
+            // A bridge takes the smallest MTU of its ports anyway; say so up front.
+            let mtu = n.interfaces.iter().map(|x| x.mtu).min().unwrap_or(1500);
+            ops.push(Op::Bridge {
+                ns: ns(i),
+                name: br.clone(),
+                mtu,
+            });
+        }
+    }
+    for l in &t.links {
+        ops.push(Op::Veth {
+            ns: ns(l.a.node),
+            name: l.a.iface.clone(),
+            peer_ns: ns(l.b.node),
+            peer_name: l.b.iface.clone(),
+            mtu: l.mtu,
+        });
+    }
+    for (i, n) in t.nodes.iter().enumerate() {
+        for (k, v) in n.sysctls.iter().filter(|(k, _)| names_device(k)) {
+            ops.push(Op::Sysctl {
+                ns: ns(i),
+                key: k.clone(),
+                value: v.clone(),
+            });
+        }
+    }
+    for l in &t.links {
+        ops.push(Op::Up {
+            ns: ns(l.b.node),
+            iface: l.b.iface.clone(),
+        });
+    }
+    for (i, n) in t.nodes.iter().enumerate() {
+        if n.kind == NodeKind::Switch {
+            let br = n.bridge.clone().unwrap_or_default();
+            for x in &n.interfaces {
+                ops.push(Op::Port {
+                    ns: ns(i),
+                    iface: x.name.clone(),
+                    bridge: br.clone(),
+                });
+            }
+        }
+    }
+    for (i, _) in t.nodes.iter().enumerate() {
+        for (dev, addr) in t.node_addresses(i) {
+            ops.push(Op::Address {
+                ns: ns(i),
+                iface: dev,
+                addr,
+            });
+        }
+    }
+    for (i, n) in t.nodes.iter().enumerate() {
+        for r in &n.routes {
+            ops.push(Op::Route {
+                ns: ns(i),
+                to: r.to,
+                via: r.via,
+                dev: r.dev.clone(),
+                metric: r.metric,
+            });
+        }
+    }
+    Plan {
+        lab: naming.lab.clone(),
+        nodes: t
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), ns(i), n.kind.to_string()))
+            .collect(),
+        ops,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::load;
+    use std::path::Path;
+
+    #[test]
+    fn device_sysctls_wait_for_their_device() {
+        assert!(names_device("net.ipv6.conf.eth0.accept_ra"));
+        assert!(names_device("net.ipv4.neigh.lan1.gc_stale_time"));
+        assert!(!names_device("net.ipv6.conf.all.forwarding"));
+        assert!(!names_device("net.ipv4.ip_forward"));
+        assert!(!names_device("net.core.rmem_max"));
+    }
+
+    #[test]
+    fn router_plan_reads_like_ip_commands() {
+        let t = load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/topologies/router.toml"
+        )))
+        .unwrap();
+        let p = plan(&t, &Naming::new("x", None));
+        let text: Vec<String> = p.ops.iter().map(|o| o.to_string()).collect();
+        assert!(
+            text[0].starts_with("ip netns add x-left; ip -n x-left link set lo up"),
+            "{}",
+            text[0]
+        );
+        assert!(text.contains(&"ip -n x-left link add eth0 mtu 1500 up type veth peer name eth0 netns x-r1 mtu 1500".to_string()));
+        assert!(text.contains(&"ip -n x-r1 addr add 2001:2:0:2::1/64 dev eth1 nodad".to_string()));
+        assert!(
+            text.contains(&"ip -n x-left route add 0.0.0.0/0 via 198.18.1.2".to_string()) == false
+        );
+        assert!(text.contains(&"ip -n x-left route add 0.0.0.0/0 via 198.18.1.1".to_string()));
+        // Routers forward, hosts do not.
+        assert!(
+            text.iter()
+                .any(|s| s.contains("x-r1 sysctl -qw net.ipv4.ip_forward=1"))
+        );
+        assert!(
+            text.iter()
+                .any(|s| s.contains("x-left sysctl -qw net.ipv4.ip_forward=0"))
+        );
+        // Ops come phase by phase.
+        let phases: Vec<_> = p.ops.iter().map(|o| o.phase()).collect();
+        assert!(phases.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn prefix_replaces_lab_name_in_namespaces() {
+        let t = load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/topologies/two-hosts.toml"
+        )))
+        .unwrap();
+        let p = plan(&t, &Naming::new("lab", Some("ci7-")));
+        assert_eq!(
+            p.nodes.iter().map(|n| n.1.as_str()).collect::<Vec<_>>(),
+            ["ci7-h1", "ci7-h2"]
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! Topology files: raw serde structs -> resolve (defaults, names, addresses) ->
+//! validate. All of it is pure: nothing here touches the kernel.
+
+pub mod locate;
+pub mod model;
+pub mod raw;
+mod resolve;
+pub mod routing;
+mod validate;
+
+pub use model::{Endpoint, Interface, Link, Node, NodeKind, Route, Topology};
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A path to a value in the topology file, e.g. `links[2].a.ipv4`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeyPath(pub Vec<Seg>);
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+impl KeyPath {
+    pub fn root() -> Self {
+        KeyPath(Vec::new())
+    }
+    pub fn key(&self, k: &str) -> Self {
+        let mut p = self.clone();
+        p.0.push(Seg::Key(k.to_string()));
+        p
+    }
+    pub fn index(&self, i: usize) -> Self {
+        let mut p = self.clone();
+        p.0.push(Seg::Index(i));
+        p
+    }
+}
+
+impl fmt::Display for KeyPath {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        for (i, s) in self.0.iter().enumerate() {
+            match s {
+                Seg::Key(k) if i == 0 => write!(f, "{k}")?,
+                Seg::Key(k)
+                    if k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+                {
+                    write!(f, ".{k}")?
+                }
+                Seg::Key(k) => write!(f, ".\"{k}\"")?,
+                Seg::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One problem found in a topology file, before anything was built.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    /// Where in the document, e.g. `links[2].b`; empty for the whole file.
+    pub at: String,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file.display(), self.line, self.column)?;
+        if !self.at.is_empty() {
+            write!(f, "{}: ", self.at)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// A problem found by resolve or validate, located by key path; turned into a
+/// `Diagnostic` with line and column once the source text is at hand.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub at: KeyPath,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(at: &KeyPath, message: impl Into<String>) -> Self {
+        Problem {
+            at: at.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Every problem of one file; displayed one per line.
+#[derive(Debug)]
+pub struct InvalidTopology(pub Vec<Diagnostic>);
+
+impl fmt::Display for InvalidTopology {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InvalidTopology {}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("reading topology file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Invalid(InvalidTopology),
+}
+
+/// Read, parse, resolve and validate a topology file.
+pub fn load(path: &Path) -> Result<Topology, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_str(&text, path).map_err(LoadError::Invalid)
+}
+
+/// Parse, resolve and validate topology text; `path` only names it in errors.
+pub fn parse_str(text: &str, path: &Path) -> Result<Topology, InvalidTopology> {
+    let raw: raw::RawTopology = match toml::from_str(text) {
+        Ok(r) => r,
+        Err(e) => {
+            let (line, column) = e
+                .span()
+                .map(|s| locate::line_col(text, s.start))
+                .unwrap_or((1, 1));
+            let message = e.message().trim().replace('\n', " ");
+            let message = explain_serde(&message);
+            return Err(InvalidTopology(vec![Diagnostic {
+                file: path.to_path_buf(),
+                line,
+                column,
+                at: String::new(),
+                message,
+            }]));
+        }
+    };
+    let (topo, mut problems) = resolve::resolve(&raw);
+    if problems.is_empty() {
+        problems = validate::validate(&topo);
+    }
+    if problems.is_empty() {
+        return Ok(topo);
+    }
+    let loc = locate::Locator::new(text);
+    Err(InvalidTopology(
+        problems
+            .into_iter()
+            .map(|p| {
+                let (line, column) = loc.find(&p.at);
+                Diagnostic {
+                    file: path.to_path_buf(),
+                    line,
+                    column,
+                    at: p.at.to_string(),
+                    message: p.message,
+                }
+            })
+            .collect(),
+    ))
+}
+
+/// serde's messages name Rust-side things; say what to do in the file's terms.
+fn explain_serde(msg: &str) -> String {
+    if msg.starts_with("unknown field") {
+        format!("{msg}; remove it or fix its spelling")
+    } else if msg.starts_with("missing field") {
+        format!("{msg}; add it")
+    } else {
+        msg.to_string()
+    }
+}
+
+/// Names of nodes and labs become namespace names and state file names.
+pub fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+}
+
+/// Linux interface names: 1..=15 bytes, no '/', ':' or white space, not `.` or `..`.
+pub const IFNAMSIZ_MAX: usize = 15;
+
+pub fn interface_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("interface name is empty".into())
+    } else if name.len() > IFNAMSIZ_MAX {
+        Some(format!(
+            "interface name \"{name}\" is {} bytes; Linux allows at most {IFNAMSIZ_MAX}",
+            name.len()
+        ))
+    } else if name == "."
+        || name == ".."
+        || name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c.is_whitespace())
+    {
+        Some(format!(
+            "interface name \"{name}\" is not allowed by Linux (no '/', ':', spaces, '.' or '..')"
+        ))
+    } else {
+        None
+    }
+}

@@ -1,0 +1,215 @@
+//! The resolved topology: defaults applied, names computed, addresses parsed.
+//! Everything after `resolve` (validation, planning, routing simulation, graphs)
+//! reads only these types.
+
+use ipnetwork::IpNetwork;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::IpAddr;
+
+use super::KeyPath;
+
+/// The node kinds the topology file knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// An end host: does not forward.
+    Host,
+    /// A router: forwards IPv4 and IPv6 by default.
+    Router,
+    /// A Linux bridge in its own namespace (the seed's gigabit switch).
+    Switch,
+}
+
+impl NodeKind {
+    pub const ALL: [NodeKind; 3] = [NodeKind::Host, NodeKind::Router, NodeKind::Switch];
+
+    pub fn parse(s: &str) -> Option<NodeKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Host => "host",
+            NodeKind::Router => "router",
+            NodeKind::Switch => "switch",
+        }
+    }
+
+    pub fn forwards_by_default(self) -> bool {
+        matches!(self, NodeKind::Router)
+    }
+
+    pub fn known_list() -> String {
+        Self::ALL
+            .iter()
+            .map(|k| format!("\"{}\"", k.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Topology {
+    pub name: String,
+    pub description: Option<String>,
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    pub description: Option<String>,
+    pub forwarding: bool,
+    /// Merged sysctls, lowest layer first overridden by higher ones, sorted by key.
+    pub sysctls: BTreeMap<String, String>,
+    pub routes: Vec<Route>,
+    /// Addresses on `lo` (hosts, routers) or on the bridge (switches).
+    pub addresses: Vec<IpNetwork>,
+    /// The bridge device of a switch.
+    pub bridge: Option<String>,
+    pub interfaces: Vec<Interface>,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Interface {
+    pub name: String,
+    pub link: usize,
+    pub mtu: u32,
+    pub addresses: Vec<IpNetwork>,
+    pub peer_node: usize,
+    pub peer_iface: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Endpoint {
+    pub node: usize,
+    pub iface: String,
+    pub addresses: Vec<IpNetwork>,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Link {
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub mtu: u32,
+    pub description: Option<String>,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Route {
+    pub to: IpNetwork,
+    pub via: Option<IpAddr>,
+    pub dev: Option<String>,
+    pub metric: Option<u32>,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.to.prefix() == 0 {
+            write!(f, "default")?;
+        } else {
+            write!(f, "{}", self.to)?;
+        }
+        if let Some(v) = self.via {
+            write!(f, " via {v}")?;
+        }
+        if let Some(d) = &self.dev {
+            write!(f, " dev {d}")?;
+        }
+        if let Some(m) = self.metric {
+            write!(f, " metric {m}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Topology {
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Every address a node holds, with the interface it is on (`lo` or the bridge
+    /// for node-level addresses).
+    pub fn node_addresses(&self, node: usize) -> Vec<(String, IpNetwork)> {
+        let n = &self.nodes[node];
+        let mut out = Vec::new();
+        let own = n.bridge.clone().unwrap_or_else(|| "lo".to_string());
+        for a in &n.addresses {
+            out.push((own.clone(), *a));
+        }
+        for i in &n.interfaces {
+            for a in &i.addresses {
+                out.push((i.name.clone(), *a));
+            }
+        }
+        out
+    }
+
+    /// Which node holds this address, if any.
+    pub fn owner_of(&self, addr: IpAddr) -> Option<usize> {
+        (0..self.nodes.len()).find(|&n| self.node_addresses(n).iter().any(|(_, a)| a.ip() == addr))
+    }
+
+    /// L2 segments: sets of (node, device) that share a broadcast domain. A link joins
+    /// its two ends; a switch joins all its ports and its bridge into one segment.
+    pub fn segments(&self) -> Vec<Vec<(usize, String)>> {
+        // Union-find over (node, iface) keys.
+        let mut keys: Vec<(usize, String)> = Vec::new();
+        let mut parent: Vec<usize> = Vec::new();
+        fn find(p: &mut Vec<usize>, mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        let key = |keys: &mut Vec<(usize, String)>, parent: &mut Vec<usize>, k: (usize, String)| {
+            if let Some(i) = keys.iter().position(|x| *x == k) {
+                i
+            } else {
+                keys.push(k);
+                parent.push(parent.len());
+                parent.len() - 1
+            }
+        };
+        for l in &self.links {
+            let a = key(&mut keys, &mut parent, (l.a.node, l.a.iface.clone()));
+            let b = key(&mut keys, &mut parent, (l.b.node, l.b.iface.clone()));
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            parent[ra] = rb;
+        }
+        for (ni, n) in self.nodes.iter().enumerate() {
+            if let Some(br) = &n.bridge {
+                let b = key(&mut keys, &mut parent, (ni, br.clone()));
+                for i in &n.interfaces {
+                    let p = key(&mut keys, &mut parent, (ni, i.name.clone()));
+                    let (ra, rb) = (find(&mut parent, p), find(&mut parent, b));
+                    parent[ra] = rb;
+                }
+            }
+        }
+        let mut groups: BTreeMap<usize, Vec<(usize, String)>> = BTreeMap::new();
+        for i in 0..keys.len() {
+            let r = find(&mut parent, i);
+            groups.entry(r).or_default().push(keys[i].clone());
+        }
+        groups.into_values().collect()
+    }
+}

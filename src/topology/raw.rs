@@ -1,0 +1,203 @@
+//! The topology file exactly as written: serde structs that mirror the TOML, with
+//! `deny_unknown_fields` so a typo is an error instead of a silently ignored key.
+//! Nothing here applies defaults or checks meaning; `resolve` and `validate` do.
+
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTopology {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub defaults: Option<RawSettings>,
+    /// Per-kind defaults: `[kinds.router]`.
+    #[serde(default)]
+    pub kinds: BTreeMap<String, RawSettings>,
+    #[serde(default)]
+    pub nodes: BTreeMap<String, RawNode>,
+    #[serde(default)]
+    pub links: Vec<RawLink>,
+    // Sections that later work fills in. Accepted by the parser only so that
+    // `validate` can say "not supported yet" at the right place.
+    #[serde(default)]
+    pub tunnels: Option<toml::Value>,
+    #[serde(default)]
+    pub measure: Option<toml::Value>,
+    #[serde(default)]
+    pub impairments: Option<toml::Value>,
+    #[serde(default)]
+    pub scenarios: Option<toml::Value>,
+}
+
+/// Settings that layer: built-in defaults -> `[defaults]` -> `[kinds.K]` -> node.
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawSettings {
+    /// Default MTU of links touching a node of this layer (`[defaults]` and kinds only).
+    #[serde(default)]
+    pub mtu: Option<i64>,
+    #[serde(default)]
+    pub sysctls: BTreeMap<String, SysctlValue>,
+    /// Whether the node forwards IPv4 and IPv6 (routers do by default).
+    #[serde(default)]
+    pub forwarding: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNode {
+    pub kind: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub forwarding: Option<bool>,
+    #[serde(default)]
+    pub sysctls: BTreeMap<String, SysctlValue>,
+    #[serde(default)]
+    pub routes: Vec<RawRoute>,
+    /// Extra addresses on `lo` (for a switch: addresses on its bridge).
+    #[serde(default)]
+    pub addresses: Vec<String>,
+    /// Name of the bridge device of a switch (default `br0`).
+    #[serde(default)]
+    pub bridge: Option<String>,
+    /// Later issues: userspace datapaths and device profiles.
+    #[serde(default)]
+    pub datapath: Option<toml::Value>,
+    #[serde(default)]
+    pub profile: Option<toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoute {
+    /// A prefix in CIDR, a bare address, or `default` (family taken from `via`).
+    pub to: String,
+    #[serde(default)]
+    pub via: Option<String>,
+    #[serde(default)]
+    pub dev: Option<String>,
+    #[serde(default)]
+    pub metric: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLink {
+    pub a: RawEndpoint,
+    pub b: RawEndpoint,
+    #[serde(default)]
+    pub mtu: Option<i64>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub impairments: Option<toml::Value>,
+}
+
+/// `"node:iface"`, or `{ port = "node:iface", ipv4 = ..., ipv6 = ... }`.
+#[derive(Debug, Default)]
+pub struct RawEndpoint {
+    pub port: String,
+    pub ipv4: Vec<String>,
+    pub ipv6: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEndpointTable {
+    port: String,
+    #[serde(default)]
+    ipv4: OneOrMany,
+    #[serde(default)]
+    ipv6: OneOrMany,
+}
+
+impl<'de> Deserialize<'de> for RawEndpoint {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawEndpoint;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    r#""node:iface" or { port = "node:iface", ipv4 = "...", ipv6 = "..." }"#,
+                )
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawEndpoint, E> {
+                Ok(RawEndpoint {
+                    port: s.to_string(),
+                    ..Default::default()
+                })
+            }
+            fn visit_map<M: MapAccess<'de>>(self, m: M) -> Result<RawEndpoint, M::Error> {
+                let t = RawEndpointTable::deserialize(de::value::MapAccessDeserializer::new(m))?;
+                Ok(RawEndpoint {
+                    port: t.port,
+                    ipv4: t.ipv4.0,
+                    ipv6: t.ipv6.0,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A string or an array of strings.
+#[derive(Debug, Default)]
+pub struct OneOrMany(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = OneOrMany;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an address in CIDR notation or an array of them")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<OneOrMany, E> {
+                Ok(OneOrMany(vec![s.to_string()]))
+            }
+            fn visit_seq<S: SeqAccess<'de>>(self, mut s: S) -> Result<OneOrMany, S::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = s.next_element::<String>()? {
+                    v.push(x);
+                }
+                Ok(OneOrMany(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A sysctl value as written: `1`, `"cubic"`, `true`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SysctlValue(pub String);
+
+impl<'de> Deserialize<'de> for SysctlValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SysctlValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a sysctl value: an integer, a string or a boolean")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<SysctlValue, E> {
+                Ok(SysctlValue(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SysctlValue, E> {
+                Ok(SysctlValue(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<SysctlValue, E> {
+                Ok(SysctlValue(if v { "1" } else { "0" }.to_string()))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SysctlValue, E> {
+                Ok(SysctlValue(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

@@ -1,0 +1,441 @@
+//! Raw file -> resolved model: layered defaults (built-in -> `[defaults]` ->
+//! `[kinds.K]` -> node), endpoints split into node and interface, addresses and
+//! routes parsed. Problems that make a value meaningless are reported here; checks
+//! that need the whole model are in `validate`.
+
+use super::model::*;
+use super::raw::*;
+use super::{KeyPath, Problem};
+use ipnetwork::IpNetwork;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+pub const DEFAULT_MTU: u32 = 1500;
+pub const DEFAULT_BRIDGE: &str = "br0";
+
+/// Sysctls every node gets before any layer of the file: labs behave the same
+/// whatever the host's own settings are (IPv4 conf is inherited from the host's
+/// namespace otherwise), and IPv6 addresses are usable at once.
+const BUILTIN_SYSCTLS: &[(&str, &str)] = &[
+    ("net.ipv4.conf.all.rp_filter", "0"),
+    ("net.ipv4.conf.default.rp_filter", "0"),
+    ("net.ipv6.conf.all.accept_dad", "0"),
+    ("net.ipv6.conf.default.accept_dad", "0"),
+];
+
+pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
+    let mut p = Vec::new();
+    let root = KeyPath::root();
+
+    for (section, v) in [
+        ("tunnels", &raw.tunnels),
+        ("measure", &raw.measure),
+        ("impairments", &raw.impairments),
+        ("scenarios", &raw.scenarios),
+    ] {
+        if v.is_some() {
+            p.push(Problem::new(&root.key(section), format!("[{section}] is not supported yet by this version of tunbench; remove the section")));
+        }
+    }
+
+    let defaults = raw.defaults.clone().unwrap_or_default();
+    let default_mtu = match defaults.mtu {
+        None => DEFAULT_MTU,
+        Some(m) => mtu(m, &root.key("defaults").key("mtu"), &mut p).unwrap_or(DEFAULT_MTU),
+    };
+    for (k, s) in &raw.kinds {
+        let at = root.key("kinds").key(k);
+        if NodeKind::parse(k).is_none() {
+            p.push(Problem::new(
+                &at,
+                format!(
+                    "unknown node kind \"{k}\"; known kinds: {}",
+                    NodeKind::known_list()
+                ),
+            ));
+        }
+        if s.mtu.is_some() {
+            p.push(Problem::new(
+                &at.key("mtu"),
+                "mtu is set per link or in [defaults], not per kind",
+            ));
+        }
+    }
+
+    let mut nodes = Vec::new();
+    for (name, rn) in &raw.nodes {
+        let at = root.key("nodes").key(name);
+        if !super::valid_name(name) {
+            p.push(Problem::new(&at, format!("node name \"{name}\" must be 1-32 letters, digits, '-' or '_', starting with a letter or digit")));
+        }
+        let Some(kind) = NodeKind::parse(&rn.kind) else {
+            p.push(Problem::new(
+                &at.key("kind"),
+                format!(
+                    "unknown node kind \"{}\"; known kinds: {}",
+                    rn.kind,
+                    NodeKind::known_list()
+                ),
+            ));
+            continue;
+        };
+        if rn.datapath.is_some() {
+            p.push(Problem::new(
+                &at.key("datapath"),
+                "datapath is not supported yet by this version of tunbench; routers use the kernel",
+            ));
+        }
+        if rn.profile.is_some() {
+            p.push(Problem::new(
+                &at.key("profile"),
+                "device profiles are not supported yet by this version of tunbench",
+            ));
+        }
+        let kind_layer = raw.kinds.get(kind.as_str()).cloned().unwrap_or_default();
+        let forwarding = rn
+            .forwarding
+            .or(kind_layer.forwarding)
+            .or(defaults.forwarding)
+            .unwrap_or(kind.forwards_by_default());
+
+        let mut sysctls: BTreeMap<String, String> = BUILTIN_SYSCTLS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let fwd = if forwarding { "1" } else { "0" };
+        sysctls.insert("net.ipv4.ip_forward".into(), fwd.into());
+        sysctls.insert("net.ipv6.conf.all.forwarding".into(), fwd.into());
+        for (layer_at, layer) in [
+            (root.key("defaults").key("sysctls"), &defaults.sysctls),
+            (
+                root.key("kinds").key(kind.as_str()).key("sysctls"),
+                &kind_layer.sysctls,
+            ),
+            (at.key("sysctls"), &rn.sysctls),
+        ] {
+            for (k, v) in layer {
+                if let Some(why) = sysctl_key_problem(k) {
+                    p.push(Problem::new(&layer_at.key(k), why));
+                }
+                sysctls.insert(k.clone(), v.0.clone());
+            }
+        }
+
+        let mut routes = Vec::new();
+        for (i, r) in rn.routes.iter().enumerate() {
+            if let Some(r) = route(r, &at.key("routes").index(i), &mut p) {
+                routes.push(r);
+            }
+        }
+        let mut addresses = Vec::new();
+        for (i, a) in rn.addresses.iter().enumerate() {
+            if let Some(a) = cidr(a, None, &at.key("addresses").index(i), &mut p) {
+                addresses.push(a);
+            }
+        }
+        let bridge = match kind {
+            NodeKind::Switch => Some(
+                rn.bridge
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_BRIDGE.to_string()),
+            ),
+            _ => {
+                if rn.bridge.is_some() {
+                    p.push(Problem::new(
+                        &at.key("bridge"),
+                        format!("only a switch has a bridge; node \"{name}\" is a {kind}"),
+                    ));
+                }
+                None
+            }
+        };
+        nodes.push(Node {
+            name: name.clone(),
+            kind,
+            description: rn.description.clone(),
+            forwarding,
+            sysctls,
+            routes,
+            addresses,
+            bridge,
+            interfaces: Vec::new(),
+            at,
+        });
+    }
+
+    let mut links = Vec::new();
+    for (i, rl) in raw.links.iter().enumerate() {
+        let at = root.key("links").index(i);
+        let mtu_v = match rl.mtu {
+            None => Some(default_mtu),
+            Some(m) => mtu(m, &at.key("mtu"), &mut p),
+        };
+        if rl.impairments.is_some() {
+            p.push(Problem::new(
+                &at.key("impairments"),
+                "link impairments are not supported yet by this version of tunbench",
+            ));
+        }
+        let a = endpoint(&rl.a, &nodes, &at.key("a"), &mut p);
+        let b = endpoint(&rl.b, &nodes, &at.key("b"), &mut p);
+        if let (Some(a), Some(b), Some(m)) = (a, b, mtu_v) {
+            links.push(Link {
+                a,
+                b,
+                mtu: m,
+                description: rl.description.clone(),
+                at,
+            });
+        }
+    }
+
+    // Interfaces per node, in link order.
+    for (li, l) in links.iter().enumerate() {
+        for (me, peer) in [(&l.a, &l.b), (&l.b, &l.a)] {
+            nodes[me.node].interfaces.push(Interface {
+                name: me.iface.clone(),
+                link: li,
+                mtu: l.mtu,
+                addresses: me.addresses.clone(),
+                peer_node: peer.node,
+                peer_iface: peer.iface.clone(),
+            });
+        }
+    }
+
+    (
+        Topology {
+            name: raw.name.clone(),
+            description: raw.description.clone(),
+            nodes,
+            links,
+        },
+        p,
+    )
+}
+
+fn mtu(v: i64, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u32> {
+    if (68..=65535).contains(&v) {
+        Some(v as u32)
+    } else {
+        p.push(Problem::new(
+            at,
+            format!("mtu {v} is out of range; use 68..=65535 (1280 or more where IPv6 is used)"),
+        ));
+        None
+    }
+}
+
+fn sysctl_key_problem(k: &str) -> Option<String> {
+    if !k.starts_with("net.") {
+        return Some(format!(
+            "sysctl \"{k}\" is not per network namespace; only net.* sysctls can be set on a node"
+        ));
+    }
+    if k.split('.').any(|s| s.is_empty() || s == "..")
+        || !k
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
+    {
+        return Some(format!(
+            "sysctl \"{k}\" is not a valid sysctl name (dotted, e.g. net.ipv4.ip_forward)"
+        ));
+    }
+    None
+}
+
+/// Parse `addr/len`. `family` restricts to 4 or 6 when the key says which.
+fn cidr(s: &str, family: Option<u8>, at: &KeyPath, p: &mut Vec<Problem>) -> Option<IpNetwork> {
+    if !s.contains('/') {
+        p.push(Problem::new(
+            at,
+            format!("address \"{s}\" needs a prefix length, e.g. \"{s}/24\" or \"{s}/64\""),
+        ));
+        return None;
+    }
+    let n: IpNetwork = match s.parse() {
+        Ok(n) => n,
+        Err(e) => {
+            p.push(Problem::new(
+                at,
+                format!("\"{s}\" is not an address in CIDR notation: {e}"),
+            ));
+            return None;
+        }
+    };
+    match (family, n) {
+        (Some(4), IpNetwork::V6(_)) => {
+            p.push(Problem::new(
+                at,
+                format!("\"{s}\" is an IPv6 address under ipv4; move it to ipv6"),
+            ));
+            None
+        }
+        (Some(6), IpNetwork::V4(_)) => {
+            p.push(Problem::new(
+                at,
+                format!("\"{s}\" is an IPv4 address under ipv6; move it to ipv4"),
+            ));
+            None
+        }
+        _ => Some(n),
+    }
+}
+
+fn endpoint(
+    re: &RawEndpoint,
+    nodes: &[Node],
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Option<Endpoint> {
+    let Some((node, iface)) = re
+        .port
+        .split_once(':')
+        .filter(|(n, i)| !n.is_empty() && !i.is_empty())
+    else {
+        p.push(Problem::new(
+            at,
+            format!(
+                "endpoint \"{}\" must be written \"node:interface\", e.g. \"pc:eth0\"",
+                re.port
+            ),
+        ));
+        return None;
+    };
+    let Some(ni) = nodes.iter().position(|n| n.name == node) else {
+        let known: Vec<_> = nodes.iter().map(|n| n.name.as_str()).collect();
+        p.push(Problem::new(
+            at,
+            format!(
+                "endpoint \"{}\" names node \"{node}\", which is not defined; defined nodes: {}",
+                re.port,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        ));
+        return None;
+    };
+    let mut addresses = Vec::new();
+    let table = !re.ipv4.is_empty() || !re.ipv6.is_empty();
+    for (fam, key, list) in [(4u8, "ipv4", &re.ipv4), (6u8, "ipv6", &re.ipv6)] {
+        for (i, s) in list.iter().enumerate() {
+            let a_at = if list.len() == 1 {
+                at.key(key)
+            } else {
+                at.key(key).index(i)
+            };
+            if let Some(a) = cidr(s, Some(fam), &a_at, p) {
+                addresses.push(a);
+            }
+        }
+    }
+    let _ = table;
+    Some(Endpoint {
+        node: ni,
+        iface: iface.to_string(),
+        addresses,
+        at: at.clone(),
+    })
+}
+
+fn route(r: &RawRoute, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Route> {
+    let via: Option<IpAddr> = match &r.via {
+        None => None,
+        Some(v) => match v.parse() {
+            Ok(a) => Some(a),
+            Err(_) => {
+                p.push(Problem::new(
+                    &at.key("via"),
+                    format!("gateway \"{v}\" is not an IPv4 or IPv6 address"),
+                ));
+                return None;
+            }
+        },
+    };
+    let to = if r.to == "default" {
+        match via {
+            Some(IpAddr::V4(_)) => IpNetwork::V4("0.0.0.0/0".parse().expect("literal")),
+            Some(IpAddr::V6(_)) => IpNetwork::V6("::/0".parse().expect("literal")),
+            None => {
+                p.push(Problem::new(&at.key("to"), "\"default\" takes its family from via; without a gateway write \"0.0.0.0/0\" or \"::/0\""));
+                return None;
+            }
+        }
+    } else if r.to.contains('/') {
+        match r.to.parse::<IpNetwork>() {
+            Ok(n) => {
+                if n.network() != n.ip() {
+                    p.push(Problem::new(
+                        &at.key("to"),
+                        format!(
+                            "route destination \"{}\" has host bits set; did you mean \"{}/{}\"?",
+                            r.to,
+                            n.network(),
+                            n.prefix()
+                        ),
+                    ));
+                    return None;
+                }
+                n
+            }
+            Err(e) => {
+                p.push(Problem::new(
+                    &at.key("to"),
+                    format!("route destination \"{}\" is not a prefix: {e}", r.to),
+                ));
+                return None;
+            }
+        }
+    } else {
+        match r.to.parse::<IpAddr>() {
+            Ok(a) => IpNetwork::from(a),
+            Err(_) => {
+                p.push(Problem::new(
+                    &at.key("to"),
+                    format!(
+                        "route destination \"{}\" is not a prefix, an address or \"default\"",
+                        r.to
+                    ),
+                ));
+                return None;
+            }
+        }
+    };
+    if let Some(v) = via {
+        if v.is_ipv4() != to.is_ipv4() {
+            p.push(Problem::new(
+                &at.key("via"),
+                format!("gateway {v} and destination {to} are of different address families"),
+            ));
+            return None;
+        }
+    }
+    if via.is_none() && r.dev.is_none() {
+        p.push(Problem::new(
+            at,
+            "a route needs via (a gateway), dev (an interface), or both",
+        ));
+        return None;
+    }
+    let metric = match r.metric {
+        None => None,
+        Some(m) if (0..=u32::MAX as i64).contains(&m) => Some(m as u32),
+        Some(m) => {
+            p.push(Problem::new(
+                &at.key("metric"),
+                format!("metric {m} is out of range 0..=4294967295"),
+            ));
+            return None;
+        }
+    };
+    Some(Route {
+        to,
+        via,
+        dev: r.dev.clone(),
+        metric,
+        at: at.clone(),
+    })
+}

@@ -1,0 +1,240 @@
+//! A pure model of how the lab's kernels will route: connected subnets, static
+//! routes, longest prefix match, forwarding on or off, L2 segments through switches.
+//! `check` uses it to know which probes must succeed; `validate` uses it to find
+//! configurations that can never work.
+
+use super::model::Topology;
+use ipnetwork::IpNetwork;
+use std::net::IpAddr;
+
+/// Where a node sends a packet for some destination.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NextHop {
+    pub iface: String,
+    /// None: the destination is on the link itself.
+    pub gateway: Option<IpAddr>,
+}
+
+pub struct Router<'t> {
+    topo: &'t Topology,
+    segments: Vec<Vec<(usize, String)>>,
+}
+
+impl<'t> Router<'t> {
+    pub fn new(topo: &'t Topology) -> Self {
+        Router {
+            topo,
+            segments: topo.segments(),
+        }
+    }
+
+    /// Connected prefixes of a node: (prefix, device). Addresses on lo are local only.
+    fn connected(&self, node: usize) -> Vec<(IpNetwork, String)> {
+        let mut v = Vec::new();
+        for (dev, a) in self.topo.node_addresses(node) {
+            if dev == "lo" {
+                continue;
+            }
+            if let Ok(net) = IpNetwork::new(a.network(), a.prefix()) {
+                v.push((net, dev));
+            }
+        }
+        v
+    }
+
+    /// The kernel's choice for `dst` on `node`: longest prefix, connected before
+    /// static at equal length, then the lower metric.
+    pub fn lookup(&self, node: usize, dst: IpAddr) -> Option<NextHop> {
+        let mut best: Option<(u8, u32, NextHop)> = None;
+        let mut offer = |len: u8, metric: u32, nh: NextHop| {
+            let better = match &best {
+                None => true,
+                Some((bl, bm, _)) => len > *bl || (len == *bl && metric < *bm),
+            };
+            if better {
+                best = Some((len, metric, nh));
+            }
+        };
+        let connected = self.connected(node);
+        for (net, dev) in &connected {
+            if net.contains(dst) {
+                offer(
+                    net.prefix(),
+                    0,
+                    NextHop {
+                        iface: dev.clone(),
+                        gateway: None,
+                    },
+                );
+            }
+        }
+        for r in &self.topo.nodes[node].routes {
+            if !r.to.contains(dst) {
+                continue;
+            }
+            let iface = match (&r.dev, r.via) {
+                (Some(d), _) => Some(d.clone()),
+                (None, Some(gw)) => connected
+                    .iter()
+                    .find(|(n, _)| n.contains(gw))
+                    .map(|(_, d)| d.clone()),
+                (None, None) => None,
+            };
+            if let Some(iface) = iface {
+                offer(
+                    r.to.prefix(),
+                    r.metric.unwrap_or(1).max(1),
+                    NextHop {
+                        iface,
+                        gateway: r.via,
+                    },
+                );
+            }
+        }
+        best.map(|(_, _, nh)| nh)
+    }
+
+    fn owns(&self, node: usize, addr: IpAddr) -> bool {
+        self.topo
+            .node_addresses(node)
+            .iter()
+            .any(|(_, a)| a.ip() == addr)
+    }
+
+    /// Which node on the segment of (node, iface) answers ARP/ND for `addr`.
+    fn neighbour(&self, node: usize, iface: &str, addr: IpAddr) -> Option<usize> {
+        let seg = self
+            .segments
+            .iter()
+            .find(|s| s.iter().any(|(n, i)| *n == node && i == iface))?;
+        seg.iter()
+            .map(|(n, _)| *n)
+            .find(|&n| n != node && self.owns(n, addr))
+    }
+
+    /// Follows a packet from `from` to `dst` hop by hop. Ok(node that holds dst), or
+    /// the reason it is dropped.
+    pub fn deliver(&self, from: usize, dst: IpAddr) -> Result<usize, String> {
+        let name = |n: usize| self.topo.nodes[n].name.clone();
+        let ttl = self.initial_ttl(from, dst);
+        let mut cur = from;
+        // `hop` is how many links the packet has crossed; a router forwards only
+        // while the TTL it received is above 1.
+        for hop in 0..=ttl {
+            if self.owns(cur, dst) {
+                return Ok(cur);
+            }
+            if hop >= ttl {
+                return Err(format!(
+                    "more than {} routers: the TTL / hop limit {ttl} of {} runs out",
+                    ttl - 1,
+                    name(from)
+                ));
+            }
+            if cur != from && !self.topo.nodes[cur].forwarding {
+                return Err(format!("{} does not forward", name(cur)));
+            }
+            let nh = self
+                .lookup(cur, dst)
+                .ok_or_else(|| format!("{} has no route to {dst}", name(cur)))?;
+            let target = nh.gateway.unwrap_or(dst);
+            cur = self.neighbour(cur, &nh.iface, target).ok_or_else(|| {
+                format!("nothing on {}:{} answers for {target}", name(cur), nh.iface)
+            })?;
+        }
+        Err(format!("the TTL of {} runs out toward {dst}", name(from)))
+    }
+
+    /// The TTL / hop limit a node's own packets start with (kernel default 64).
+    fn initial_ttl(&self, node: usize, dst: IpAddr) -> u32 {
+        let key = if dst.is_ipv4() {
+            "net.ipv4.ip_default_ttl"
+        } else {
+            "net.ipv6.conf.all.hop_limit"
+        };
+        self.topo.nodes[node]
+            .sysctls
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64)
+    }
+
+    /// The source address `node` uses toward `dst`: an address of the egress
+    /// interface, else any address of the family on the node.
+    pub fn source_for(&self, node: usize, dst: IpAddr) -> Option<IpAddr> {
+        let nh = self.lookup(node, dst)?;
+        let addrs = self.topo.node_addresses(node);
+        let same = |a: &IpNetwork| a.is_ipv4() == dst.is_ipv4();
+        addrs
+            .iter()
+            .find(|(d, a)| *d == nh.iface && same(a))
+            .or_else(|| addrs.iter().find(|(_, a)| same(a)))
+            .map(|(_, a)| a.ip())
+    }
+
+    /// Whether an ICMP echo from `from` to `dst` gets its reply.
+    pub fn echo_works(&self, from: usize, dst: IpAddr) -> Result<(), String> {
+        let src = self
+            .source_for(from, dst)
+            .ok_or_else(|| format!("{} has no route to {dst}", self.topo.nodes[from].name))?;
+        let there = self.deliver(from, dst)?;
+        self.deliver(there, src)
+            .map(|_| ())
+            .map_err(|e| format!("no way back: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::topology::parse_str;
+    use std::path::Path;
+
+    const RIM: &str = r#"
+name = "rim"
+[nodes.a]
+kind = "host"
+routes = [{ to = "default", via = "198.18.1.1" }]
+[nodes.r]
+kind = "router"
+[nodes.b]
+kind = "host"
+routes = [{ to = "198.18.1.0/24", via = "198.18.2.1" }]
+[nodes.c]
+kind = "host"
+[[links]]
+a = { port = "a:eth0", ipv4 = "198.18.1.2/24" }
+b = { port = "r:eth0", ipv4 = "198.18.1.1/24" }
+[[links]]
+a = { port = "r:eth1", ipv4 = "198.18.2.1/24" }
+b = { port = "b:eth0", ipv4 = "198.18.2.2/24" }
+[[links]]
+a = { port = "r:eth2", ipv4 = "198.18.3.1/24" }
+b = { port = "c:eth0", ipv4 = "198.18.3.2/24" }
+"#;
+
+    #[test]
+    fn echo_needs_a_way_there_and_back() {
+        let t = parse_str(RIM, Path::new("rim.toml")).unwrap();
+        let r = super::Router::new(&t);
+        let (a, b, c) = (
+            t.node_index("a").unwrap(),
+            t.node_index("b").unwrap(),
+            t.node_index("c").unwrap(),
+        );
+        assert_eq!(r.echo_works(a, "198.18.2.2".parse().unwrap()), Ok(()));
+        assert_eq!(r.echo_works(b, "198.18.1.2".parse().unwrap()), Ok(()));
+        // c has no route back to a's subnet.
+        let e = r.echo_works(a, "198.18.3.2".parse().unwrap()).unwrap_err();
+        assert!(
+            e.contains("no way back") && e.contains("c has no route"),
+            "{e}"
+        );
+        // b has no route to c's subnet at all.
+        assert!(r.echo_works(b, "198.18.3.2".parse().unwrap()).is_err());
+        // The router reaches everything on its own links.
+        assert_eq!(
+            r.echo_works(t.node_index("r").unwrap(), "198.18.3.2".parse().unwrap()),
+            Ok(())
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! Checks on the resolved model that need the whole topology. Pure: reports
+//! problems, changes nothing.
+
+use super::model::*;
+use super::{KeyPath, Problem, interface_name_problem, valid_name};
+use ipnetwork::IpNetwork;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+pub fn validate(t: &Topology) -> Vec<Problem> {
+    let mut p = Vec::new();
+    let root = KeyPath::root();
+    if !valid_name(&t.name) {
+        p.push(Problem::new(&root.key("name"), format!("lab name \"{}\" must be 1-32 letters, digits, '-' or '_', starting with a letter or digit (it names namespaces)", t.name)));
+    }
+    if t.nodes.is_empty() {
+        p.push(Problem::new(
+            &root,
+            "the topology has no nodes; add at least one [nodes.NAME] table",
+        ));
+    }
+    interfaces(t, &mut p);
+    links(t, &mut p);
+    addresses(t, &mut p);
+    subnets(t, &mut p);
+    routes(t, &mut p);
+    p
+}
+
+fn interfaces(t: &Topology, p: &mut Vec<Problem>) {
+    for n in &t.nodes {
+        let mut seen: BTreeMap<&str, &KeyPath> = BTreeMap::new();
+        if let Some(br) = &n.bridge {
+            if let Some(why) = interface_name_problem(br) {
+                p.push(Problem::new(&n.at.key("bridge"), why));
+            }
+            seen.insert(br, &n.at);
+        }
+        for i in &n.interfaces {
+            let l = &t.links[i.link];
+            let at =
+                if l.a.node == t.node_index(&n.name).unwrap_or(usize::MAX) && l.a.iface == i.name {
+                    &l.a.at
+                } else {
+                    &l.b.at
+                };
+            if let Some(why) = interface_name_problem(&i.name) {
+                p.push(Problem::new(at, why));
+            } else if i.name == "lo" {
+                p.push(Problem::new(at, "\"lo\" is the loopback device of every node; name the interface something else"));
+            } else if seen.contains_key(i.name.as_str()) {
+                p.push(Problem::new(
+                    at,
+                    format!(
+                        "interface {}:{} is used twice; each link needs its own interface",
+                        n.name, i.name
+                    ),
+                ));
+            }
+            seen.insert(&i.name, at);
+        }
+    }
+}
+
+fn links(t: &Topology, p: &mut Vec<Problem>) {
+    for l in &t.links {
+        if l.a.node == l.b.node {
+            p.push(Problem::new(
+                &l.b.at,
+                format!(
+                    "both ends of the link are on node \"{}\"; a link joins two different nodes",
+                    t.nodes[l.a.node].name
+                ),
+            ));
+        }
+        for e in [&l.a, &l.b] {
+            let n = &t.nodes[e.node];
+            if n.kind == NodeKind::Switch && !e.addresses.is_empty() {
+                p.push(Problem::new(&e.at, format!("{}:{} is a port of switch \"{}\" and carries no address; put the switch's own addresses in nodes.{}.addresses", n.name, e.iface, n.name, n.name)));
+            }
+        }
+        let v6 =
+            l.a.addresses
+                .iter()
+                .chain(&l.b.addresses)
+                .any(|a| a.is_ipv6());
+        if v6 && l.mtu < 1280 {
+            p.push(Problem::new(
+                &l.at.key("mtu"),
+                format!(
+                    "mtu {} is below 1280, the IPv6 minimum, and the link carries IPv6 addresses",
+                    l.mtu
+                ),
+            ));
+        }
+    }
+}
+
+/// Every address once in the lab; no network or broadcast address as a host's.
+fn addresses(t: &Topology, p: &mut Vec<Problem>) {
+    let mut seen: BTreeMap<IpAddr, String> = BTreeMap::new();
+    let mut check = |a: &IpNetwork, owner: String, at: &KeyPath, p: &mut Vec<Problem>| {
+        if let Some(first) = seen.get(&a.ip()) {
+            p.push(Problem::new(
+                at,
+                format!(
+                    "address {} is used twice: by {first} and by {owner}",
+                    a.ip()
+                ),
+            ));
+        } else {
+            seen.insert(a.ip(), owner);
+        }
+        if let IpNetwork::V4(n) = a {
+            if n.prefix() < 31 && (n.ip() == n.network() || n.ip() == n.broadcast()) {
+                p.push(Problem::new(
+                    at,
+                    format!(
+                        "{a} is the {} address of its subnet; pick a host address",
+                        if n.ip() == n.network() {
+                            "network"
+                        } else {
+                            "broadcast"
+                        }
+                    ),
+                ));
+            }
+        }
+        if a.ip().is_multicast() || a.ip().is_unspecified() {
+            p.push(Problem::new(
+                at,
+                format!("{a} cannot be an interface address"),
+            ));
+        }
+    };
+    for n in &t.nodes {
+        for (i, a) in n.addresses.iter().enumerate() {
+            check(
+                a,
+                format!("{} ({})", n.name, n.bridge.as_deref().unwrap_or("lo")),
+                &n.at.key("addresses").index(i),
+                p,
+            );
+        }
+    }
+    for l in &t.links {
+        for e in [&l.a, &l.b] {
+            for a in &e.addresses {
+                let key = if a.is_ipv4() { "ipv4" } else { "ipv6" };
+                check(
+                    a,
+                    format!("{}:{}", t.nodes[e.node].name, e.iface),
+                    &e.at.key(key),
+                    p,
+                );
+            }
+        }
+    }
+}
+
+/// On each L2 segment, every address must share its subnet with an address of
+/// another node there, or nothing on the segment can talk to it.
+fn subnets(t: &Topology, p: &mut Vec<Problem>) {
+    for seg in t.segments() {
+        let mut on_seg: Vec<(usize, String, IpNetwork)> = Vec::new();
+        for (n, dev) in &seg {
+            for (d, a) in t.node_addresses(*n) {
+                if d == *dev {
+                    on_seg.push((*n, d, a));
+                }
+            }
+        }
+        for fam4 in [true, false] {
+            let fam: Vec<_> = on_seg
+                .iter()
+                .filter(|(_, _, a)| a.is_ipv4() == fam4)
+                .collect();
+            let nodes: BTreeSet<usize> = fam.iter().map(|(n, _, _)| *n).collect();
+            if nodes.len() < 2 {
+                continue;
+            }
+            for (n, dev, a) in &fam {
+                let shares = fam
+                    .iter()
+                    .any(|(m, _, b)| m != n && a.contains(b.ip()) && b.contains(a.ip()));
+                if !shares {
+                    let others: Vec<String> = fam
+                        .iter()
+                        .filter(|(m, _, _)| m != n)
+                        .map(|(m, d, b)| format!("{}:{} {b}", t.nodes[*m].name, d))
+                        .collect();
+                    let at = endpoint_at(t, *n, dev).unwrap_or_else(|| t.nodes[*n].at.clone());
+                    p.push(Problem::new(
+                        &at,
+                        format!("{}:{} {a} is in a different subnet from the other end of its link ({}); both ends of a link need addresses in one subnet", t.nodes[*n].name, dev, others.join(", ")),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn endpoint_at(t: &Topology, node: usize, iface: &str) -> Option<KeyPath> {
+    t.links
+        .iter()
+        .flat_map(|l| [&l.a, &l.b])
+        .find(|e| e.node == node && e.iface == iface)
+        .map(|e| e.at.clone())
+}
+
+fn routes(t: &Topology, p: &mut Vec<Problem>) {
+    for (ni, n) in t.nodes.iter().enumerate() {
+        let addrs = t.node_addresses(ni);
+        let mut seen: Vec<(IpNetwork, Option<u32>)> = Vec::new();
+        for r in &n.routes {
+            if seen.contains(&(r.to, r.metric)) {
+                p.push(Problem::new(
+                    &r.at.key("to"),
+                    format!("route to {} is given twice on node \"{}\"", r.to, n.name),
+                ));
+            }
+            seen.push((r.to, r.metric));
+            if let Some(dev) = &r.dev {
+                let known = n.interfaces.iter().any(|i| &i.name == dev)
+                    || n.bridge.as_ref() == Some(dev)
+                    || dev == "lo";
+                if !known {
+                    let names: Vec<&str> = n.interfaces.iter().map(|i| i.name.as_str()).collect();
+                    p.push(Problem::new(
+                        &r.at.key("dev"),
+                        format!(
+                            "node \"{}\" has no interface \"{dev}\"; its interfaces: {}",
+                            n.name,
+                            names.join(", ")
+                        ),
+                    ));
+                    continue;
+                }
+            }
+            let Some(gw) = r.via else { continue };
+            if addrs.iter().any(|(_, a)| a.ip() == gw) {
+                p.push(Problem::new(
+                    &r.at.key("via"),
+                    format!("gateway {gw} is an address of node \"{}\" itself", n.name),
+                ));
+                continue;
+            }
+            let on_link = addrs
+                .iter()
+                .any(|(d, a)| d != "lo" && a.contains(gw) && r.dev.as_ref().is_none_or(|x| x == d));
+            if !on_link {
+                let subnets: Vec<String> = addrs
+                    .iter()
+                    .filter(|(d, a)| d != "lo" && a.is_ipv4() == gw.is_ipv4())
+                    .map(|(d, a)| format!("{d} {a}"))
+                    .collect();
+                p.push(Problem::new(
+                    &r.at.key("via"),
+                    format!(
+                        "gateway {gw} is on no subnet connected to node \"{}\" ({}); a gateway must be a neighbour's address",
+                        n.name,
+                        if subnets.is_empty() { "it has no address of that family".to_string() } else { format!("its subnets: {}", subnets.join(", ")) }
+                    ),
+                ));
+                continue;
+            }
+            match t.owner_of(gw) {
+                None => p.push(Problem::new(
+                    &r.at.key("via"),
+                    format!("no node in the lab holds gateway address {gw}"),
+                )),
+                Some(g)
+                    if !t.nodes[g].forwarding
+                        && r.to.prefix() < if gw.is_ipv4() { 32 } else { 128 } =>
+                {
+                    let g = &t.nodes[g];
+                    p.push(Problem::new(
+                        &r.at.key("via"),
+                        format!(
+                            "route to {} goes through {} \"{}\", which does not forward, so this path can never work; make it kind = \"router\" or set forwarding = true on it",
+                            r.to, g.kind, g.name
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+}
