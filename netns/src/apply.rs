@@ -8,7 +8,7 @@ use crate::{namespace, sysctl};
 use futures::TryStreamExt;
 use futures::future::try_join_all;
 use netlink_packet_route::address::{AddressAttribute, AddressFlags};
-use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute};
+use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, State};
 use rtnetlink::{
     Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder,
 };
@@ -47,6 +47,8 @@ pub enum ApplyError {
     },
     #[error("interrupted")]
     Cancelled,
+    #[error("namespace {0} was made by someone else while the lab was being built")]
+    Taken(String),
 }
 
 /// The marker on every lab namespace's lo: ownership is in the kernel object
@@ -71,6 +73,9 @@ struct Ns {
     /// Kept open to give veth peers a target (IFLA_NET_NS_FD).
     file: File,
 }
+
+/// Devices a plan makes are numbered from here (lo is 1 in every namespace).
+const FIRST_LINK_INDEX: u32 = 10;
 
 /// Called after each phase with the phase and how many ops it ran.
 pub type Progress<'a> = &'a (dyn Fn(Phase, usize) + Sync);
@@ -143,6 +148,7 @@ pub async fn apply(
                 reason: "thread panicked".into(),
             },
             NsFail::Step(step, reason) => fail(step, &plan.ops[step - 1], reason),
+            NsFail::Taken(ns) => ApplyError::Taken(ns),
         });
     }
     let mut nss: HashMap<String, Ns> = HashMap::new();
@@ -181,8 +187,16 @@ pub async fn apply(
                 .map_err(|e| (0, format!("marking lo in {name}: {}", reason(e))))
         }
     });
-    let links = phase(Phase::Links).map(|(step, op)| {
+    let links = phase(Phase::Links).enumerate().map(|(k, (step, op))| {
         let nss = &nss;
+        // Explicit, distinct ifindexes for the two ends of each veth: when both ends
+        // get the same index (each namespace counts from 2), the kernel treats their
+        // carrier change as non-urgent and delays it by up to a second
+        // (linkwatch_urgent_event compares ifindex with iflink).
+        let (index, peer_index) = (
+            FIRST_LINK_INDEX + 2 * k as u32,
+            FIRST_LINK_INDEX + 1 + 2 * k as u32,
+        );
         async move {
             let ns = &nss[op.ns()];
             let r = match op {
@@ -202,10 +216,12 @@ pub async fn apply(
                 } => {
                     let peer = LinkUnspec::new_with_name(peer_name)
                         .setns_by_fd(nss[peer_ns.as_str()].file.as_raw_fd())
+                        .index(peer_index)
                         .mtu(*mtu)
                         .build();
                     let msg = LinkMessageBuilder::<LinkVeth>::new_with_info_kind(InfoKind::Veth)
                         .name(name.clone())
+                        .index(index)
                         .mtu(*mtu)
                         .up()
                         .set_info_data(InfoData::Veth(InfoVeth::Peer(peer)))
@@ -403,7 +419,71 @@ pub async fn apply(
         .await
         .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
     progress(Phase::Routes, n);
+    wait_for_carrier(plan, &nss).await;
     Ok(())
+}
+
+/// How long `apply` waits for every veth to be operationally up.
+const CARRIER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A veth carries traffic only once the kernel's link watcher has seen its carrier
+/// and given it a real qdisc (until then it drops), which can lag `up` by up to a
+/// second. Wait for that, so a lab is usable the moment `up` returns; a device that
+/// never comes up is left for `check` to report.
+async fn wait_for_carrier(plan: &Plan, nss: &HashMap<String, Ns>) {
+    let mut want: HashMap<&str, Vec<&str>> = HashMap::new();
+    for op in &plan.ops {
+        if let Op::Veth {
+            ns,
+            name,
+            peer_ns,
+            peer_name,
+            ..
+        } = op
+        {
+            want.entry(ns).or_default().push(name);
+            want.entry(peer_ns).or_default().push(peer_name);
+        }
+    }
+    let deadline = tokio::time::Instant::now() + CARRIER_WAIT;
+    while !want.is_empty() && tokio::time::Instant::now() < deadline {
+        let polls = want.iter().map(|(ns, devs)| async move {
+            let links: Vec<_> = nss[*ns]
+                .handle
+                .link()
+                .get()
+                .execute()
+                .try_collect()
+                .await
+                .unwrap_or_default();
+            let up: Vec<String> = links
+                .iter()
+                .filter(|l| {
+                    l.attributes
+                        .iter()
+                        .any(|a| matches!(a, LinkAttribute::OperState(State::Up)))
+                })
+                .filter_map(|l| {
+                    l.attributes.iter().find_map(|a| {
+                        if let LinkAttribute::IfName(n) = a {
+                            Some(n.clone())
+                        } else {
+                            None
+                        }
+                    })
+                })
+                .collect();
+            (*ns, devs.iter().all(|d| up.iter().any(|u| u == d)))
+        });
+        for (ns, done) in futures::future::join_all(polls).await {
+            if done {
+                want.remove(ns);
+            }
+        }
+        if !want.is_empty() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
 }
 
 fn check(c: &Cancel) -> Result<(), ApplyError> {
@@ -418,6 +498,7 @@ enum NsFail {
     Cancelled,
     Thread,
     Step(usize, String),
+    Taken(String),
 }
 
 /// On a worker thread of its own: each namespace is made by unsharing into it,
@@ -432,7 +513,13 @@ fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String
             let Op::Namespace { ns, sysctls } = op else {
                 continue;
             };
-            namespace::create_here(&ns).map_err(|e| NsFail::Step(step, e.to_string()))?;
+            namespace::create_here(&ns).map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    NsFail::Taken(ns.clone())
+                } else {
+                    NsFail::Step(step, e.to_string())
+                }
+            })?;
             for (k, v) in &sysctls {
                 sysctl::write(k, v)
                     .map_err(|e| NsFail::Step(step, format!("sysctl {k}={v}: {e}")))?;

@@ -19,6 +19,10 @@ pub enum LabError {
         "lab {0} has a record from an `up` that did not finish; remove it with `tunbench down {0}` (or `tunbench clean`)"
     )]
     Stale(String),
+    #[error(
+        "namespace {0} already exists and does not belong to lab {1}; pick another lab name or --prefix (nothing was built)"
+    )]
+    NamespaceTaken(String, String),
     #[error("{0} (everything built so far was removed)")]
     RolledBack(ApplyError),
     #[error("{0}; rolling back also failed: {1}")]
@@ -50,6 +54,11 @@ pub async fn up(
             LabError::Stale(lab.into())
         });
     }
+    // Another lab's or someone else's namespace is never taken over, nor removed by
+    // our rollback: refuse before recording anything.
+    if let Some((_, ns, _)) = plan.nodes.iter().find(|(_, ns, _)| namespace::exists(ns)) {
+        return Err(LabError::NamespaceTaken(ns.clone(), lab.into()));
+    }
     let mut state = LabState {
         lab: lab.to_string(),
         topology,
@@ -76,10 +85,17 @@ pub async fn up(
             state.save().map_err(state_err(lab))?;
             Ok(())
         }
-        Err(e) => match down(lab).await {
-            Ok(_) => Err(LabError::RolledBack(e)),
-            Err(r) => Err(LabError::RollbackFailed(e, r)),
-        },
+        Err(e) => {
+            // Lost a race for a name: that namespace is someone else's; forget it.
+            if let ApplyError::Taken(ns) = &e {
+                state.nodes.retain(|n| &n.namespace != ns);
+                state.save().map_err(state_err(lab))?;
+            }
+            match down(lab).await {
+                Ok(_) => Err(LabError::RolledBack(e)),
+                Err(r) => Err(LabError::RollbackFailed(e, r)),
+            }
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Maps a key path (`links[2].b`) back to a line and column of the source text,
-//! using toml_edit's span-preserving parse.
+//! and a parse error's offset back to a key path, using toml_edit's
+//! span-preserving parse.
 
 use super::{KeyPath, Seg};
 use std::ops::Range;
@@ -53,6 +54,68 @@ impl<'a> Locator<'a> {
             Some(r) => line_col(self.text, r.start),
             None => (1, 1),
         }
+    }
+
+    /// Key path of the deepest key or value whose text holds `offset`: serde reports
+    /// a bad key or value only by its span, so this names it the way other problems
+    /// are named.
+    pub fn path_at(&self, offset: usize) -> KeyPath {
+        let mut best = KeyPath::root();
+        if let Some(doc) = &self.doc {
+            in_table(doc.as_table(), &KeyPath::root(), offset, &mut best);
+        }
+        best
+    }
+}
+
+fn holds(span: Option<Range<usize>>, offset: usize) -> bool {
+    span.is_some_and(|s| s.contains(&offset))
+}
+
+fn in_table(t: &Table, at: &KeyPath, offset: usize, best: &mut KeyPath) {
+    // A table's own span is its `[header]`: where serde puts a missing field.
+    if holds(t.span(), offset) {
+        *best = at.clone();
+    }
+    for (k, item) in t.iter() {
+        let here = at.key(k);
+        if holds(t.key(k).and_then(|k| k.span()), offset) {
+            *best = here.clone();
+        }
+        match item {
+            Item::Table(t) => in_table(t, &here, offset, best),
+            Item::ArrayOfTables(a) => {
+                for (i, t) in a.iter().enumerate() {
+                    in_table(t, &here.index(i), offset, best);
+                }
+            }
+            Item::Value(v) => in_value(v, &here, offset, best),
+            Item::None => {}
+        }
+    }
+}
+
+fn in_value(v: &Value, at: &KeyPath, offset: usize, best: &mut KeyPath) {
+    if !holds(v.span(), offset) {
+        return;
+    }
+    *best = at.clone();
+    match v {
+        Value::InlineTable(t) => {
+            for (k, v) in t.iter() {
+                let here = at.key(k);
+                if holds(t.key(k).and_then(|k| k.span()), offset) {
+                    *best = here.clone();
+                }
+                in_value(v, &here, offset, best);
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                in_value(v, &at.index(i), offset, best);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -139,17 +139,21 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Topology, InvalidTopology> {
     let raw: raw::RawTopology = match toml::from_str(text) {
         Ok(r) => r,
         Err(e) => {
-            let (line, column) = e
-                .span()
-                .map(|s| locate::line_col(text, s.start))
-                .unwrap_or((1, 1));
+            let (line, column, at) = match e.span() {
+                Some(s) => {
+                    let (line, column) = locate::line_col(text, s.start);
+                    let at = locate::Locator::new(text).path_at(s.start);
+                    (line, column, at.to_string())
+                }
+                None => (1, 1, String::new()),
+            };
             let message = e.message().trim().replace('\n', " ");
             let message = explain_serde(&message);
             return Err(InvalidTopology(vec![Diagnostic {
                 file: path.to_path_buf(),
                 line,
                 column,
-                at: String::new(),
+                at,
                 message,
             }]));
         }

@@ -105,6 +105,10 @@ pub struct Link {
     pub a: Endpoint,
     pub b: Endpoint,
     pub mtu: u32,
+    /// Where the mtu was set: the link's own `mtu`, `defaults.mtu`, or the link
+    /// itself for the built-in default.
+    #[serde(skip)]
+    pub mtu_at: KeyPath,
     pub description: Option<String>,
     #[serde(skip)]
     pub at: KeyPath,

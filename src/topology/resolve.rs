@@ -43,8 +43,15 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
         None => DEFAULT_MTU,
         Some(m) => mtu(m, &root.key("defaults").key("mtu"), &mut p).unwrap_or(DEFAULT_MTU),
     };
+    // Layers shared by many nodes are checked once here, not once per node.
+    sysctl_keys(
+        &defaults.sysctls,
+        &root.key("defaults").key("sysctls"),
+        &mut p,
+    );
     for (k, s) in &raw.kinds {
         let at = root.key("kinds").key(k);
+        sysctl_keys(&s.sysctls, &at.key("sysctls"), &mut p);
         if NodeKind::parse(k).is_none() {
             p.push(Problem::new(
                 &at,
@@ -105,18 +112,9 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
         let fwd = if forwarding { "1" } else { "0" };
         sysctls.insert("net.ipv4.ip_forward".into(), fwd.into());
         sysctls.insert("net.ipv6.conf.all.forwarding".into(), fwd.into());
-        for (layer_at, layer) in [
-            (root.key("defaults").key("sysctls"), &defaults.sysctls),
-            (
-                root.key("kinds").key(kind.as_str()).key("sysctls"),
-                &kind_layer.sysctls,
-            ),
-            (at.key("sysctls"), &rn.sysctls),
-        ] {
+        sysctl_keys(&rn.sysctls, &at.key("sysctls"), &mut p);
+        for layer in [&defaults.sysctls, &kind_layer.sysctls, &rn.sysctls] {
             for (k, v) in layer {
-                if let Some(why) = sysctl_key_problem(k) {
-                    p.push(Problem::new(&layer_at.key(k), why));
-                }
                 sysctls.insert(k.clone(), v.0.clone());
             }
         }
@@ -166,9 +164,10 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
     let mut links = Vec::new();
     for (i, rl) in raw.links.iter().enumerate() {
         let at = root.key("links").index(i);
-        let mtu_v = match rl.mtu {
-            None => Some(default_mtu),
-            Some(m) => mtu(m, &at.key("mtu"), &mut p),
+        let (mtu_v, mtu_at) = match rl.mtu {
+            None if defaults.mtu.is_some() => (Some(default_mtu), root.key("defaults").key("mtu")),
+            None => (Some(default_mtu), at.clone()),
+            Some(m) => (mtu(m, &at.key("mtu"), &mut p), at.key("mtu")),
         };
         if rl.impairments.is_some() {
             p.push(Problem::new(
@@ -183,6 +182,7 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
                 a,
                 b,
                 mtu: m,
+                mtu_at,
                 description: rl.description.clone(),
                 at,
             });
@@ -226,6 +226,14 @@ fn mtu(v: i64, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u32> {
     }
 }
 
+fn sysctl_keys(layer: &BTreeMap<String, SysctlValue>, at: &KeyPath, p: &mut Vec<Problem>) {
+    for k in layer.keys() {
+        if let Some(why) = sysctl_key_problem(k) {
+            p.push(Problem::new(&at.key(k), why));
+        }
+    }
+}
+
 fn sysctl_key_problem(k: &str) -> Option<String> {
     if !k.starts_with("net.") {
         return Some(format!(
@@ -247,9 +255,14 @@ fn sysctl_key_problem(k: &str) -> Option<String> {
 /// Parse `addr/len`. `family` restricts to 4 or 6 when the key says which.
 fn cidr(s: &str, family: Option<u8>, at: &KeyPath, p: &mut Vec<Problem>) -> Option<IpNetwork> {
     if !s.contains('/') {
+        let example = match s.parse::<IpAddr>() {
+            Ok(IpAddr::V4(_)) => format!("\"{s}/24\""),
+            Ok(IpAddr::V6(_)) => format!("\"{s}/64\""),
+            Err(_) => format!("\"{s}/24\" or \"{s}/64\""),
+        };
         p.push(Problem::new(
             at,
-            format!("address \"{s}\" needs a prefix length, e.g. \"{s}/24\" or \"{s}/64\""),
+            format!("address \"{s}\" needs a prefix length, e.g. {example}"),
         ));
         return None;
     }

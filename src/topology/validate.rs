@@ -85,13 +85,24 @@ fn links(t: &Topology, p: &mut Vec<Problem>) {
                 .chain(&l.b.addresses)
                 .any(|a| a.is_ipv6());
         if v6 && l.mtu < 1280 {
-            p.push(Problem::new(
-                &l.at.key("mtu"),
+            let message = if l.mtu_at == l.at.key("mtu") {
                 format!(
                     "mtu {} is below 1280, the IPv6 minimum, and the link carries IPv6 addresses",
                     l.mtu
-                ),
-            ));
+                )
+            } else {
+                // Inherited: say which link, since the line is not the link's.
+                format!(
+                    "mtu {} is below 1280, the IPv6 minimum, and {} ({}:{} - {}:{}) carries IPv6 addresses; raise it or set mtu on that link",
+                    l.mtu,
+                    l.at,
+                    t.nodes[l.a.node].name,
+                    l.a.iface,
+                    t.nodes[l.b.node].name,
+                    l.b.iface
+                )
+            };
+            p.push(Problem::new(&l.mtu_at, message));
         }
     }
 }
@@ -145,14 +156,18 @@ fn addresses(t: &Topology, p: &mut Vec<Problem>) {
     }
     for l in &t.links {
         for e in [&l.a, &l.b] {
-            for a in &e.addresses {
-                let key = if a.is_ipv4() { "ipv4" } else { "ipv6" };
-                check(
-                    a,
-                    format!("{}:{}", t.nodes[e.node].name, e.iface),
-                    &e.at.key(key),
-                    p,
-                );
+            for fam4 in [true, false] {
+                let key = if fam4 { "ipv4" } else { "ipv6" };
+                let list: Vec<_> = e.addresses.iter().filter(|a| a.is_ipv4() == fam4).collect();
+                for (i, a) in list.iter().enumerate() {
+                    // The same path resolve gives: indexed only when the key holds several.
+                    let at = if list.len() == 1 {
+                        e.at.key(key)
+                    } else {
+                        e.at.key(key).index(i)
+                    };
+                    check(a, format!("{}:{}", t.nodes[e.node].name, e.iface), &at, p);
+                }
             }
         }
     }
@@ -225,7 +240,13 @@ fn routes(t: &Topology, p: &mut Vec<Problem>) {
                     || n.bridge.as_ref() == Some(dev)
                     || dev == "lo";
                 if !known {
-                    let names: Vec<&str> = n.interfaces.iter().map(|i| i.name.as_str()).collect();
+                    let names: Vec<&str> = n
+                        .bridge
+                        .iter()
+                        .chain(n.interfaces.iter().map(|i| &i.name))
+                        .map(|s| s.as_str())
+                        .chain(["lo"])
+                        .collect();
                     p.push(Problem::new(
                         &r.at.key("dev"),
                         format!(

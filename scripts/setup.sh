@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what tunbench and its tests need on a fresh Debian machine, only where
+# missing. Run as root. Sourced by main-job.sh and test.sh (which then build).
+set -euo pipefail
+if [ "$(id -u)" != 0 ]; then
+  echo "setup: tunbench builds network namespaces and needs root; run this as root (sudo)" >&2
+  exit 2
+fi
+# rustup's toolchain, where the machine has one, comes before Debian's older cargo.
+for d in "${CARGO_HOME:-$HOME/.cargo}/bin" /root/.cargo/bin; do
+  [ -x "$d/cargo" ] && export PATH="$d:$PATH" && break
+done
+
+need_pkgs=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have ip || need_pkgs+=(iproute2)
+have pgrep || need_pkgs+=(procps)
+have cc || need_pkgs+=(gcc libc6-dev)
+have cargo || need_pkgs+=(cargo rustc)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "setup: installing ${need_pkgs[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi

@@ -1,0 +1,95 @@
+//! Shared by the end-to-end tests: run the binary, name labs uniquely, and a
+//! guard that takes a lab down even when the test fails or panics.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tunbench")
+}
+
+pub fn topo(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("topologies")
+        .join(name)
+}
+
+pub fn tunbench(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("running tunbench")
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A lab name unique to this test and this process: concurrent runs never collide.
+pub fn lab_name(tag: &str) -> String {
+    format!("t{tag}{}", std::process::id() % 100000)
+}
+
+/// Namespaces whose name starts with `prefix`.
+pub fn namespaces(prefix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+pub fn state_dir(lab: &str) -> PathBuf {
+    Path::new("/run/tunbench").join(lab)
+}
+
+/// Takes the lab down on drop, whatever happened in the test.
+pub struct LabGuard(pub String);
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        let _ = tunbench(&["down", &self.0]);
+        // Last resort, so a broken `down` cannot leak into later tests.
+        for ns in namespaces(&format!("{}-", self.0)) {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+        }
+    }
+}
+
+/// Asserts nothing of the lab remains: namespaces, state, host-side devices.
+pub fn assert_gone(lab: &str) {
+    assert_eq!(
+        namespaces(&format!("{lab}-")),
+        Vec::<String>::new(),
+        "namespaces of {lab} left behind"
+    );
+    assert!(
+        !state_dir(lab).exists(),
+        "state directory of {lab} left behind"
+    );
+    let host_links = Command::new("ip")
+        .args(["-o", "link"])
+        .output()
+        .expect("ip link");
+    let host_links = String::from_utf8_lossy(&host_links.stdout);
+    assert!(
+        !host_links.contains(&format!("tunbench.{lab}")),
+        "a marked device of {lab} is in the host namespace"
+    );
+}
+
+pub fn up(file: &Path, lab: &str) -> (LabGuard, Output) {
+    let g = LabGuard(lab.to_string());
+    let o = tunbench(&["up", file.to_str().unwrap(), "--name", lab]);
+    (g, o)
+}
