@@ -48,6 +48,14 @@ fn interfaces(t: &Topology, p: &mut Vec<Problem>) {
                 p.push(Problem::new(at, why));
             } else if i.name == "lo" {
                 p.push(Problem::new(at, "\"lo\" is the loopback device of every node; name the interface something else"));
+            } else if n.bridge.as_ref() == Some(&i.name) {
+                p.push(Problem::new(
+                    at,
+                    format!(
+                        "{}:{} has the name of the switch's bridge device; name the port something else or set bridge on nodes.{}",
+                        n.name, i.name, n.name
+                    ),
+                ));
             } else if seen.contains_key(i.name.as_str()) {
                 p.push(Problem::new(
                     at,
