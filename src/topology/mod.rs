@@ -8,6 +8,9 @@ mod resolve;
 pub mod routing;
 mod validate;
 
+#[cfg(test)]
+mod tests;
+
 pub use model::{Endpoint, Interface, Link, Node, NodeKind, Route, Topology};
 
 use std::fmt;
