@@ -49,6 +49,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             .collect();
         ops.push(Op::Namespace {
             ns: ns(i),
+            marker: netns::apply::marker(&naming.lab),
             sysctls: early,
         });
     }
@@ -156,16 +157,22 @@ mod tests {
         let p = plan(&t, &Naming::new("x", None));
         let text: Vec<String> = p.ops.iter().map(|o| o.to_string()).collect();
         assert!(
-            text[0].starts_with("ip netns add x-left; ip -n x-left link set lo up"),
+            text[0].starts_with("ip netns add x-left; ip -n x-left link set lo up; ip -n x-left link property add dev lo altname tunbench.x;"),
             "{}",
             text[0]
         );
         assert!(text.contains(&"ip -n x-left link add eth0 mtu 1500 up type veth peer name eth0 netns x-r1 mtu 1500".to_string()));
         assert!(text.contains(&"ip -n x-r1 addr add 2001:2:0:2::1/64 dev eth1 nodad".to_string()));
         assert!(
-            text.contains(&"ip -n x-left route add 0.0.0.0/0 via 198.18.1.2".to_string()) == false
+            text.contains(
+                &"ip -n x-left route add 0.0.0.0/0 via 198.18.1.2 proto static".to_string()
+            ) == false
         );
-        assert!(text.contains(&"ip -n x-left route add 0.0.0.0/0 via 198.18.1.1".to_string()));
+        assert!(
+            text.contains(
+                &"ip -n x-left route add 0.0.0.0/0 via 198.18.1.1 proto static".to_string()
+            )
+        );
         // Routers forward, hosts do not.
         assert!(
             text.iter()

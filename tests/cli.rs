@@ -70,7 +70,7 @@ fn dry_run_prints_ip_commands_and_builds_nothing() {
     );
     assert!(
         s.contains(&format!(
-            "ip -n {lab}-left route add 0.0.0.0/0 via 198.18.1.1"
+            "ip -n {lab}-left route add 0.0.0.0/0 via 198.18.1.1 proto static"
         )),
         "{s}"
     );

@@ -169,10 +169,23 @@ pub async fn apply(
     check(cancel)?;
 
     // lo up and marked, bridges and veths.
-    let mark = marker(lab);
+    let markers: HashMap<&str, &str> = plan
+        .ops
+        .iter()
+        .filter_map(|o| {
+            if let Op::Namespace { ns, marker, .. } = o {
+                Some((ns.as_str(), marker.as_str()))
+            } else {
+                None
+            }
+        })
+        .collect();
     let lo = nss.iter().map(|(name, ns)| {
         let h = ns.handle.clone();
-        let mark = mark.clone();
+        let mark = markers
+            .get(name.as_str())
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| marker(lab));
         async move {
             h.link()
                 .set(LinkUnspec::new_with_index(1).up().build())
@@ -510,7 +523,7 @@ fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String
             if cancel.is_cancelled() {
                 return Err(NsFail::Cancelled);
             }
-            let Op::Namespace { ns, sysctls } = op else {
+            let Op::Namespace { ns, sysctls, .. } = op else {
                 continue;
             };
             namespace::create_here(&ns).map_err(|e| {

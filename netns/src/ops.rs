@@ -13,6 +13,8 @@ pub enum Op {
     /// with the lab's name.
     Namespace {
         ns: String,
+        /// The altname on lo that says which lab owns the namespace.
+        marker: String,
         sysctls: Vec<(String, String)>,
     },
     /// A Linux bridge, up.
@@ -95,8 +97,15 @@ impl Op {
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
-            Op::Namespace { ns, sysctls } => {
-                write!(f, "ip netns add {ns}; ip -n {ns} link set lo up")?;
+            Op::Namespace {
+                ns,
+                marker,
+                sysctls,
+            } => {
+                write!(
+                    f,
+                    "ip netns add {ns}; ip -n {ns} link set lo up; ip -n {ns} link property add dev lo altname {marker}"
+                )?;
                 for (k, v) in sysctls {
                     write!(f, "; ip netns exec {ns} sysctl -qw {k}={v}")?;
                 }
@@ -148,7 +157,8 @@ impl fmt::Display for Op {
                 if let Some(m) = metric {
                     write!(f, " metric {m}")?;
                 }
-                Ok(())
+                // What rtnetlink installs; a bare `ip route add` would say proto boot.
+                write!(f, " proto static")
             }
         }
     }
