@@ -164,9 +164,9 @@ mod tests {
         assert!(text.contains(&"ip -n x-left link add eth0 mtu 1500 up type veth peer name eth0 netns x-r1 mtu 1500".to_string()));
         assert!(text.contains(&"ip -n x-r1 addr add 2001:2:0:2::1/64 dev eth1 nodad".to_string()));
         assert!(
-            text.contains(
+            !text.contains(
                 &"ip -n x-left route add 0.0.0.0/0 via 198.18.1.2 proto static".to_string()
-            ) == false
+            )
         );
         assert!(
             text.contains(

@@ -65,7 +65,7 @@ fn dry_run_prints_ip_commands_and_builds_nothing() {
         "{s}"
     );
     assert!(
-        s.contains(&format!("ip -n {lab}-r1 route add")) == false,
+        !s.contains(&format!("ip -n {lab}-r1 route add")),
         "the router has no static routes: {s}"
     );
     assert!(

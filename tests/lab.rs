@@ -375,3 +375,34 @@ fn ipv6_works_at_once_without_dad() {
         text(&a)
     );
 }
+
+#[test]
+fn routes_with_metric_and_device_are_installed_as_written() {
+    let lab = lab_name("rt");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("routes.toml");
+    let t = std::fs::read_to_string(topo("router.toml")).unwrap().replace(
+        "  { to = \"default\", via = \"2001:2:0:1::1\" },\n]",
+        "  { to = \"default\", via = \"2001:2:0:1::1\" },\n  { to = \"198.18.9.0/24\", via = \"198.18.1.1\", metric = 10 },\n  { to = \"198.18.8.0/24\", dev = \"eth0\" },\n  { to = \"2001:2:0:9::/64\", via = \"2001:2:0:1::1\", dev = \"eth0\", metric = 7 },\n]",
+    );
+    assert!(t.contains("metric = 7"));
+    std::fs::write(&file, t).unwrap();
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let r4 = tunbench(&["exec", &lab, "left", "--", "ip", "-4", "route"]);
+    let r4 = text(&r4);
+    assert!(
+        r4.contains("198.18.9.0/24 via 198.18.1.1 dev eth0 proto static metric 10"),
+        "{r4}"
+    );
+    assert!(
+        r4.contains("198.18.8.0/24 dev eth0 proto static scope link"),
+        "{r4}"
+    );
+    let r6 = tunbench(&["exec", &lab, "left", "--", "ip", "-6", "route"]);
+    let r6 = text(&r6);
+    assert!(
+        r6.contains("2001:2:0:9::/64 via 2001:2:0:1::1 dev eth0 proto static metric 7"),
+        "{r6}"
+    );
+}

@@ -315,125 +315,113 @@ pub async fn apply(
     progress(Phase::Sysctls, sysctls.len());
     check(cancel)?;
 
-    let mut ports = Vec::new();
-    for (step, op) in phase(Phase::Ports) {
-        let (ns, msg) = match op {
-            Op::Port { ns, iface, bridge } => (
-                ns,
-                LinkUnspec::new_with_index(ifindex(step, op, ns, iface)?)
-                    .controller(ifindex(step, op, ns, bridge)?)
-                    .build(),
-            ),
-            Op::Up { ns, iface } => (
-                ns,
-                LinkUnspec::new_with_index(ifindex(step, op, ns, iface)?)
-                    .up()
-                    .build(),
-            ),
-            _ => continue,
-        };
-        let h = nss[ns.as_str()].handle.clone();
-        ports.push(async move {
-            h.link()
-                .set(msg)
-                .execute()
-                .await
-                .map_err(|e| (step, reason(e)))
-        });
+    // The rest is one netlink request per op: all of a phase in flight at once.
+    for ph in [Phase::Ports, Phase::Addresses, Phase::Routes] {
+        let mut requests = Vec::new();
+        for (step, op) in phase(ph) {
+            let h = nss[op.ns()].handle.clone();
+            let index = |name: &str| ifindex(step, op, op.ns(), name);
+            let request = match op {
+                Op::Port { iface, bridge, .. } => Request::Link(
+                    LinkUnspec::new_with_index(index(iface)?)
+                        .controller(index(bridge)?)
+                        .build(),
+                ),
+                Op::Up { iface, .. } => {
+                    Request::Link(LinkUnspec::new_with_index(index(iface)?).up().build())
+                }
+                Op::Address { iface, addr, .. } => Request::Address(index(iface)?, *addr),
+                Op::Route {
+                    to,
+                    via,
+                    dev,
+                    metric,
+                    ..
+                } => Request::Route(route_message(
+                    *to,
+                    *via,
+                    dev.as_deref().map(index).transpose()?,
+                    *metric,
+                )),
+                _ => continue,
+            };
+            requests.push(async move { request.send(h).await.map_err(|e| (step, reason(e))) });
+        }
+        let n = requests.len();
+        try_join_all(requests)
+            .await
+            .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
+        progress(ph, n);
+        check(cancel)?;
     }
-    let n = ports.len();
-    try_join_all(ports)
-        .await
-        .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
-    progress(Phase::Ports, n);
-    check(cancel)?;
+    wait_for_carrier(plan, &nss).await;
+    Ok(())
+}
 
-    let mut addrs = Vec::new();
-    for (step, op) in phase(Phase::Addresses) {
-        if let Op::Address { ns, iface, addr } = op {
-            let i = ifindex(step, op, ns, iface)?;
-            let h = nss[ns.as_str()].handle.clone();
-            let addr = *addr;
-            addrs.push(async move {
-                let mut req = h.address().add(i, addr.ip(), addr.prefix());
+/// One netlink request, built ahead so a phase's requests can all be in flight.
+enum Request {
+    Link(netlink_packet_route::link::LinkMessage),
+    Address(u32, ipnetwork::IpNetwork),
+    Route(netlink_packet_route::route::RouteMessage),
+}
+
+impl Request {
+    async fn send(self, h: Handle) -> Result<(), rtnetlink::Error> {
+        match self {
+            Request::Link(m) => h.link().set(m).execute().await,
+            Request::Address(index, addr) => {
+                let mut req = h.address().add(index, addr.ip(), addr.prefix());
                 if addr.is_ipv6() {
                     // Usable at once: no duplicate address detection in a lab we own.
                     req.message_mut()
                         .attributes
                         .push(AddressAttribute::Flags(AddressFlags::Nodad));
                 }
-                req.execute().await.map_err(|e| (step, reason(e)))
-            });
+                req.execute().await
+            }
+            Request::Route(m) => h.route().add(m).execute().await,
         }
     }
-    let n = addrs.len();
-    try_join_all(addrs)
-        .await
-        .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
-    progress(Phase::Addresses, n);
-    check(cancel)?;
+}
 
-    let mut routes = Vec::new();
-    for (step, op) in phase(Phase::Routes) {
-        if let Op::Route {
-            ns,
-            to,
-            via,
-            dev,
-            metric,
-        } = op
-        {
-            let oif = match dev {
-                Some(d) => Some(ifindex(step, op, ns, d)?),
-                None => None,
-            };
-            let msg = match (to, via) {
-                (ipnetwork::IpNetwork::V4(n), v) => {
-                    let mut b = RouteMessageBuilder::<std::net::Ipv4Addr>::new()
-                        .destination_prefix(n.network(), n.prefix());
-                    if let Some(IpAddr::V4(g)) = v {
-                        b = b.gateway(*g);
-                    }
-                    if let Some(i) = oif {
-                        b = b.output_interface(i);
-                    }
-                    if let Some(m) = metric {
-                        b = b.priority(*m);
-                    }
-                    b.build()
-                }
-                (ipnetwork::IpNetwork::V6(n), v) => {
-                    let mut b = RouteMessageBuilder::<std::net::Ipv6Addr>::new()
-                        .destination_prefix(n.network(), n.prefix());
-                    if let Some(IpAddr::V6(g)) = v {
-                        b = b.gateway(*g);
-                    }
-                    if let Some(i) = oif {
-                        b = b.output_interface(i);
-                    }
-                    if let Some(m) = metric {
-                        b = b.priority(*m);
-                    }
-                    b.build()
-                }
-            };
-            let h = nss[ns.as_str()].handle.clone();
-            routes.push(async move {
-                h.route()
-                    .add(msg)
-                    .execute()
-                    .await
-                    .map_err(|e| (step, reason(e)))
-            });
+fn route_message(
+    to: ipnetwork::IpNetwork,
+    via: Option<IpAddr>,
+    oif: Option<u32>,
+    metric: Option<u32>,
+) -> netlink_packet_route::route::RouteMessage {
+    use netlink_packet_route::route::RouteAttribute;
+    let mut m = match (to, via) {
+        (ipnetwork::IpNetwork::V4(n), via) => {
+            let b = RouteMessageBuilder::<std::net::Ipv4Addr>::new()
+                .destination_prefix(n.network(), n.prefix());
+            match via {
+                Some(IpAddr::V4(g)) => b.gateway(g),
+                _ => b,
+            }
+            .build()
         }
+        (ipnetwork::IpNetwork::V6(n), via) => {
+            let b = RouteMessageBuilder::<std::net::Ipv6Addr>::new()
+                .destination_prefix(n.network(), n.prefix());
+            match via {
+                Some(IpAddr::V6(g)) => b.gateway(g),
+                _ => b,
+            }
+            .build()
+        }
+    };
+    if via.is_none() {
+        // On-link, as `ip route add PREFIX dev X` makes it.
+        m.header.scope = netlink_packet_route::route::RouteScope::Link;
     }
-    let n = routes.len();
-    try_join_all(routes)
-        .await
-        .map_err(|(step, why)| fail(step, &plan.ops[step - 1], why))?;
-    progress(Phase::Routes, n);
-    wait_for_carrier(plan, &nss).await;
-    Ok(())
+    if let Some(i) = oif {
+        m.attributes.push(RouteAttribute::Oif(i));
+    }
+    if let Some(p) = metric {
+        m.attributes.push(RouteAttribute::Priority(p));
+    }
+    m
 }
 
 /// How long `apply` waits for every veth to be operationally up.

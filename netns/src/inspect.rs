@@ -139,8 +139,8 @@ pub async fn marker_of(ns: &str) -> io::Result<Option<String>> {
             if let LinkAttribute::PropList(props) = at {
                 for p in props {
                     if let Prop::AltIfName(n) = p {
-                        if n.starts_with("tunbench.") {
-                            return Ok(Some(n["tunbench.".len()..].to_string()));
+                        if let Some(lab) = n.strip_prefix("tunbench.") {
+                            return Ok(Some(lab.to_string()));
                         }
                     }
                 }

@@ -114,11 +114,8 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
         lab: lab.to_string(),
         ..Default::default()
     };
-    let state = match LabState::load(lab) {
-        Ok(s) => s,
-        // An unreadable record: fall back to the markers.
-        Err(_) => None,
-    };
+    // An unreadable record: fall back to the markers.
+    let state = LabState::load(lab).unwrap_or_default();
     r.found = state.is_some() || LabState::dir(lab).exists();
     let mut namespaces: Vec<String> = Vec::new();
     if let Some(s) = &state {

@@ -171,3 +171,47 @@ pub struct Plan {
     pub nodes: Vec<(String, String, String)>,
     pub ops: Vec<Op>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_print_as_the_ip_commands_they_stand_for() {
+        let r = Op::Route {
+            ns: "l-a".into(),
+            to: "2001:2:0:9::/64".parse().unwrap(),
+            via: Some("2001:2::1".parse().unwrap()),
+            dev: Some("eth0".into()),
+            metric: Some(7),
+        };
+        assert_eq!(
+            r.to_string(),
+            "ip -n l-a route add 2001:2:0:9::/64 via 2001:2::1 dev eth0 metric 7 proto static"
+        );
+        assert_eq!(r.phase(), Phase::Routes);
+        let a = Op::Address {
+            ns: "l-a".into(),
+            iface: "eth0".into(),
+            addr: "198.18.0.1/24".parse().unwrap(),
+        };
+        assert_eq!(a.to_string(), "ip -n l-a addr add 198.18.0.1/24 dev eth0");
+        let v = Op::Veth {
+            ns: "l-a".into(),
+            name: "eth0".into(),
+            peer_ns: "l-b".into(),
+            peer_name: "eth1".into(),
+            mtu: 9000,
+        };
+        assert_eq!(
+            v.to_string(),
+            "ip -n l-a link add eth0 mtu 9000 up type veth peer name eth1 netns l-b mtu 9000"
+        );
+        assert!(
+            Phase::Namespaces < Phase::Links
+                && Phase::Links < Phase::Sysctls
+                && Phase::Ports < Phase::Addresses
+                && Phase::Addresses < Phase::Routes
+        );
+    }
+}

@@ -67,3 +67,39 @@ fn start_time(pid: i32) -> Option<u64> {
     }
     fields.get(22 - 3)?.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_changed_start_time_is_not() {
+        let me = ProcessId::current();
+        assert!(me.start_time > 0);
+        assert!(me.alive());
+        let recycled = ProcessId {
+            start_time: me.start_time + 1,
+            ..me
+        };
+        assert!(
+            !recycled.alive(),
+            "a pid with another start time is another process"
+        );
+        // Stopping ourselves is refused.
+        assert!(!me.stop(Duration::from_millis(1)));
+    }
+
+    #[test]
+    fn a_finished_child_is_gone_and_a_running_one_is_stopped() {
+        let mut c = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let id = ProcessId::of(c.id() as i32).unwrap();
+        assert!(id.alive());
+        let waiter = std::thread::spawn(move || c.wait());
+        assert!(id.stop(Duration::from_secs(2)));
+        waiter.join().unwrap().unwrap();
+        assert!(!id.alive());
+    }
+}

@@ -5,7 +5,7 @@
 use crate::process::ProcessId;
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub const DEFAULT_RUN_DIR: &str = "/run/tunbench";
 
@@ -121,6 +121,38 @@ pub fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-pub fn exists(dir: &Path) -> bool {
-    dir.exists()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let s = LabState {
+            lab: "home".into(),
+            topology: Some("/x/home.toml".into()),
+            status: Status::Building,
+            created: 1,
+            builder: Some(ProcessId {
+                pid: 42,
+                start_time: 7,
+            }),
+            nodes: vec![NodeRecord {
+                node: "pc".into(),
+                namespace: "home-pc".into(),
+                kind: "host".into(),
+            }],
+            processes: vec![OwnedProcess {
+                id: ProcessId {
+                    pid: 43,
+                    start_time: 8,
+                },
+                what: "userspace router r1".into(),
+            }],
+        };
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(j.contains("\"status\":\"building\""), "{j}");
+        let back: LabState = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.namespaces().collect::<Vec<_>>(), ["home-pc"]);
+    }
 }

@@ -32,3 +32,19 @@ pub fn write(key: &str, value: &str) -> io::Result<()> {
 pub fn read(key: &str) -> io::Result<String> {
     Ok(std::fs::read_to_string(proc_path(key))?.trim().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn keys_map_to_proc_paths() {
+        assert_eq!(
+            super::proc_path("net.ipv4.ip_forward").to_str(),
+            Some("/proc/sys/net/ipv4/ip_forward")
+        );
+        // A VLAN device eth0.100 is written eth0/100 in a key.
+        assert_eq!(
+            super::proc_path("net.ipv6.conf.eth0/100.accept_ra").to_str(),
+            Some("/proc/sys/net/ipv6/conf/eth0.100/accept_ra")
+        );
+    }
+}

@@ -177,7 +177,7 @@ impl Topology {
         // Union-find over (node, iface) keys.
         let mut keys: Vec<(usize, String)> = Vec::new();
         let mut parent: Vec<usize> = Vec::new();
-        fn find(p: &mut Vec<usize>, mut x: usize) -> usize {
+        fn find(p: &mut [usize], mut x: usize) -> usize {
             while p[x] != x {
                 p[x] = p[p[x]];
                 x = p[x];
@@ -210,9 +210,9 @@ impl Topology {
             }
         }
         let mut groups: BTreeMap<usize, Vec<(usize, String)>> = BTreeMap::new();
-        for i in 0..keys.len() {
+        for (i, k) in keys.iter().enumerate() {
             let r = find(&mut parent, i);
-            groups.entry(r).or_default().push(keys[i].clone());
+            groups.entry(r).or_default().push(k.clone());
         }
         groups.into_values().collect()
     }

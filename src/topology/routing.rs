@@ -231,10 +231,17 @@ b = { port = "c:eth0", ipv4 = "198.18.3.2/24" }
         );
         // b has no route to c's subnet at all.
         assert!(r.echo_works(b, "198.18.3.2".parse().unwrap()).is_err());
-        // The router reaches everything on its own links.
+        // The router reaches everything on its own links, and c answers its neighbour.
         assert_eq!(
             r.echo_works(t.node_index("r").unwrap(), "198.18.3.2".parse().unwrap()),
             Ok(())
+        );
+        assert_eq!(r.echo_works(c, "198.18.3.1".parse().unwrap()), Ok(()));
+        // A host does not forward: c cannot reach a at all through anything.
+        assert!(
+            r.echo_works(c, "198.18.1.2".parse().unwrap())
+                .unwrap_err()
+                .contains("c has no route")
         );
     }
 }
