@@ -71,11 +71,107 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "dot")]
         format: graph::Format,
     },
+    /// An iperf3-compatible server (a stock iperf3 client is a valid peer).
+    Server(ServerArgs),
+    /// An iperf3-compatible client (a stock iperf3 server is a valid peer).
+    Client(ClientArgs),
     /// Write a generated topology.
     Gen {
         #[command(subcommand)]
         what: GenWhat,
     },
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ServerArgs {
+    /// Port for control and data.
+    #[arg(short, long, default_value_t = crate::engine::protocol::DEFAULT_PORT)]
+    pub port: u16,
+    /// Listen on this address only.
+    #[arg(short = 'B', long)]
+    pub bind: Option<std::net::IpAddr>,
+    /// Serve one test, then exit.
+    #[arg(short = '1', long)]
+    pub one_off: bool,
+    /// Print each test as iperf3 -J JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+    /// Seconds to wait for each client message outside the test proper.
+    #[arg(long, default_value_t = 30)]
+    pub idle_timeout: u64,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ClientArgs {
+    /// The server's address.
+    pub host: std::net::IpAddr,
+    #[arg(short, long, default_value_t = crate::engine::protocol::DEFAULT_PORT)]
+    pub port: u16,
+    /// UDP instead of TCP.
+    #[arg(short, long)]
+    pub udp: bool,
+    /// Seconds to transmit.
+    #[arg(short, long, default_value_t = 10)]
+    pub time: u32,
+    /// Bytes to transmit instead of a time (K/M/G suffixes, 1024-based).
+    #[arg(short = 'n', long, value_parser = parse_size)]
+    pub bytes: Option<u64>,
+    /// Parallel streams.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub parallel: u32,
+    /// The server sends (download).
+    #[arg(short = 'R', long)]
+    pub reverse: bool,
+    /// Both send at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Seconds at the start not counted.
+    #[arg(short = 'O', long, default_value_t = 0)]
+    pub omit: u32,
+    /// Bytes per write or datagram (default 128K for TCP, 1460 for UDP).
+    #[arg(short = 'l', long, value_parser = parse_size)]
+    pub length: Option<u64>,
+    /// Target rate per stream in bit/s (K/M/G suffixes, 1000-based); 0 = unlimited.
+    /// UDP defaults to 1M, like iperf3.
+    #[arg(short = 'b', long, value_parser = parse_rate)]
+    pub bitrate: Option<u64>,
+    /// 64-bit UDP packet counters.
+    #[arg(long)]
+    pub udp_counters_64bit: bool,
+    /// Local address to send from.
+    #[arg(short = 'B', long)]
+    pub bind: Option<std::net::IpAddr>,
+    /// Print iperf3 -J JSON.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+}
+
+/// "128K", "1M", "2G": 1024-based, as iperf3 reads sizes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    parse_scaled(s, 1024)
+}
+
+/// "100M", "1G": 1000-based, as iperf3 reads rates.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    parse_scaled(s, 1000)
+}
+
+fn parse_scaled(s: &str, k: u64) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], k),
+        Some('m' | 'M') => (&t[..t.len() - 1], k * k),
+        Some('g' | 'G') => (&t[..t.len() - 1], k * k * k),
+        Some('t' | 'T') => (&t[..t.len() - 1], k * k * k * k),
+        _ => (t, 1),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a number with an optional K, M, G or T suffix"))?;
+    if !(v >= 0.0) || !v.is_finite() {
+        return Err(format!("\"{s}\" must not be negative"));
+    }
+    Ok((v * mul as f64).round() as u64)
 }
 
 #[derive(Subcommand, Debug)]
@@ -290,6 +386,28 @@ pub fn run(cli: Cli) -> Result<i32> {
             print!("{}", graph::render(&t, format));
             Ok(0)
         }
+        Command::Server(a) => {
+            let opts = crate::engine::server::ServerOptions {
+                bind: a.bind,
+                port: a.port,
+                one_off: a.one_off,
+                idle_timeout: std::time::Duration::from_secs(a.idle_timeout),
+            };
+            let server = crate::engine::server::Server::bind(opts)
+                .with_context(|| format!("listening on port {}", a.port))?;
+            eprintln!("Server listening on {}", server.local_addr()?);
+            let json = a.json;
+            server.serve(move |outcome| match outcome {
+                Ok(r) if json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&r.to_json()).unwrap_or_default()
+                ),
+                Ok(r) => print!("Accepted connection from {}\n{}", r.remote, r.to_text()),
+                Err(e) => eprintln!("tunbench server: {e}"),
+            })?;
+            Ok(0)
+        }
+        Command::Client(a) => client(a),
         Command::Gen {
             what:
                 GenWhat::Chain {
@@ -313,6 +431,74 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+fn client(a: ClientArgs) -> Result<i32> {
+    use crate::engine::params::{Protocol, TestParams};
+    use crate::engine::protocol;
+    let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
+    let len = match a.length {
+        Some(l) => l,
+        None if a.udp => 1460,
+        None => protocol::DEFAULT_TCP_BLOCK as u64,
+    };
+    let (lo, hi) = if a.udp {
+        (
+            protocol::MIN_UDP_BLOCK as u64,
+            protocol::MAX_UDP_BLOCK as u64,
+        )
+    } else {
+        (1, protocol::MAX_BLOCK as u64)
+    };
+    if !(lo..=hi).contains(&len) {
+        return Err(bad_input(format!(
+            "-l {len}: {} blocks are {lo}..={hi} bytes",
+            protocol.as_str()
+        )));
+    }
+    if !(1..=protocol::MAX_STREAMS).contains(&a.parallel) {
+        return Err(bad_input(format!(
+            "-P {}: 1..={} streams",
+            a.parallel,
+            protocol::MAX_STREAMS
+        )));
+    }
+    if a.reverse && a.bidir {
+        return Err(bad_input("-R and --bidir cannot be combined"));
+    }
+    let params = TestParams {
+        protocol,
+        omit: a.omit,
+        time: if a.bytes.is_some() { 0 } else { a.time },
+        bytes: a.bytes.unwrap_or(0),
+        parallel: a.parallel,
+        reverse: a.reverse,
+        bidir: a.bidir,
+        len: len as u32,
+        rate: a
+            .bitrate
+            .unwrap_or(if a.udp { protocol::DEFAULT_UDP_RATE } else { 0 }),
+        udp_counters_64bit: a.udp_counters_64bit,
+        ..Default::default()
+    };
+    let opts = crate::engine::client::ClientOptions {
+        server: std::net::SocketAddr::new(a.host, a.port),
+        bind: a.bind,
+        params,
+        connect_timeout: std::time::Duration::from_secs(5),
+        intervals: true,
+    };
+    if !a.json {
+        println!("Connecting to host {}, port {}", a.host, a.port);
+    }
+    let r = crate::engine::client::run(&opts)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r.to_json())?);
+    } else {
+        print!("{}", r.to_text());
+        println!("\niperf Done.");
+    }
+    Ok(0)
 }
 
 fn status(which: Option<String>, json: bool) -> Result<i32> {

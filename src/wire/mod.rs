@@ -3,6 +3,7 @@
 //! and emits without allocating.
 
 pub mod icmp_echo;
+pub mod iperf_udp;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {

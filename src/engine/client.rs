@@ -1,0 +1,389 @@
+//! The client driver: owns the control and data sockets, feeds the control state
+//! machine, and starts and stops the streams it asks for.
+
+use super::control::{ClientAction, ClientError, ClientSession};
+use super::cpu::{CpuSample, CpuUtil, utilization};
+use super::params::{Protocol, TestParams};
+use super::protocol::{self, COOKIE_LEN};
+use super::report::{Interval, TestReport};
+use super::results::{ExchangedResults, StreamResult};
+use super::stream::{self, StreamOutcome, StreamPlan, StreamShared};
+use socket2::{Domain, SockAddr, Socket, Type};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub const VERSION: &str = concat!("tunbench ", env!("CARGO_PKG_VERSION"));
+
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub server: SocketAddr,
+    pub bind: Option<IpAddr>,
+    pub params: TestParams,
+    pub connect_timeout: Duration,
+    /// Per-second interval records (kept in the report).
+    pub intervals: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("cannot reach the server at {addr}: {source}")]
+    Connect { addr: SocketAddr, source: io::Error },
+    #[error("{0}")]
+    Protocol(#[from] ClientError),
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
+    let what = what.into();
+    move |source| RunError::Io { what, source }
+}
+
+fn socket_for(addr: &SocketAddr, ty: Type, bind: Option<IpAddr>) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(*addr), ty, None)?;
+    if let Some(b) = bind {
+        s.bind(&SockAddr::from(SocketAddr::new(b, 0)))?;
+    }
+    Ok(s)
+}
+
+fn open_tcp_stream(o: &ClientOptions, cookie: &[u8; COOKIE_LEN]) -> Result<Socket, RunError> {
+    let s = socket_for(&o.server, Type::STREAM, o.bind).map_err(io_err("making a data socket"))?;
+    s.connect_timeout(&o.server.into(), o.connect_timeout)
+        .map_err(|source| RunError::Connect {
+            addr: o.server,
+            source,
+        })?;
+    let _ = s.set_tcp_nodelay(true);
+    let mut w: &Socket = &s;
+    w.write_all(cookie)
+        .map_err(io_err("sending the cookie on a data stream"))?;
+    Ok(s)
+}
+
+fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
+    let s = socket_for(&o.server, Type::DGRAM, o.bind).map_err(io_err("making a UDP socket"))?;
+    s.connect(&o.server.into())
+        .map_err(|source| RunError::Connect {
+            addr: o.server,
+            source,
+        })?;
+    // Room for bursts: the kernel default drops datagrams at high rates.
+    let _ = s.set_recv_buffer_size(4 << 20);
+    let _ = s.set_send_buffer_size(4 << 20);
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(io_err("setting a timeout"))?;
+    let mut w: &Socket = &s;
+    w.write_all(&protocol::UDP_CONNECT_MSG)
+        .map_err(io_err("sending the UDP connect datagram"))?;
+    let mut reply = [0u8; 4];
+    let mut r: &Socket = &s;
+    let n = r
+        .read(&mut reply)
+        .map_err(io_err("waiting for the server's UDP connect reply"))?;
+    if n != 4
+        || (reply != protocol::UDP_CONNECT_REPLY && reply != protocol::UDP_CONNECT_REPLY_LEGACY)
+    {
+        return Err(RunError::Protocol(ClientError::Protocol(format!(
+            "unexpected UDP connect reply {:02x?}",
+            &reply[..n]
+        ))));
+    }
+    Ok(s)
+}
+
+/// Stream ids as iperf3 numbers them: 1, then 3, 4, 5, ...
+pub fn stream_id(i: u32) -> u32 {
+    if i == 0 { 1 } else { i + 2 }
+}
+
+/// This end's totals in the shape exchanged at the end of a test.
+pub fn local_results(outcomes: &[StreamOutcome], cpu: &CpuUtil, omit: u32) -> ExchangedResults {
+    let any_tcp_sender = outcomes
+        .iter()
+        .any(|o| o.sending && o.retransmits.is_some());
+    ExchangedResults {
+        cpu_util_total: cpu.total,
+        cpu_util_user: cpu.user,
+        cpu_util_system: cpu.system,
+        sender_has_retransmits: if any_tcp_sender { 1 } else { -1 },
+        congestion_used: None,
+        streams: outcomes
+            .iter()
+            .map(|o| StreamResult {
+                id: o.id,
+                bytes: o.bytes,
+                retransmits: o.retransmits.map(|r| r as i64).unwrap_or(-1),
+                jitter: o.jitter,
+                errors: o.lost as i64,
+                omitted_errors: o.omitted_lost as i64,
+                packets: o.packets as i64,
+                omitted_packets: o.omitted_packets as i64,
+                start_time: 0.0,
+                end_time: (o.seconds - omit as f64).max(0.0),
+            })
+            .collect(),
+    }
+}
+
+/// Samples every stream's byte counter once a second.
+pub struct IntervalClock {
+    start: Instant,
+    next: Instant,
+    last: Vec<u64>,
+    omit: f64,
+    pub intervals: Vec<Interval>,
+}
+
+impl IntervalClock {
+    pub fn new(start: Instant, omit: u32, streams: usize) -> Self {
+        IntervalClock {
+            start,
+            next: start + Duration::from_secs(1),
+            last: vec![0; streams],
+            omit: omit as f64,
+            intervals: Vec::new(),
+        }
+    }
+
+    pub fn tick(&mut self, now: Instant, streams: &[(u32, bool, Arc<StreamShared>)], last: bool) {
+        if now < self.next && !last {
+            return;
+        }
+        let end = now.duration_since(self.start).as_secs_f64();
+        let begin = self.intervals.last().map(|i| i.end).unwrap_or(0.0);
+        if end - begin < 0.05 {
+            return;
+        }
+        let mut v = Vec::new();
+        for (k, (id, sending, sh)) in streams.iter().enumerate() {
+            let b = sh.bytes.load(Ordering::Relaxed);
+            v.push((*id, b - self.last[k], *sending));
+            self.last[k] = b;
+        }
+        self.intervals.push(Interval {
+            start: begin,
+            end,
+            streams: v,
+            omitted: end <= self.omit + 1e-6,
+        });
+        while self.next <= now {
+            self.next += Duration::from_secs(1);
+        }
+    }
+}
+
+type Running = Vec<(u32, bool, Arc<StreamShared>, JoinHandle<StreamOutcome>)>;
+
+pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
+    let cookie = protocol::make_cookie(protocol::random_seed());
+    let ctl =
+        socket_for(&o.server, Type::STREAM, o.bind).map_err(io_err("making the control socket"))?;
+    ctl.connect_timeout(&o.server.into(), o.connect_timeout)
+        .map_err(|source| RunError::Connect {
+            addr: o.server,
+            source,
+        })?;
+    let _ = ctl.set_tcp_nodelay(true);
+    ctl.set_read_timeout(Some(Duration::from_millis(20)))
+        .map_err(io_err("setting a timeout"))?;
+    let local_addr = ctl
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default();
+    let mut session = ClientSession::new(Instant::now(), o.params.clone(), cookie, VERSION);
+    let p = o.params.clone();
+    let mut sockets: Vec<Socket> = Vec::new();
+    let mut running: Running = Vec::new();
+    let mut clock: Option<IntervalClock> = None;
+    let mut cpu0: Option<CpuSample> = None;
+    let mut start = Instant::now();
+    let volume = Arc::new(AtomicU64::new(0));
+    let limit = if p.bytes > 0 {
+        Some(p.bytes)
+    } else if p.blocks > 0 {
+        Some(p.blocks * p.len as u64)
+    } else {
+        None
+    };
+    let mut buf = [0u8; 4096];
+    let mut ctl_r: &Socket = &ctl;
+    loop {
+        while let Some(a) = session.poll_action() {
+            match a {
+                ClientAction::Send(b) => {
+                    let mut w: &Socket = &ctl;
+                    w.write_all(&b)
+                        .map_err(io_err("writing to the control connection"))?;
+                }
+                ClientAction::OpenStreams => {
+                    for _ in 0..p.total_streams() {
+                        sockets.push(match p.protocol {
+                            Protocol::Tcp => open_tcp_stream(o, &cookie)?,
+                            Protocol::Udp => open_udp_stream(o)?,
+                        });
+                    }
+                }
+                ClientAction::StartTest => {
+                    start = Instant::now();
+                    cpu0 = Some(CpuSample::now());
+                    for (i, s) in sockets.drain(..).enumerate() {
+                        let id = stream_id(i as u32);
+                        let sending = p.client_sends_on(i as u32);
+                        let mut plan = StreamPlan::for_test(&p, id, sending, start);
+                        if sending {
+                            plan.byte_limit = limit.map(|l| (volume.clone(), l));
+                        }
+                        let sh = Arc::new(StreamShared::default());
+                        let h = stream::spawn(s, plan, sh.clone());
+                        running.push((id, sending, sh, h));
+                    }
+                    clock = Some(IntervalClock::new(start, p.omit, running.len()));
+                }
+                ClientAction::StopSending => {
+                    for (_, sending, sh, _) in &running {
+                        if *sending {
+                            sh.stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                ClientAction::StopTest => {
+                    if let Some(c) = clock.as_mut() {
+                        let view: Vec<_> = running
+                            .iter()
+                            .map(|(id, s, sh, _)| (*id, *s, sh.clone()))
+                            .collect();
+                        c.tick(Instant::now(), &view, true);
+                    }
+                    let outcomes =
+                        stream::stop_all(running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect());
+                    let cpu = cpu0
+                        .as_ref()
+                        .map(|c0| utilization(c0, &CpuSample::now()))
+                        .unwrap_or_default();
+                    let mine = local_results(&outcomes, &cpu, p.omit);
+                    session.local_results(Instant::now(), &mine);
+                    // Keep what the report needs until the server's results arrive.
+                    return finish(
+                        o,
+                        &mut session,
+                        &ctl,
+                        outcomes,
+                        cpu,
+                        clock.take().map(|c| c.intervals).unwrap_or_default(),
+                        local_addr,
+                    );
+                }
+                ClientAction::Finished(_) => {
+                    return Err(
+                        ClientError::Protocol("results before the test ended".into()).into(),
+                    );
+                }
+                ClientAction::Fail(e) => {
+                    stream::stop_all(running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect());
+                    return Err(e.into());
+                }
+            }
+        }
+        let now = Instant::now();
+        if let Some(l) = limit {
+            if !running.is_empty() && volume.load(Ordering::Relaxed) >= l {
+                session.volume_reached(now);
+            }
+        }
+        if let Some(c) = clock.as_mut() {
+            let view: Vec<_> = running
+                .iter()
+                .map(|(id, s, sh, _)| (*id, *s, sh.clone()))
+                .collect();
+            c.tick(now, &view, false);
+        }
+        match ctl_r.read(&mut buf) {
+            Ok(0) => session.handle_eof(),
+            Ok(n) => session.handle_input(Instant::now(), &buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                session.handle_timeout(Instant::now())
+            }
+            Err(e) => return Err(io_err("reading the control connection")(e)),
+        }
+        let _ = start;
+    }
+}
+
+/// After the streams stopped: exchange results and build the report.
+fn finish(
+    o: &ClientOptions,
+    session: &mut ClientSession,
+    ctl: &Socket,
+    outcomes: Vec<StreamOutcome>,
+    cpu: CpuUtil,
+    intervals: Vec<Interval>,
+    local: String,
+) -> Result<TestReport, RunError> {
+    let mut buf = [0u8; 65536];
+    let mut r: &Socket = ctl;
+    loop {
+        while let Some(a) = session.poll_action() {
+            match a {
+                ClientAction::Send(b) => {
+                    let mut w: &Socket = ctl;
+                    w.write_all(&b)
+                        .map_err(io_err("writing to the control connection"))?;
+                }
+                ClientAction::Finished(server) => {
+                    let p = &o.params;
+                    return Ok(TestReport {
+                        client: true,
+                        params: p.clone(),
+                        protocol: p.protocol,
+                        local,
+                        remote: o.server.ip().to_string(),
+                        pairs: TestReport::build(true, p, &outcomes, &server),
+                        cpu_local: cpu,
+                        cpu_remote: CpuUtil {
+                            total: server.cpu_util_total,
+                            user: server.cpu_util_user,
+                            system: server.cpu_util_system,
+                        },
+                        intervals: if o.intervals { intervals } else { Vec::new() },
+                        version: VERSION.into(),
+                        timestamp: std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_secs())
+                            .unwrap_or(0),
+                    });
+                }
+                ClientAction::Fail(e) => return Err(e.into()),
+                _ => {}
+            }
+        }
+        match r.read(&mut buf) {
+            Ok(0) => session.handle_eof(),
+            Ok(n) => session.handle_input(Instant::now(), &buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                session.handle_timeout(Instant::now())
+            }
+            Err(e) => return Err(io_err("reading the control connection")(e)),
+        }
+    }
+}

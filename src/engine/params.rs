@@ -1,0 +1,354 @@
+//! The test parameters a client sends and a server checks (the PARAM_EXCHANGE JSON).
+
+use super::protocol::{self, ierr};
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestParams {
+    pub protocol: Protocol,
+    /// Seconds at the start whose traffic is not counted.
+    pub omit: u32,
+    /// Seconds; 0 when the test ends by bytes or blocks.
+    pub time: u32,
+    /// Bytes to send (-n), 0 for none.
+    pub bytes: u64,
+    /// Blocks to send (-k), 0 for none.
+    pub blocks: u64,
+    pub parallel: u32,
+    /// -R: the server sends.
+    pub reverse: bool,
+    /// --bidir: both send.
+    pub bidir: bool,
+    /// Bytes per write (TCP) or per datagram (UDP).
+    pub len: u32,
+    /// Target rate in bit/s per stream; 0 is unlimited.
+    pub rate: u64,
+    pub pacing_timer_us: u32,
+    pub udp_counters_64bit: bool,
+    pub window: Option<u32>,
+    pub congestion: Option<String>,
+    pub client_version: Option<String>,
+}
+
+impl Default for TestParams {
+    fn default() -> Self {
+        TestParams {
+            protocol: Protocol::Tcp,
+            omit: 0,
+            time: 10,
+            bytes: 0,
+            blocks: 0,
+            parallel: 1,
+            reverse: false,
+            bidir: false,
+            len: protocol::DEFAULT_TCP_BLOCK,
+            rate: 0,
+            pacing_timer_us: 1000,
+            udp_counters_64bit: false,
+            window: None,
+            congestion: None,
+            client_version: None,
+        }
+    }
+}
+
+/// Why a server refuses parameters: iperf3's i_errno and words for our own output.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParamError {
+    pub ierr: i32,
+    pub message: String,
+}
+
+fn perr(ierr: i32, message: impl Into<String>) -> ParamError {
+    ParamError {
+        ierr,
+        message: message.into(),
+    }
+}
+
+impl TestParams {
+    /// The JSON a client sends. Flags are left out rather than sent as false: 3.12
+    /// servers test only whether a key is present.
+    pub fn to_json(&self, version: &str) -> Value {
+        let mut m = Map::new();
+        m.insert(
+            if self.protocol == Protocol::Tcp {
+                "tcp"
+            } else {
+                "udp"
+            }
+            .into(),
+            json!(true),
+        );
+        m.insert("omit".into(), json!(self.omit));
+        m.insert("time".into(), json!(self.time));
+        m.insert("num".into(), json!(self.bytes));
+        m.insert("blockcount".into(), json!(self.blocks));
+        m.insert("parallel".into(), json!(self.parallel));
+        if self.reverse {
+            m.insert("reverse".into(), json!(true));
+        }
+        if self.bidir {
+            m.insert("bidirectional".into(), json!(true));
+        }
+        if let Some(w) = self.window {
+            m.insert("window".into(), json!(w));
+        }
+        m.insert("len".into(), json!(self.len));
+        if self.rate > 0 || self.protocol == Protocol::Udp {
+            m.insert("bandwidth".into(), json!(self.rate));
+        }
+        m.insert("pacing_timer".into(), json!(self.pacing_timer_us));
+        if let Some(c) = &self.congestion {
+            m.insert("congestion".into(), json!(c));
+        }
+        if self.udp_counters_64bit {
+            m.insert("udp_counters_64bit".into(), json!(1));
+        }
+        m.insert("client_version".into(), json!(version));
+        Value::Object(m)
+    }
+
+    /// What a server accepts. Unknown keys are ignored (newer clients send more).
+    pub fn from_json(v: &Value) -> Result<TestParams, ParamError> {
+        let m = v
+            .as_object()
+            .ok_or_else(|| perr(ierr::RECV_PARAMS, "parameters are not a JSON object"))?;
+        // A flag counts as set when present, as 3.12 has it, unless it is literally false.
+        let flag = |k: &str| m.get(k).is_some_and(|x| *x != Value::Bool(false));
+        let int = |k: &str, default: i64| -> Result<i64, ParamError> {
+            match m.get(k) {
+                None | Some(Value::Null) => Ok(default),
+                Some(x) => x
+                    .as_i64()
+                    .or_else(|| x.as_u64().map(|u| u.min(i64::MAX as u64) as i64))
+                    .ok_or_else(|| {
+                        perr(
+                            ierr::RECV_PARAMS,
+                            format!("parameter {k} is not an integer: {x}"),
+                        )
+                    }),
+            }
+        };
+        let protocol = if flag("udp") {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
+        let time = int("time", 10)?;
+        let omit = int("omit", 0)?;
+        if !(0..=protocol::MAX_TIME).contains(&time) || !(0..=protocol::MAX_TIME).contains(&omit) {
+            return Err(perr(
+                ierr::DURATION,
+                format!(
+                    "test time {time} s / omit {omit} s out of range 0..={}",
+                    protocol::MAX_TIME
+                ),
+            ));
+        }
+        let parallel = int("parallel", 1)?;
+        if !(1..=protocol::MAX_STREAMS as i64).contains(&parallel) {
+            return Err(perr(
+                ierr::NUM_STREAMS,
+                format!(
+                    "{parallel} parallel streams; 1..={} allowed",
+                    protocol::MAX_STREAMS
+                ),
+            ));
+        }
+        let (lo, hi, dflt) = match protocol {
+            Protocol::Tcp => (
+                1,
+                protocol::MAX_BLOCK as i64,
+                protocol::DEFAULT_TCP_BLOCK as i64,
+            ),
+            Protocol::Udp => (
+                protocol::MIN_UDP_BLOCK as i64,
+                protocol::MAX_UDP_BLOCK as i64,
+                1460,
+            ),
+        };
+        let len = int("len", dflt)?;
+        if !(lo..=hi).contains(&len) {
+            return Err(perr(
+                ierr::BLOCK_SIZE,
+                format!(
+                    "block length {len} out of range {lo}..={hi} for {}",
+                    protocol.as_str()
+                ),
+            ));
+        }
+        let nonneg = |k: &str, x: i64| {
+            if x < 0 {
+                Err(perr(
+                    ierr::RECV_PARAMS,
+                    format!("parameter {k} is negative: {x}"),
+                ))
+            } else {
+                Ok(x as u64)
+            }
+        };
+        let bytes = nonneg("num", int("num", 0)?)?;
+        let blocks = nonneg("blockcount", int("blockcount", 0)?)?;
+        let rate = nonneg(
+            "bandwidth",
+            int(
+                "bandwidth",
+                if protocol == Protocol::Udp {
+                    protocol::DEFAULT_UDP_RATE as i64
+                } else {
+                    0
+                },
+            )?,
+        )?;
+        let window = match int("window", 0)? {
+            0 => None,
+            w if w > 0 && w <= i32::MAX as i64 => Some(w as u32),
+            w => return Err(perr(ierr::RECV_PARAMS, format!("window {w} out of range"))),
+        };
+        Ok(TestParams {
+            protocol,
+            omit: omit as u32,
+            time: time as u32,
+            bytes,
+            blocks,
+            parallel: parallel as u32,
+            reverse: flag("reverse"),
+            bidir: flag("bidirectional"),
+            len: len as u32,
+            rate,
+            pacing_timer_us: int("pacing_timer", 1000)?.clamp(1, 1_000_000) as u32,
+            udp_counters_64bit: flag("udp_counters_64bit"),
+            window,
+            congestion: m
+                .get("congestion")
+                .and_then(|c| c.as_str())
+                .map(String::from),
+            client_version: m
+                .get("client_version")
+                .and_then(|c| c.as_str())
+                .map(String::from),
+        })
+    }
+
+    /// Streams each side opens: --bidir doubles them.
+    pub fn total_streams(&self) -> u32 {
+        if self.bidir {
+            self.parallel * 2
+        } else {
+            self.parallel
+        }
+    }
+
+    /// Whether the client's stream number `i` (0-based, in opening order) is one the
+    /// client sends on.
+    pub fn client_sends_on(&self, i: u32) -> bool {
+        if self.bidir {
+            i < self.parallel
+        } else {
+            !self.reverse
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_what_iperf3_3_12_sends() {
+        // Captured from Debian 12's iperf3 -c -P 2 -t 2 (shared/reference/iperf3-protocol.md).
+        let v: Value = serde_json::from_str(r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":2,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#).unwrap();
+        let p = TestParams::from_json(&v).unwrap();
+        assert_eq!(p.protocol, Protocol::Tcp);
+        assert_eq!((p.time, p.parallel, p.len, p.rate), (2, 2, 131072, 0));
+        assert!(!p.reverse && !p.bidir);
+        assert_eq!(p.client_version.as_deref(), Some("3.12"));
+    }
+
+    #[test]
+    fn round_trips_and_leaves_false_flags_out() {
+        let p = TestParams {
+            protocol: Protocol::Udp,
+            reverse: true,
+            udp_counters_64bit: true,
+            rate: 5_000_000,
+            len: 1448,
+            ..Default::default()
+        };
+        let j = p.to_json("tunbench");
+        assert!(j.get("bidirectional").is_none());
+        assert_eq!(j["udp"], true);
+        let back = TestParams::from_json(&j).unwrap();
+        assert_eq!(
+            back,
+            TestParams {
+                client_version: Some("tunbench".into()),
+                ..p
+            }
+        );
+    }
+
+    #[test]
+    fn absurd_values_are_refused_with_iperf3_codes() {
+        let bad = |s: &str| {
+            TestParams::from_json(&serde_json::from_str(s).unwrap())
+                .unwrap_err()
+                .ierr
+        };
+        assert_eq!(
+            bad(r#"{"tcp":true,"parallel":100000,"len":1}"#),
+            ierr::NUM_STREAMS
+        );
+        assert_eq!(
+            bad(r#"{"tcp":true,"parallel":1,"len":0}"#),
+            ierr::BLOCK_SIZE
+        );
+        assert_eq!(bad(r#"{"udp":true,"len":8}"#), ierr::BLOCK_SIZE);
+        assert_eq!(bad(r#"{"tcp":true,"time":-1}"#), ierr::DURATION);
+        assert_eq!(bad(r#"{"tcp":true,"time":"ten"}"#), ierr::RECV_PARAMS);
+        assert_eq!(bad(r#"[1,2]"#), ierr::RECV_PARAMS);
+        assert_eq!(bad(r#"{"tcp":true,"num":-5}"#), ierr::RECV_PARAMS);
+        // Unknown keys are fine.
+        assert!(
+            TestParams::from_json(&serde_json::json!({"tcp": true, "gso": 1, "mptcp": true}))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn bidir_stream_roles() {
+        let p = TestParams {
+            parallel: 2,
+            bidir: true,
+            ..Default::default()
+        };
+        assert_eq!(p.total_streams(), 4);
+        assert_eq!(
+            (0..4).map(|i| p.client_sends_on(i)).collect::<Vec<_>>(),
+            [true, true, false, false]
+        );
+        let r = TestParams {
+            reverse: true,
+            ..Default::default()
+        };
+        assert!(!r.client_sends_on(0));
+    }
+}
