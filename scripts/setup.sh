@@ -17,6 +17,8 @@ have ip || need_pkgs+=(iproute2)
 have pgrep || need_pkgs+=(procps)
 have cc || need_pkgs+=(gcc libc6-dev)
 have cargo || need_pkgs+=(cargo rustc)
+# The engine's interop tests run against Debian's iperf3 (3.12 on Debian 12).
+have iperf3 || need_pkgs+=(iperf3)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

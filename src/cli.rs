@@ -168,7 +168,7 @@ fn parse_scaled(s: &str, k: u64) -> Result<u64, String> {
     let v: f64 = num
         .parse()
         .map_err(|_| format!("\"{s}\" is not a number with an optional K, M, G or T suffix"))?;
-    if !(v >= 0.0) || !v.is_finite() {
+    if v.is_nan() || v < 0.0 || !v.is_finite() {
         return Err(format!("\"{s}\" must not be negative"));
     }
     Ok((v * mul as f64).round() as u64)

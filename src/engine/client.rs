@@ -96,6 +96,28 @@ fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
     Ok(s)
 }
 
+/// Waits until the kernel has no unacknowledged bytes queued on any of `socks`
+/// (SIOCOUTQ), or `limit` has passed.
+fn drain_send_queues(socks: &[&Socket], limit: Duration) {
+    use std::os::fd::AsRawFd;
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        let queued: i64 = socks
+            .iter()
+            .map(|s| {
+                let mut n: libc::c_int = 0;
+                // SAFETY: SIOCOUTQ writes one int.
+                let r = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+                if r == 0 { n as i64 } else { 0 }
+            })
+            .sum();
+        if queued == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// Stream ids as iperf3 numbers them: 1, then 3, 4, 5, ...
 pub fn stream_id(i: u32) -> u32 {
     if i == 0 { 1 } else { i + 2 }
@@ -200,6 +222,10 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
     let mut session = ClientSession::new(Instant::now(), o.params.clone(), cookie, VERSION);
     let p = o.params.clone();
     let mut sockets: Vec<Socket> = Vec::new();
+    // Data sockets stay open until the test is over, as iperf3 keeps them: a UDP
+    // peer still sending at TEST_END would otherwise get ICMP errors, which stock
+    // iperf3 treats as fatal.
+    let mut keep_open: Vec<Socket> = Vec::new();
     let mut running: Running = Vec::new();
     let mut clock: Option<IntervalClock> = None;
     let mut cpu0: Option<CpuSample> = None;
@@ -234,6 +260,9 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
                     start = Instant::now();
                     cpu0 = Some(CpuSample::now());
                     for (i, s) in sockets.drain(..).enumerate() {
+                        if let Ok(c) = s.try_clone() {
+                            keep_open.push(c);
+                        }
                         let id = stream_id(i as u32);
                         let sending = p.client_sends_on(i as u32);
                         let mut plan = StreamPlan::for_test(&p, id, sending, start);
@@ -252,6 +281,16 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
                             sh.stop.store(true, Ordering::Relaxed);
                         }
                     }
+                    // Let what is queued reach the server before TEST_END (which
+                    // follows this action) makes it stop counting, so both ends
+                    // count the same bytes.
+                    let senders: Vec<&Socket> = keep_open
+                        .iter()
+                        .zip(&running)
+                        .filter(|(_, r)| r.1)
+                        .map(|(s, _)| s)
+                        .collect();
+                    drain_send_queues(&senders, Duration::from_millis(300));
                 }
                 ClientAction::StopTest => {
                     if let Some(c) = clock.as_mut() {

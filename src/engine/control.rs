@@ -18,7 +18,8 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerAction {
     Send(Vec<u8>),
-    /// Parameters accepted: make the data listener, then accept `total_streams`.
+    /// Parameters accepted: make the data listener, call `listening`, send what it
+    /// queues, then accept `total_streams`.
     AcceptStreams(TestParams),
     /// All streams are there and TEST_START/TEST_RUNNING are on their way.
     StartTest,
@@ -148,8 +149,8 @@ impl ServerSession {
                         self.params = Some(p.clone());
                         self.state = ServerState::Streams;
                         self.deadline = now + self.idle;
-                        // CREATE_STREAMS goes out before the driver blocks accepting them.
-                        self.send_state(State::CreateStreams);
+                        // CREATE_STREAMS waits for `listening`: the driver must have its
+                        // UDP socket bound before the client's first hello can arrive.
                         self.actions.push_back(ServerAction::AcceptStreams(p));
                     }
                 },
@@ -207,6 +208,13 @@ impl ServerSession {
         msg.extend_from_slice(&0i32.to_be_bytes());
         self.actions.push_back(ServerAction::Send(msg));
         self.fail(format!("refused the client's parameters: {e}"));
+    }
+
+    /// The driver is ready for data streams: tell the client to open them.
+    pub fn listening(&mut self) {
+        if self.state == ServerState::Streams {
+            self.send_state(State::CreateStreams);
+        }
     }
 
     /// The driver accepted every data stream.
@@ -578,11 +586,14 @@ mod tests {
         );
         let mut s = ServerSession::new(t0);
         let (ca, sa) = pump(&mut c, &mut s, t0);
-        assert_eq!(ca, vec![ClientAction::OpenStreams]);
+        assert!(ca.is_empty(), "nothing before the server listens: {ca:?}");
         assert!(
             matches!(&sa[..], [ServerAction::AcceptStreams(p)] if p.parallel == 2 && p.time == 2)
         );
         assert_eq!(s.cookie(), Some(&protocol::make_cookie(7)));
+        s.listening();
+        let (ca, _) = pump(&mut c, &mut s, t0);
+        assert_eq!(ca, vec![ClientAction::OpenStreams]);
 
         s.streams_ready(t0);
         let (ca, sa) = pump(&mut c, &mut s, t0);

@@ -156,6 +156,10 @@ fn run_test(
     s.handle_input(Instant::now(), &cookie);
     let mut params: Option<TestParams> = None;
     let mut sockets: Vec<Socket> = Vec::new();
+    // Data sockets stay open until the test is over, as iperf3 keeps them: a UDP
+    // peer still sending at TEST_END would otherwise get ICMP errors, which stock
+    // iperf3 treats as fatal.
+    let mut keep_open: Vec<Socket> = Vec::new();
     let mut running = Vec::new();
     let mut clock: Option<IntervalClock> = None;
     let mut cpu0: Option<CpuSample> = None;
@@ -172,7 +176,16 @@ fn run_test(
                     }
                 }
                 ServerAction::AcceptStreams(p) => {
-                    match accept_streams(&p, &data, &ctl, opts, port) {
+                    let mut announce = || -> io::Result<()> {
+                        s.listening();
+                        while let Some(a) = s.poll_action() {
+                            if let ServerAction::Send(b) = a {
+                                (&ctl).write_all(&b)?;
+                            }
+                        }
+                        Ok(())
+                    };
+                    match accept_streams(&p, &data, &ctl, opts, port, &mut announce) {
                         Ok(v) => sockets = v,
                         Err(e) => {
                             let _ =
@@ -190,6 +203,9 @@ fn run_test(
                     let start = Instant::now();
                     cpu0 = Some(CpuSample::now());
                     for (i, sock) in sockets.drain(..).enumerate() {
+                        if let Ok(c) = sock.try_clone() {
+                            keep_open.push(c);
+                        }
                         let id = stream_id(i as u32);
                         let sending = !p.client_sends_on(i as u32);
                         let sh = Arc::new(StreamShared::default());
@@ -290,12 +306,15 @@ fn accept_streams(
     ctl: &TcpStream,
     opts: &ServerOptions,
     port: u16,
+    announce: &mut dyn FnMut() -> io::Result<()>,
 ) -> io::Result<Vec<Socket>> {
     let n = p.total_streams() as usize;
     let mut v = Vec::with_capacity(n);
     let deadline = Instant::now() + opts.idle_timeout;
     match p.protocol {
         Protocol::Tcp => {
+            // The listener is the control one, already there.
+            announce()?;
             while v.len() < n {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match data.recv_timeout(left) {
@@ -326,7 +345,7 @@ fn accept_streams(
                 }),
                 port,
             );
-            while v.len() < n {
+            let listener = || -> io::Result<Socket> {
                 let s = Socket::new(Domain::for_address(bind), Type::DGRAM, None)?;
                 s.set_reuse_address(true)?;
                 s.set_reuse_port(true)?;
@@ -336,6 +355,11 @@ fn accept_streams(
                 let _ = s.set_recv_buffer_size(4 << 20);
                 let _ = s.set_send_buffer_size(4 << 20);
                 s.bind(&SockAddr::from(bind))?;
+                Ok(s)
+            };
+            let mut s = listener()?;
+            announce()?;
+            loop {
                 s.set_read_timeout(Some(
                     deadline
                         .saturating_duration_since(Instant::now())
@@ -349,8 +373,19 @@ fn accept_streams(
                     )
                 })?;
                 s.connect(&from)?;
+                // The next stream's socket is bound before the reply goes out: the
+                // client sends its next hello the moment it has the reply.
+                let next = if v.len() + 1 < n {
+                    Some(listener()?)
+                } else {
+                    None
+                };
                 s.send(&protocol::UDP_CONNECT_REPLY)?;
                 v.push(s);
+                match next {
+                    Some(x) => s = x,
+                    None => break,
+                }
             }
         }
     }
