@@ -1,0 +1,282 @@
+//! Bad input to the server: each case gets iperf3's answer where it has one, and
+//! the server keeps serving afterwards. The client's own errors are clear.
+//! Loopback only.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server() -> Server {
+    let port = {
+        let l = std::net::TcpListener::bind("[::]:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let child = Command::new(bin())
+        .args(["server", "-p", &port.to_string(), "--idle-timeout", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server { child, port }
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s
+}
+
+const COOKIE: &[u8; 37] = b"abcdefghijklmnopqrstuvwxyz234567abcd\0";
+
+/// Cookie sent, PARAM_EXCHANGE read.
+fn to_params(port: u16) -> TcpStream {
+    let mut s = connect(port);
+    s.write_all(COOKIE).unwrap();
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+    s
+}
+
+fn send_json(s: &mut TcpStream, text: &str) {
+    s.write_all(&(text.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(text.as_bytes()).unwrap();
+}
+
+/// SERVER_ERROR and its i_errno.
+fn expect_server_error(s: &mut TcpStream) -> i32 {
+    let mut b = [0u8; 9];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 0xfe, "SERVER_ERROR");
+    i32::from_be_bytes([b[1], b[2], b[3], b[4]])
+}
+
+/// A real test still works.
+fn still_serves(port: u16) {
+    let t0 = Instant::now();
+    loop {
+        let o = tunbench(&[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-J",
+        ]);
+        if o.status.success() {
+            let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(j["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+            return;
+        }
+        // The server may still be finishing with the bad client (idle timeout 2 s).
+        assert!(
+            t0.elapsed() < Duration::from_secs(8) && text(&o).contains("busy"),
+            "{}",
+            text(&o)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn absurd_parameters_get_server_error_with_iperf3_codes() {
+    let srv = server();
+    for (params, ierr) in [
+        (r#"{"tcp":true,"parallel":100000,"len":131072,"time":1}"#, 5),
+        (r#"{"tcp":true,"parallel":1,"len":0,"time":1}"#, 6),
+        (r#"{"tcp":true,"parallel":1,"len":1024,"time":-1}"#, 4),
+    ] {
+        let mut s = to_params(srv.port);
+        send_json(&mut s, params);
+        assert_eq!(expect_server_error(&mut s), ierr, "{params}");
+    }
+    still_serves(srv.port);
+}
+
+#[test]
+fn oversized_zero_truncated_and_non_json_parameters() {
+    let srv = server();
+    let mut s = to_params(srv.port);
+    s.write_all(&(1u32 << 20).to_be_bytes()).unwrap();
+    expect_server_error(&mut s);
+    let mut s = to_params(srv.port);
+    s.write_all(&0u32.to_be_bytes()).unwrap();
+    expect_server_error(&mut s);
+    let mut s = to_params(srv.port);
+    send_json(&mut s, "this is not json");
+    expect_server_error(&mut s);
+    // Truncated: the length promises more than ever comes.
+    let mut s = to_params(srv.port);
+    s.write_all(&100u32.to_be_bytes()).unwrap();
+    s.write_all(b"{\"tcp\":").unwrap();
+    drop(s);
+    still_serves(srv.port);
+}
+
+#[test]
+fn unknown_parameters_are_ignored() {
+    let srv = server();
+    let mut s = to_params(srv.port);
+    send_json(
+        &mut s,
+        r#"{"tcp":true,"time":1,"parallel":1,"len":1024,"gso":1,"mptcp":true,"frobnicate":[1,2]}"#,
+    );
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10, "CREATE_STREAMS");
+    drop(s);
+    still_serves(srv.port);
+}
+
+#[test]
+fn client_vanishing_mid_test_and_a_wrong_data_cookie() {
+    let srv = server();
+    let mut s = to_params(srv.port);
+    send_json(
+        &mut s,
+        r#"{"tcp":true,"time":30,"parallel":1,"len":131072}"#,
+    );
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10);
+    // A data connection with the wrong cookie is turned away...
+    let mut wrong = connect(srv.port);
+    wrong
+        .write_all(b"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz\0")
+        .unwrap();
+    let mut d = [0u8; 1];
+    wrong.read_exact(&mut d).unwrap();
+    assert_eq!(d[0], 0xff, "ACCESS_DENIED for a foreign cookie");
+    // ...the right one is taken, the test starts, and then the client disappears.
+    let mut data = connect(srv.port);
+    data.write_all(COOKIE).unwrap();
+    let mut st = [0u8; 2];
+    s.read_exact(&mut st).unwrap();
+    assert_eq!(st, [1, 2], "TEST_START, TEST_RUNNING");
+    data.write_all(&[0u8; 65536]).unwrap();
+    drop(data);
+    drop(s);
+    still_serves(srv.port);
+}
+
+#[test]
+fn a_data_connection_without_a_control_connection() {
+    let srv = server();
+    // Looks like a data stream, but no test is running: the server treats it as a
+    // client, waits for parameters that never come, and gives up after its idle time.
+    let mut s = connect(srv.port);
+    s.write_all(COOKIE).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    still_serves(srv.port);
+    drop(s);
+}
+
+#[test]
+fn a_second_client_is_busy_and_the_client_says_so() {
+    let srv = server();
+    let port = srv.port.to_string();
+    let first = Command::new(bin())
+        .args(["client", "127.0.0.1", "-p", &port, "-t", "3", "-b", "100M"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Reap(Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut first = Reap(first);
+    std::thread::sleep(Duration::from_millis(700));
+    // Raw: ACCESS_DENIED, as iperf3 gives it.
+    let mut s = connect(srv.port);
+    s.write_all(b"0123456789012345678901234567890123456\0"[..37].as_ref())
+        .unwrap();
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 0xff);
+    // Our client says it in words and fails.
+    let o = tunbench(&["client", "127.0.0.1", "-p", &port, "-t", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("the server is busy"), "{}", text(&o));
+    assert!(
+        first.0.wait().unwrap().success(),
+        "the first client's test went on undisturbed"
+    );
+}
+
+#[test]
+fn client_errors_are_clear() {
+    // Nothing listens on this port.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let o = tunbench(&["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).contains(&format!(
+            "cannot reach the server at 127.0.0.1:{port}: Connection refused"
+        )),
+        "{}",
+        text(&o)
+    );
+    // Out-of-range arguments are refused before any connection.
+    let o = tunbench(&["client", "127.0.0.1", "-p", &port.to_string(), "-P", "0"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "bad arguments never reach a server: {}",
+        text(&o)
+    );
+}
+
+#[test]
+fn server_error_code_is_reported_in_words() {
+    // A fake server that takes the parameters and answers SERVER_ERROR with
+    // i_errno 5 (IENUMSTREAMS), as iperf3 does for too many streams.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().unwrap();
+        let mut cookie = [0u8; 37];
+        c.read_exact(&mut cookie).unwrap();
+        c.write_all(&[9]).unwrap();
+        let mut len = [0u8; 4];
+        c.read_exact(&mut len).unwrap();
+        let mut p = vec![0u8; u32::from_be_bytes(len) as usize];
+        c.read_exact(&mut p).unwrap();
+        c.write_all(&[0xfe, 0, 0, 0, 5, 0, 0, 0, 0]).unwrap();
+    });
+    let o = tunbench(&["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]);
+    t.join().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).contains("the server refused the test: too many parallel streams"),
+        "{}",
+        text(&o)
+    );
+}
