@@ -7,6 +7,7 @@ pub mod engine;
 pub mod generate;
 pub mod graph;
 pub mod lab;
+pub mod measure;
 pub mod plan;
 pub mod topology;
 pub mod wire;

@@ -1,0 +1,329 @@
+//! What a measurement produces: cells (family x protocol x direction x streams),
+//! each measured N times on each path, with the UDP rate search where it applies.
+//! Reports read only these types; saved results are these types as JSON.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Ipv4,
+    Ipv6,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Tcp,
+    Udp,
+}
+
+/// The seed's words: "sender" is the iperf3 client sending (upload), "receiver"
+/// is `-R` (download).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Sender,
+    Receiver,
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Cell {
+    pub family: Family,
+    pub protocol: Proto,
+    pub direction: Direction,
+    pub streams: u32,
+}
+
+impl Cell {
+    /// `ipv4.tcp.sender`, or `ipv6.tcp.receiver.p6` for 6 streams.
+    pub fn key(&self) -> String {
+        let mut k = format!(
+            "{}.{}.{}",
+            self.family.word(),
+            self.protocol.word(),
+            self.direction.word()
+        );
+        if self.streams != 1 {
+            k += &format!(".p{}", self.streams);
+        }
+        k
+    }
+
+    pub fn parse_key(s: &str) -> Option<Cell> {
+        let parts: Vec<&str> = s.split('.').collect();
+        if parts.len() != 3 && parts.len() != 4 {
+            return None;
+        }
+        let family = match parts[0] {
+            "ipv4" => Family::Ipv4,
+            "ipv6" => Family::Ipv6,
+            _ => return None,
+        };
+        let protocol = match parts[1] {
+            "tcp" => Proto::Tcp,
+            "udp" => Proto::Udp,
+            _ => return None,
+        };
+        let direction = match parts[2] {
+            "sender" => Direction::Sender,
+            "receiver" => Direction::Receiver,
+            _ => return None,
+        };
+        let streams = match parts.get(3) {
+            None => 1,
+            Some(p) => p.strip_prefix('p')?.parse().ok().filter(|n| *n >= 1)?,
+        };
+        Some(Cell {
+            family,
+            protocol,
+            direction,
+            streams,
+        })
+    }
+
+    /// The seed's own words: "IPv4 TCP Sender".
+    pub fn title(&self) -> String {
+        let mut t = format!(
+            "{} {} {}",
+            match self.family {
+                Family::Ipv4 => "IPv4",
+                Family::Ipv6 => "IPv6",
+            },
+            match self.protocol {
+                Proto::Tcp => "TCP",
+                Proto::Udp => "UDP",
+            },
+            match self.direction {
+                Direction::Sender => "Sender",
+                Direction::Receiver => "Receiver",
+            }
+        );
+        if self.streams != 1 {
+            t += &format!(" x{}", self.streams);
+        }
+        t
+    }
+}
+
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+impl Family {
+    pub fn word(self) -> &'static str {
+        match self {
+            Family::Ipv4 => "ipv4",
+            Family::Ipv6 => "ipv6",
+        }
+    }
+}
+impl Proto {
+    pub fn word(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Udp => "udp",
+        }
+    }
+}
+impl Direction {
+    pub fn word(self) -> &'static str {
+        match self {
+            Direction::Sender => "sender",
+            Direction::Receiver => "receiver",
+        }
+    }
+}
+
+/// One run of one cell: what the receiving end got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub bits_per_second: f64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// TCP: retransmitted segments on the sending side.
+    pub retransmits: Option<u64>,
+    /// UDP: the rate offered (the `-b` of the run).
+    pub offered_bps: Option<f64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub out_of_order: Option<u64>,
+    /// CPU use in percent of one core: the measuring client and the server.
+    pub cpu_client: f64,
+    pub cpu_server: f64,
+}
+
+/// One trial of the UDP rate search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub offered_bps: f64,
+    pub received_bps: f64,
+    pub lost_percent: f64,
+    pub out_of_order: u64,
+    /// Measured again because packets arrived out of order (the seed's rule).
+    pub remeasured: bool,
+}
+
+/// The highest offered UDP rate whose receiver-side loss stays within the threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpSearch {
+    pub loss_threshold_percent: f64,
+    pub trials: Vec<Trial>,
+    /// The rate the confirmed runs were made at.
+    pub rate_bps: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    pub cell: Cell,
+    pub runs: Vec<Run>,
+    /// The seed's rule: the best of the runs.
+    pub best_bps: f64,
+    pub median_bps: f64,
+    pub min_bps: f64,
+    pub max_bps: f64,
+    pub search: Option<UdpSearch>,
+    /// Why the cell has no figure, if it has none.
+    pub error: Option<String>,
+}
+
+impl CellResult {
+    /// Summarise the runs (best, median, min, max of bits per second).
+    pub fn from_runs(cell: Cell, runs: Vec<Run>, search: Option<UdpSearch>) -> CellResult {
+        let mut v: Vec<f64> = runs.iter().map(|r| r.bits_per_second).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let median = if v.is_empty() {
+            0.0
+        } else if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        };
+        CellResult {
+            cell,
+            best_bps: v.last().copied().unwrap_or(0.0),
+            median_bps: median,
+            min_bps: v.first().copied().unwrap_or(0.0),
+            max_bps: v.last().copied().unwrap_or(0.0),
+            runs,
+            search,
+            error: None,
+        }
+    }
+
+    pub fn failed(cell: Cell, error: String) -> CellResult {
+        CellResult {
+            cell,
+            runs: Vec::new(),
+            best_bps: 0.0,
+            median_bps: 0.0,
+            min_bps: 0.0,
+            max_bps: 0.0,
+            search: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// One path measured between two nodes: the raw underlay, or a tunnel; in a
+/// scenario (a variant of the topology) where there are several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathResult {
+    /// "raw", "wg", "dslite", ...
+    pub path: String,
+    pub scenario: Option<String>,
+    pub from: String,
+    pub to: String,
+    pub ipv4: Option<String>,
+    pub ipv6: Option<String>,
+    pub cells: Vec<CellResult>,
+}
+
+impl PathResult {
+    /// "raw", or "fast/raw" in a scenario: how reports and --expect name it.
+    pub fn label(&self) -> String {
+        match &self.scenario {
+            Some(s) => format!("{s}/{}", self.path),
+            None => self.path.clone(),
+        }
+    }
+
+    pub fn cell(&self, c: &Cell) -> Option<&CellResult> {
+        self.cells.iter().find(|r| r.cell == *c)
+    }
+}
+
+/// A whole measurement: what `--format json` writes and `tunbench report` reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub tool: String,
+    pub lab: String,
+    pub topology: Option<String>,
+    /// Unix seconds.
+    pub started: u64,
+    pub seconds: f64,
+    pub runs_per_cell: u32,
+    pub duration_per_run: f64,
+    pub paths: Vec<PathResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cell_keys_round_trip() {
+        let c = Cell {
+            family: Family::Ipv6,
+            protocol: Proto::Tcp,
+            direction: Direction::Receiver,
+            streams: 6,
+        };
+        assert_eq!(c.key(), "ipv6.tcp.receiver.p6");
+        assert_eq!(Cell::parse_key("ipv6.tcp.receiver.p6"), Some(c));
+        let one = Cell { streams: 1, ..c };
+        assert_eq!(one.key(), "ipv6.tcp.receiver");
+        assert_eq!(Cell::parse_key("ipv6.tcp.receiver"), Some(one));
+        assert_eq!(one.title(), "IPv6 TCP Receiver");
+        for bad in [
+            "ipv5.tcp.sender",
+            "ipv4.tcp",
+            "ipv4.tcp.sender.p0",
+            "ipv4.tcp.sender.x2",
+            "ipv4.sctp.sender",
+        ] {
+            assert_eq!(Cell::parse_key(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn best_median_and_spread() {
+        let run = |bps: f64| Run {
+            bits_per_second: bps,
+            bytes: 0,
+            seconds: 1.0,
+            retransmits: None,
+            offered_bps: None,
+            lost_percent: None,
+            jitter_ms: None,
+            out_of_order: None,
+            cpu_client: 0.0,
+            cpu_server: 0.0,
+        };
+        let c = Cell {
+            family: Family::Ipv4,
+            protocol: Proto::Tcp,
+            direction: Direction::Sender,
+            streams: 1,
+        };
+        let r = CellResult::from_runs(c, vec![run(3.0), run(1.0), run(5.0), run(2.0)], None);
+        assert_eq!(
+            (r.best_bps, r.median_bps, r.min_bps, r.max_bps),
+            (5.0, 2.5, 1.0, 5.0)
+        );
+    }
+}
