@@ -9,5 +9,6 @@ pub mod graph;
 pub mod lab;
 pub mod measure;
 pub mod plan;
+pub mod report;
 pub mod topology;
 pub mod wire;

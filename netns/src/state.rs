@@ -90,6 +90,29 @@ impl LabState {
         }
     }
 
+    /// Record a process the lab now owns, so `down` and `clean` stop it.
+    pub fn add_process(lab: &str, p: OwnedProcess) -> io::Result<()> {
+        let mut s = Self::load(lab)?.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::NotFound, format!("no lab named {lab} is up"))
+        })?;
+        s.processes.push(p);
+        s.save()
+    }
+
+    /// Forget a process that has ended.
+    pub fn remove_process(lab: &str, id: ProcessId) -> io::Result<()> {
+        if let Some(mut s) = Self::load(lab)? {
+            s.processes.retain(|p| p.id != id);
+            s.save()?;
+        }
+        Ok(())
+    }
+
+    /// Where a lab's processes write their logs.
+    pub fn log_dir(lab: &str) -> PathBuf {
+        Self::dir(lab).join("logs")
+    }
+
     /// Remove the lab's state directory (logs included). Idempotent.
     pub fn remove(lab: &str) -> io::Result<()> {
         match std::fs::remove_dir_all(Self::dir(lab)) {

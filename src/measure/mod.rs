@@ -2,3 +2,6 @@
 //! search, between two nodes of a running lab.
 
 pub mod model;
+pub mod runner;
+pub mod search;
+pub mod session;

@@ -11,7 +11,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use model::{Endpoint, Interface, Link, Node, NodeKind, Route, Topology};
+pub use model::{Endpoint, Interface, Link, Measurement, Node, NodeKind, Route, Topology};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -61,6 +61,28 @@ pub struct Topology {
     pub description: Option<String>,
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
+    pub measurements: Vec<Measurement>,
+}
+
+/// A `[[measure]]` entry, defaults applied (the seed's method).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Measurement {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    pub ipv4: Option<IpAddr>,
+    pub ipv6: Option<IpAddr>,
+    pub families: Vec<crate::measure::model::Family>,
+    pub protocols: Vec<crate::measure::model::Proto>,
+    pub directions: Vec<crate::measure::model::Direction>,
+    pub streams: Vec<u32>,
+    pub runs: u32,
+    pub duration: f64,
+    pub trial_duration: f64,
+    pub udp_loss: f64,
+    pub udp_len: u32,
+    #[serde(skip)]
+    pub at: KeyPath,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

@@ -27,7 +27,7 @@ pub struct RawTopology {
     #[serde(default)]
     pub tunnels: Option<toml::Value>,
     #[serde(default)]
-    pub measure: Option<toml::Value>,
+    pub measure: Vec<RawMeasure>,
     #[serde(default)]
     pub impairments: Option<toml::Value>,
     #[serde(default)]
@@ -200,4 +200,42 @@ impl<'de> Deserialize<'de> for SysctlValue {
         }
         d.deserialize_any(V)
     }
+}
+
+/// `[[measure]]`: what `tunbench run` measures, between which nodes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMeasure {
+    /// The path's name in reports (default "raw").
+    #[serde(default)]
+    pub name: Option<String>,
+    pub from: String,
+    pub to: String,
+    /// Target addresses; default: the first of each family routing says works.
+    #[serde(default)]
+    pub ipv4: Option<String>,
+    #[serde(default)]
+    pub ipv6: Option<String>,
+    #[serde(default)]
+    pub families: Option<Vec<String>>,
+    #[serde(default)]
+    pub protocols: Option<Vec<String>>,
+    #[serde(default)]
+    pub directions: Option<Vec<String>>,
+    #[serde(default)]
+    pub streams: Option<Vec<i64>>,
+    #[serde(default)]
+    pub runs: Option<i64>,
+    /// Seconds per run.
+    #[serde(default)]
+    pub duration: Option<f64>,
+    /// Seconds per UDP search trial.
+    #[serde(default)]
+    pub trial_duration: Option<f64>,
+    /// Highest UDP loss in percent that a rate may have.
+    #[serde(default)]
+    pub udp_loss: Option<f64>,
+    /// UDP datagram size in bytes.
+    #[serde(default)]
+    pub udp_len: Option<i64>,
 }

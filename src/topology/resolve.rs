@@ -29,7 +29,6 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
 
     for (section, v) in [
         ("tunnels", &raw.tunnels),
-        ("measure", &raw.measure),
         ("impairments", &raw.impairments),
         ("scenarios", &raw.scenarios),
     ] {
@@ -203,15 +202,177 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
         }
     }
 
+    let measurements = raw
+        .measure
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| measurement(m, &root.key("measure").index(i), &mut p))
+        .collect();
+
     (
         Topology {
             name: raw.name.clone(),
             description: raw.description.clone(),
             nodes,
             links,
+            measurements,
         },
         p,
     )
+}
+
+fn words<T: Copy>(
+    given: &Option<Vec<String>>,
+    all: &[(&str, T)],
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Option<Vec<T>> {
+    let Some(list) = given else {
+        return Some(all.iter().map(|(_, v)| *v).collect());
+    };
+    if list.is_empty() {
+        p.push(Problem::new(
+            at,
+            "an empty list measures nothing; leave the key out for all",
+        ));
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, w) in list.iter().enumerate() {
+        match all.iter().find(|(k, _)| k == w) {
+            Some((_, v)) => out.push(*v),
+            None => {
+                let known: Vec<String> = all.iter().map(|(k, _)| format!("\"{k}\"")).collect();
+                p.push(Problem::new(
+                    &at.index(i),
+                    format!("\"{w}\" is not one of {}", known.join(", ")),
+                ));
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Measurement> {
+    use crate::measure::model::{Direction, Family, Proto};
+    let before = p.len();
+    let families = words(
+        &m.families,
+        &[("ipv4", Family::Ipv4), ("ipv6", Family::Ipv6)],
+        &at.key("families"),
+        p,
+    );
+    let protocols = words(
+        &m.protocols,
+        &[("tcp", Proto::Tcp), ("udp", Proto::Udp)],
+        &at.key("protocols"),
+        p,
+    );
+    let directions = words(
+        &m.directions,
+        &[
+            ("sender", Direction::Sender),
+            ("receiver", Direction::Receiver),
+        ],
+        &at.key("directions"),
+        p,
+    );
+    let mut streams = Vec::new();
+    for (i, s) in m
+        .streams
+        .clone()
+        .unwrap_or_else(|| vec![1])
+        .iter()
+        .enumerate()
+    {
+        if (1..=128).contains(s) {
+            streams.push(*s as u32);
+        } else {
+            p.push(Problem::new(
+                &at.key("streams").index(i),
+                format!("{s} streams; use 1..=128"),
+            ));
+        }
+    }
+    let runs = m.runs.unwrap_or(5);
+    if !(1..=100).contains(&runs) {
+        p.push(Problem::new(
+            &at.key("runs"),
+            format!("runs = {runs}; use 1..=100"),
+        ));
+    }
+    let secs = |v: Option<f64>, d: f64, key: &str, p: &mut Vec<Problem>| {
+        let v = v.unwrap_or(d);
+        if !(1.0..=3600.0).contains(&v) {
+            p.push(Problem::new(
+                &at.key(key),
+                format!("{key} = {v} s; use 1 to 3600 seconds"),
+            ));
+        }
+        v
+    };
+    let duration = secs(m.duration, 10.0, "duration", p);
+    let trial_duration = secs(m.trial_duration, 2.0, "trial_duration", p);
+    let udp_loss = m.udp_loss.unwrap_or(10.0);
+    if !(0.0..=100.0).contains(&udp_loss) {
+        p.push(Problem::new(
+            &at.key("udp_loss"),
+            format!("udp_loss = {udp_loss} %; use 0 to 100"),
+        ));
+    }
+    let udp_len = m.udp_len.unwrap_or(1448);
+    if !(16..=65507).contains(&udp_len) {
+        p.push(Problem::new(
+            &at.key("udp_len"),
+            format!("udp_len = {udp_len} bytes; use 16..=65507"),
+        ));
+    }
+    let addr = |v: &Option<String>, v4: bool, key: &str, p: &mut Vec<Problem>| -> Option<IpAddr> {
+        let s = v.as_ref()?;
+        match s.parse::<IpAddr>() {
+            Ok(a) if a.is_ipv4() == v4 => Some(a),
+            _ => {
+                p.push(Problem::new(
+                    &at.key(key),
+                    format!(
+                        "\"{s}\" is not an {} address (no prefix length here)",
+                        if v4 { "IPv4" } else { "IPv6" }
+                    ),
+                ));
+                None
+            }
+        }
+    };
+    let ipv4 = addr(&m.ipv4, true, "ipv4", p);
+    let ipv6 = addr(&m.ipv6, false, "ipv6", p);
+    let name = m.name.clone().unwrap_or_else(|| "raw".into());
+    if !super::valid_name(&name) {
+        p.push(Problem::new(
+            &at.key("name"),
+            format!("path name \"{name}\" must be 1-32 letters, digits, '-' or '_'"),
+        ));
+    }
+    if p.len() > before {
+        return None;
+    }
+    Some(Measurement {
+        name,
+        from: m.from.clone(),
+        to: m.to.clone(),
+        ipv4,
+        ipv6,
+        families: families?,
+        protocols: protocols?,
+        directions: directions?,
+        streams,
+        runs: runs as u32,
+        duration,
+        trial_duration,
+        udp_loss,
+        udp_len: udp_len as u32,
+        at: at.clone(),
+    })
 }
 
 fn mtu(v: i64, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u32> {

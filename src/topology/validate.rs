@@ -24,7 +24,75 @@ pub fn validate(t: &Topology) -> Vec<Problem> {
     addresses(t, &mut p);
     subnets(t, &mut p);
     routes(t, &mut p);
+    measurements(t, &mut p);
     p
+}
+
+fn measurements(t: &Topology, p: &mut Vec<Problem>) {
+    for m in &t.measurements {
+        let mut ok = true;
+        for (key, name) in [("from", &m.from), ("to", &m.to)] {
+            match t.node_index(name) {
+                None => {
+                    let known: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
+                    p.push(Problem::new(
+                        &m.at.key(key),
+                        format!(
+                            "node \"{name}\" is not defined; defined nodes: {}",
+                            known.join(", ")
+                        ),
+                    ));
+                    ok = false;
+                }
+                Some(i) if t.nodes[i].kind == NodeKind::Switch => {
+                    p.push(Problem::new(
+                        &m.at.key(key),
+                        format!("\"{name}\" is a switch; measure between hosts or routers"),
+                    ));
+                    ok = false;
+                }
+                _ => {}
+            }
+        }
+        if ok && m.from == m.to {
+            p.push(Problem::new(
+                &m.at.key("to"),
+                format!(
+                    "from and to are both \"{}\"; measure between two nodes",
+                    m.to
+                ),
+            ));
+            continue;
+        }
+        let Some(to) = t.node_index(&m.to) else {
+            continue;
+        };
+        for (key, a) in [("ipv4", m.ipv4), ("ipv6", m.ipv6)] {
+            if let Some(a) = a {
+                if !t.node_addresses(to).iter().any(|(_, n)| n.ip() == a) {
+                    p.push(Problem::new(
+                        &m.at.key(key),
+                        format!("{a} is not an address of node \"{}\"", m.to),
+                    ));
+                }
+            }
+        }
+    }
+    let mut names: Vec<&str> = t.measurements.iter().map(|m| m.name.as_str()).collect();
+    names.sort();
+    for w in names.windows(2) {
+        if w[0] == w[1] {
+            if let Some(m) = t.measurements.iter().filter(|m| m.name == w[0]).nth(1) {
+                p.push(Problem::new(
+                    &m.at.key("name"),
+                    format!(
+                        "two [[measure]] entries are named \"{}\"; name each path once",
+                        w[0]
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 fn interfaces(t: &Topology, p: &mut Vec<Problem>) {

@@ -1,0 +1,479 @@
+//! Runs a measurement in a running lab: a tunbench server in the target node's
+//! namespace (a child process the lab owns, so its CPU is its own), the client on
+//! a thread inside the source node's namespace, cell after cell.
+
+use super::model::*;
+use super::search::RateSearch;
+use crate::engine::client::{self, ClientOptions};
+use crate::engine::params::{Protocol, TestParams};
+use crate::engine::report::TestReport;
+use crate::lab::Running;
+use crate::topology::routing::Router;
+use anyhow::{Context, Result, anyhow, bail};
+use netns::process::ProcessId;
+use netns::state::{LabState, OwnedProcess};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where the measurement server listens inside the target namespace.
+pub const SERVER_PORT: u16 = 5201;
+
+/// What to measure between two nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeasureSpec {
+    /// The path's name in reports ("raw" for the plain underlay).
+    pub path: String,
+    pub scenario: Option<String>,
+    pub from: String,
+    pub to: String,
+    pub ipv4: Option<IpAddr>,
+    pub ipv6: Option<IpAddr>,
+    pub families: Vec<Family>,
+    pub protocols: Vec<Proto>,
+    pub directions: Vec<Direction>,
+    pub streams: Vec<u32>,
+    pub runs: u32,
+    /// Seconds per run (and per confirmation of a UDP search).
+    pub duration: f64,
+    /// Seconds per UDP search trial.
+    pub trial_duration: f64,
+    pub udp_loss_percent: f64,
+    pub udp_len: u32,
+    /// Trials of the UDP rate search, confirmation runs not counted.
+    pub udp_max_trials: usize,
+    pub udp_start_bps: f64,
+    pub udp_ceiling_bps: f64,
+    /// The tunbench binary that serves in the target namespace (default: this
+    /// executable, when it is tunbench).
+    pub server_exe: Option<std::path::PathBuf>,
+}
+
+impl MeasureSpec {
+    /// The seed's method: both families, both protocols, both directions, one
+    /// stream, best of 5 runs of 10 s, UDP loss within 10 %.
+    pub fn seed(from: &str, to: &str) -> Self {
+        MeasureSpec {
+            path: "raw".into(),
+            scenario: None,
+            from: from.into(),
+            to: to.into(),
+            ipv4: None,
+            ipv6: None,
+            families: vec![Family::Ipv4, Family::Ipv6],
+            protocols: vec![Proto::Tcp, Proto::Udp],
+            directions: vec![Direction::Sender, Direction::Receiver],
+            streams: vec![1],
+            runs: 5,
+            duration: 10.0,
+            trial_duration: 2.0,
+            udp_loss_percent: 10.0,
+            udp_len: 1448,
+            udp_max_trials: 8,
+            udp_start_bps: 500e6,
+            udp_ceiling_bps: 100e9,
+            server_exe: None,
+        }
+    }
+
+    /// Every cell, in the seed's order: family, protocol, direction, then streams.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut v = Vec::new();
+        for &streams in &self.streams {
+            for &family in &self.families {
+                for &protocol in &self.protocols {
+                    for &direction in &self.directions {
+                        v.push(Cell {
+                            family,
+                            protocol,
+                            direction,
+                            streams,
+                        });
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Seconds the whole measurement should take, for progress estimates.
+    pub fn estimated_seconds(&self) -> f64 {
+        self.cells()
+            .iter()
+            .map(|c| match c.protocol {
+                Proto::Tcp => self.runs as f64 * (self.duration + 0.3),
+                Proto::Udp => {
+                    self.runs as f64 * (self.duration + 0.3)
+                        + self.udp_max_trials as f64 * 0.75 * (self.trial_duration + 0.3)
+                }
+            })
+            .sum()
+    }
+}
+
+/// Where the measurement is, for a progress display.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub path: String,
+    pub cell: Cell,
+    pub cell_index: usize,
+    pub cells: usize,
+    /// "run 2/5" or "search trial 3 at 850 Mbit/s".
+    pub step: String,
+    pub elapsed: Duration,
+    pub estimated_total: Duration,
+}
+
+/// The target address of each family: the one given, or the first address of the
+/// target node that routing says the source reaches.
+pub fn target_addresses(
+    lab: &Running,
+    spec: &MeasureSpec,
+) -> Result<(Option<IpAddr>, Option<IpAddr>)> {
+    let t = &lab.topology;
+    let from = t
+        .node_index(&spec.from)
+        .ok_or_else(|| anyhow!("lab {} has no node \"{}\"", lab.naming.lab, spec.from))?;
+    let to = t
+        .node_index(&spec.to)
+        .ok_or_else(|| anyhow!("lab {} has no node \"{}\"", lab.naming.lab, spec.to))?;
+    if from == to {
+        bail!("--from and --to are the same node \"{}\"", spec.from);
+    }
+    let router = Router::new(t);
+    let owned = t.node_addresses(to);
+    let pick = |v4: bool, given: Option<IpAddr>| -> Result<Option<IpAddr>> {
+        if let Some(a) = given {
+            if !owned.iter().any(|(_, n)| n.ip() == a) {
+                bail!("{a} is not an address of node \"{}\"", spec.to);
+            }
+            return Ok(Some(a));
+        }
+        Ok(owned
+            .iter()
+            .map(|(_, n)| n.ip())
+            .filter(|a| a.is_ipv4() == v4)
+            .find(|a| router.echo_works(from, *a).is_ok()))
+    };
+    Ok((pick(true, spec.ipv4)?, pick(false, spec.ipv6)?))
+}
+
+/// A `tunbench server` in the target namespace, owned by the lab and stopped on drop.
+struct ServerProcess {
+    child: Child,
+    id: Option<ProcessId>,
+    lab: String,
+}
+
+impl ServerProcess {
+    fn start(lab: &Running, node: &str, exe: Option<&std::path::Path>) -> Result<ServerProcess> {
+        let ns = lab.naming.namespace(node);
+        let nsfile =
+            netns::namespace::open(&ns).with_context(|| format!("opening namespace {ns}"))?;
+        let logs = LabState::log_dir(&lab.naming.lab);
+        std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+        let log = std::fs::File::create(logs.join(format!("server-{node}.log")))?;
+        let exe = match exe {
+            Some(e) => e.to_path_buf(),
+            None => {
+                let me = std::env::current_exe().context("finding the tunbench executable")?;
+                if !me
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("tunbench"))
+                {
+                    bail!(
+                        "{} is not tunbench; set MeasureSpec::server_exe to the tunbench binary",
+                        me.display()
+                    );
+                }
+                me
+            }
+        };
+        let mut cmd = Command::new(exe);
+        cmd.args([
+            "server",
+            "-p",
+            &SERVER_PORT.to_string(),
+            "--idle-timeout",
+            "10",
+        ])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+        let fd = nsfile.as_raw_fd();
+        // SAFETY: setns is async-signal-safe; the fd stays open until after spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setns(fd, libc::CLONE_NEWNET) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("starting the measurement server in {ns}"))?;
+        let id = ProcessId::of(child.id() as i32);
+        if let Some(id) = id {
+            LabState::add_process(
+                &lab.naming.lab,
+                OwnedProcess {
+                    id,
+                    what: format!("measurement server on {node}"),
+                },
+            )?;
+        }
+        Ok(ServerProcess {
+            child,
+            id,
+            lab: lab.naming.lab.clone(),
+        })
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(id) = self.id {
+            let _ = LabState::remove_process(&self.lab, id);
+        }
+    }
+}
+
+/// Run the client on a thread inside `ns`.
+fn run_client(ns: &str, opts: ClientOptions) -> Result<TestReport> {
+    let ns = ns.to_string();
+    std::thread::spawn(move || -> Result<TestReport> {
+        netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
+        Ok(client::run(&opts)?)
+    })
+    .join()
+    .map_err(|_| anyhow!("the client thread panicked"))?
+}
+
+/// Wait until the server answers in its namespace (a probe connection is harmless:
+/// it sends no cookie).
+fn wait_for_server(ns: &str, addr: SocketAddr) -> Result<()> {
+    let ns = ns.to_string();
+    std::thread::spawn(move || -> Result<()> {
+        netns::namespace::enter(&ns)?;
+        let t0 = Instant::now();
+        loop {
+            match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+                Ok(_) => return Ok(()),
+                Err(e) if t0.elapsed() > Duration::from_secs(5) => {
+                    bail!("the measurement server at {addr} does not answer: {e}")
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    })
+    .join()
+    .map_err(|_| anyhow!("probe thread panicked"))?
+}
+
+fn to_run(r: &TestReport, offered: Option<f64>) -> Run {
+    let d = r.forward();
+    let udp = r.protocol == Protocol::Udp;
+    Run {
+        bits_per_second: d.received_bps,
+        bytes: d.received_bytes,
+        seconds: d.seconds,
+        retransmits: if udp { None } else { d.retransmits },
+        offered_bps: offered,
+        lost_percent: udp.then_some(d.lost_percent),
+        jitter_ms: udp.then_some(d.jitter_ms),
+        out_of_order: udp.then_some(d.out_of_order),
+        cpu_client: r.cpu_local.total,
+        cpu_server: r.cpu_remote.total,
+    }
+}
+
+/// Measure every cell of `spec` in the running lab.
+pub fn measure(
+    lab: &Running,
+    spec: &MeasureSpec,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<PathResult> {
+    let (v4, v6) = target_addresses(lab, spec)?;
+    let _server = ServerProcess::start(lab, &spec.to, spec.server_exe.as_deref())?;
+    let client_ns = lab.naming.namespace(&spec.from);
+    let cells = spec.cells();
+    let started = Instant::now();
+    let estimate = Duration::from_secs_f64(spec.estimated_seconds());
+    let mut out = PathResult {
+        path: spec.path.clone(),
+        scenario: spec.scenario.clone(),
+        from: spec.from.clone(),
+        to: spec.to.clone(),
+        ipv4: v4.map(|a| a.to_string()),
+        ipv6: v6.map(|a| a.to_string()),
+        cells: Vec::new(),
+    };
+    let mut waited = std::collections::BTreeSet::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            bail!("interrupted");
+        }
+        let addr = match cell.family {
+            Family::Ipv4 => v4,
+            Family::Ipv6 => v6,
+        };
+        let Some(addr) = addr else {
+            out.cells.push(CellResult::failed(
+                *cell,
+                format!(
+                    "node \"{}\" has no {} address that \"{}\" reaches",
+                    spec.to,
+                    cell.family.word(),
+                    spec.from
+                ),
+            ));
+            continue;
+        };
+        let server = SocketAddr::new(addr, SERVER_PORT);
+        if waited.insert(server) {
+            wait_for_server(&client_ns, server)?;
+        }
+        let mut report = |step: String| {
+            progress(&Progress {
+                path: out.label_for(spec),
+                cell: *cell,
+                cell_index: i,
+                cells: cells.len(),
+                step,
+                elapsed: started.elapsed(),
+                estimated_total: estimate,
+            })
+        };
+        let base = TestParams {
+            protocol: if cell.protocol == Proto::Udp {
+                Protocol::Udp
+            } else {
+                Protocol::Tcp
+            },
+            time: spec.duration.ceil().max(1.0) as u32,
+            parallel: cell.streams,
+            reverse: cell.direction == Direction::Receiver,
+            len: if cell.protocol == Proto::Udp {
+                spec.udp_len
+            } else {
+                crate::engine::protocol::DEFAULT_TCP_BLOCK
+            },
+            ..Default::default()
+        };
+        let opts = |params: TestParams| ClientOptions {
+            server,
+            bind: None,
+            params,
+            connect_timeout: Duration::from_secs(5),
+            intervals: false,
+        };
+        let result = (|| -> Result<CellResult> {
+            match cell.protocol {
+                Proto::Tcp => {
+                    let mut runs = Vec::new();
+                    for n in 1..=spec.runs {
+                        if cancel.load(Ordering::Relaxed) {
+                            bail!("interrupted");
+                        }
+                        report(format!("run {n}/{}", spec.runs));
+                        runs.push(to_run(&run_client(&client_ns, opts(base.clone()))?, None));
+                    }
+                    Ok(CellResult::from_runs(*cell, runs, None))
+                }
+                Proto::Udp => {
+                    let mut search = RateSearch::new(
+                        spec.udp_start_bps,
+                        spec.udp_ceiling_bps,
+                        spec.udp_loss_percent,
+                        spec.udp_max_trials,
+                    );
+                    let trial_time = spec.trial_duration.ceil().max(1.0) as u32;
+                    while let Some(rate) = search.next_rate() {
+                        if cancel.load(Ordering::Relaxed) {
+                            bail!("interrupted");
+                        }
+                        report(format!(
+                            "search trial {} at {:.0} Mbit/s",
+                            search.trials().len() + 1,
+                            rate / 1e6
+                        ));
+                        let p = TestParams {
+                            time: trial_time,
+                            rate: (rate / cell.streams as f64) as u64,
+                            ..base.clone()
+                        };
+                        let r = run_client(&client_ns, opts(p))?;
+                        let d = r.forward();
+                        search.record(rate, d.received_bps, d.lost_percent, d.out_of_order);
+                    }
+                    let Some(rate) = search.result() else {
+                        return Ok(CellResult {
+                            search: Some(UdpSearch {
+                                loss_threshold_percent: spec.udp_loss_percent,
+                                trials: search.trials().to_vec(),
+                                rate_bps: 0.0,
+                            }),
+                            ..CellResult::failed(
+                                *cell,
+                                format!(
+                                    "loss above {} % at every rate tried",
+                                    spec.udp_loss_percent
+                                ),
+                            )
+                        });
+                    };
+                    let mut runs = Vec::new();
+                    for n in 1..=spec.runs {
+                        if cancel.load(Ordering::Relaxed) {
+                            bail!("interrupted");
+                        }
+                        report(format!("run {n}/{} at {:.0} Mbit/s", spec.runs, rate / 1e6));
+                        let p = TestParams {
+                            rate: (rate / cell.streams as f64) as u64,
+                            ..base.clone()
+                        };
+                        let mut r = run_client(&client_ns, opts(p.clone()))?;
+                        // The seed's rule: a run with packets out of order is measured again.
+                        if r.forward().out_of_order > 0 {
+                            r = run_client(&client_ns, opts(p))?;
+                        }
+                        runs.push(to_run(&r, Some(rate)));
+                    }
+                    Ok(CellResult::from_runs(
+                        *cell,
+                        runs,
+                        Some(UdpSearch {
+                            loss_threshold_percent: spec.udp_loss_percent,
+                            trials: search.trials().to_vec(),
+                            rate_bps: rate,
+                        }),
+                    ))
+                }
+            }
+        })();
+        match result {
+            Ok(r) => out.cells.push(r),
+            Err(e) if e.to_string() == "interrupted" => return Err(e),
+            // One cell failing (a refused connection, say) is that cell's result.
+            Err(e) => out.cells.push(CellResult::failed(*cell, format!("{e:#}"))),
+        }
+    }
+    Ok(out)
+}
+
+impl PathResult {
+    fn label_for(&self, spec: &MeasureSpec) -> String {
+        match &spec.scenario {
+            Some(s) => format!("{s}/{}", spec.path),
+            None => spec.path.clone(),
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Whole measurements as library calls: measure a running lab, or bring a topology
+//! up, measure everything its `[[measure]]` entries ask for, and take it down again
+//! whatever happens.
+
+use super::model::{PathResult, Results};
+use super::runner::{self, MeasureSpec, Progress};
+use crate::lab::{self as labs, Running};
+use crate::plan::Naming;
+use crate::topology::{Measurement, Topology};
+use anyhow::{Context, Result};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+/// Overrides from the command line for quick runs.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub runs: Option<u32>,
+    pub duration: Option<f64>,
+    pub trial_duration: Option<f64>,
+}
+
+/// The spec for one `[[measure]]` entry.
+pub fn spec_of(m: &Measurement, o: &Overrides) -> MeasureSpec {
+    MeasureSpec {
+        path: m.name.clone(),
+        scenario: None,
+        from: m.from.clone(),
+        to: m.to.clone(),
+        ipv4: m.ipv4,
+        ipv6: m.ipv6,
+        families: m.families.clone(),
+        protocols: m.protocols.clone(),
+        directions: m.directions.clone(),
+        streams: m.streams.clone(),
+        runs: o.runs.unwrap_or(m.runs),
+        duration: o.duration.unwrap_or(m.duration),
+        trial_duration: o.trial_duration.unwrap_or(m.trial_duration),
+        udp_loss_percent: m.udp_loss,
+        udp_len: m.udp_len,
+        ..MeasureSpec::seed(&m.from, &m.to)
+    }
+}
+
+/// Measure `specs` one after the other in a running lab.
+pub fn measure_lab(
+    lab: &Running,
+    specs: &[MeasureSpec],
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Results> {
+    let started = Instant::now();
+    let mut paths: Vec<PathResult> = Vec::new();
+    for s in specs {
+        paths.push(
+            runner::measure(lab, s, cancel, progress).with_context(|| {
+                format!("measuring path {} from {} to {}", s.path, s.from, s.to)
+            })?,
+        );
+    }
+    Ok(Results {
+        tool: crate::engine::client::VERSION.into(),
+        lab: lab.naming.lab.clone(),
+        topology: lab.state.topology.as_ref().map(|p| p.display().to_string()),
+        started: netns::state::now_unix(),
+        seconds: started.elapsed().as_secs_f64(),
+        runs_per_cell: specs.first().map(|s| s.runs).unwrap_or(0),
+        duration_per_run: specs.first().map(|s| s.duration).unwrap_or(0.0),
+        paths,
+    })
+}
+
+/// up -> every `[[measure]]` -> down. The lab is taken down even when a
+/// measurement fails or `cancel` is set (Ctrl-C).
+pub async fn run_topology(
+    t: &Topology,
+    file: &Path,
+    naming: &Naming,
+    o: &Overrides,
+    cancel_up: &netns::Cancel,
+    cancel: &AtomicBool,
+    progress: &mut (dyn FnMut(&Progress) + Send),
+) -> Result<Results> {
+    if t.measurements.is_empty() {
+        anyhow::bail!(
+            "{} has no [[measure]] entries; add one, or use `tunbench measure` on a running lab",
+            file.display()
+        );
+    }
+    labs::up(t, file, naming, cancel_up).await?;
+    let result = (|| -> Result<Results> {
+        let running = labs::find(&naming.lab)?;
+        let specs: Vec<MeasureSpec> = t.measurements.iter().map(|m| spec_of(m, o)).collect();
+        measure_lab(&running, &specs, cancel, progress)
+    })();
+    let down = netns::down(&naming.lab).await;
+    let r = result?;
+    down.with_context(|| format!("taking lab {} down", naming.lab))?;
+    Ok(r)
+}

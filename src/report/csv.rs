@@ -1,0 +1,138 @@
+//! One row per (path, cell), every rate in bit/s, for spreadsheets and scripts.
+//! Fields are quoted as RFC 4180 says: when they hold a comma, a quote or a line
+//! break, with quotes doubled. A failed cell has empty figures and its error.
+
+use super::{ordered_cells, udp_loss, udp_rate};
+use crate::measure::model::Results;
+
+pub(crate) const HEADER: &str = "path,scenario,cell,family,protocol,direction,streams,runs,\
+best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,error";
+
+pub(crate) fn render(r: &Results) -> String {
+    let mut out = String::from(HEADER);
+    out.push('\n');
+    let order = ordered_cells(r);
+    for p in &r.paths {
+        let mut cells: Vec<_> = p.cells.iter().collect();
+        cells.sort_by_key(|c| order.iter().position(|o| *o == c.cell));
+        for c in cells {
+            let ok = c.error.is_none();
+            let bps = |v: f64| if ok { format!("{v:.0}") } else { String::new() };
+            let fields = [
+                p.path.clone(),
+                p.scenario.clone().unwrap_or_default(),
+                c.cell.key(),
+                c.cell.family.word().to_string(),
+                c.cell.protocol.word().to_string(),
+                c.cell.direction.word().to_string(),
+                c.cell.streams.to_string(),
+                c.runs.len().to_string(),
+                bps(c.best_bps),
+                bps(c.median_bps),
+                bps(c.min_bps),
+                bps(c.max_bps),
+                udp_rate(c)
+                    .filter(|_| ok)
+                    .map(|v| format!("{v:.0}"))
+                    .unwrap_or_default(),
+                udp_loss(c)
+                    .filter(|_| ok)
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+                c.error.clone().unwrap_or_default(),
+            ];
+            let line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+            out.push_str(&line.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Format, fixture, render};
+    use super::*;
+
+    /// A small RFC 4180 reader, to check that what we write reads back.
+    fn parse(csv: &str) -> Vec<Vec<String>> {
+        let mut rows = Vec::new();
+        let mut row = Vec::new();
+        let mut field = String::new();
+        let mut quoted = false;
+        let mut chars = csv.chars().peekable();
+        while let Some(ch) = chars.next() {
+            match (quoted, ch) {
+                (true, '"') if chars.peek() == Some(&'"') => {
+                    chars.next();
+                    field.push('"');
+                }
+                (true, '"') => quoted = false,
+                (true, c) => field.push(c),
+                (false, '"') => quoted = true,
+                (false, ',') => row.push(std::mem::take(&mut field)),
+                (false, '\n') => {
+                    row.push(std::mem::take(&mut field));
+                    rows.push(std::mem::take(&mut row));
+                }
+                (false, c) => field.push(c),
+            }
+        }
+        assert!(field.is_empty() && row.is_empty(), "no newline at the end");
+        rows
+    }
+
+    #[test]
+    fn header_and_rows() {
+        let csv = render(&fixture::results(), Format::Csv, None);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "path,scenario,cell,family,protocol,direction,streams,runs,best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,error"
+        );
+        assert_eq!(
+            lines[1],
+            "raw,,ipv4.tcp.sender,ipv4,tcp,sender,1,3,941000000,939000000,930000000,941000000,,,"
+        );
+        assert_eq!(
+            lines[3],
+            "raw,,ipv4.udp.sender,ipv4,udp,sender,1,3,347000000,340000000,330000000,347000000,350000000,2.9,"
+        );
+        assert_eq!(
+            lines[6],
+            "raw,,ipv4.tcp.sender.p6,ipv4,tcp,sender,6,3,941000000,940000000,936000000,941000000,,,"
+        );
+        // The failed cell: no figures, its error quoted because of the line break.
+        assert_eq!(
+            lines[11],
+            "wg,,ipv6.tcp.sender,ipv6,tcp,sender,1,0,,,,,,,\"connecting to [fd00:9::2]:5201:"
+        );
+        let rows = parse(&csv);
+        assert_eq!(rows.len(), 1 + 6 + 5);
+        assert!(rows.iter().all(|r| r.len() == 15));
+        assert_eq!(
+            rows[11][14],
+            "connecting to [fd00:9::2]:5201:\nconnection refused"
+        );
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote("plain"), "plain");
+        assert_eq!(quote("a,b"), "\"a,b\"");
+        assert_eq!(quote("say \"no\""), "\"say \"\"no\"\"\"");
+        assert_eq!(quote("x\r\ny"), "\"x\r\ny\"");
+        let mut r = fixture::results();
+        r.paths[0].scenario = Some("fast, default".into());
+        let rows = parse(&render(&r, Format::Csv, None));
+        assert_eq!(rows[1][1], "fast, default");
+    }
+}

@@ -1,0 +1,237 @@
+//! The seed's method end to end in a lab: the matrix, the UDP search, expectations,
+//! `run` from a topology file, and the measurement as a library call.
+
+mod common;
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn quick(lab: &str, extra: &[&str]) -> std::process::Output {
+    let mut a = vec![
+        "measure",
+        lab,
+        "--from",
+        "h1",
+        "--to",
+        "h2",
+        "--runs",
+        "2",
+        "--duration",
+        "1",
+        "--trial-duration",
+        "1",
+        "--udp-trials",
+        "3",
+    ];
+    a.extend_from_slice(extra);
+    tunbench(&a)
+}
+
+#[test]
+fn matrix_with_udp_search_and_json_results() {
+    let lab = lab_name("ms");
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = quick(
+        &lab,
+        &[
+            "--families",
+            "ipv4,ipv6",
+            "--protocols",
+            "tcp,udp",
+            "--directions",
+            "sender,receiver",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cells = j["paths"][0]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 8, "2 families x 2 protocols x 2 directions");
+    for c in cells {
+        let key = format!(
+            "{}.{}.{}",
+            c["cell"]["family"].as_str().unwrap(),
+            c["cell"]["protocol"].as_str().unwrap(),
+            c["cell"]["direction"].as_str().unwrap()
+        );
+        assert!(c["error"].is_null(), "{key}: {}", c["error"]);
+        assert_eq!(c["runs"].as_array().unwrap().len(), 2, "{key}");
+        assert!(
+            c["best_bps"].as_f64().unwrap() >= c["median_bps"].as_f64().unwrap(),
+            "{key}"
+        );
+        assert!(
+            c["min_bps"].as_f64().unwrap() > 1e6,
+            "{key}: a veth moves more than 1 Mbit/s"
+        );
+        if c["cell"]["protocol"] == "udp" {
+            let s = &c["search"];
+            let trials = s["trials"].as_array().unwrap();
+            assert!(
+                !trials.is_empty() && trials.len() <= 3 + 3,
+                "{key}: {} trials",
+                trials.len()
+            );
+            assert!(s["rate_bps"].as_f64().unwrap() > 0.0);
+            // Every run was made at the searched rate.
+            for r in c["runs"].as_array().unwrap() {
+                assert_eq!(r["offered_bps"], s["rate_bps"]);
+                assert!(r["lost_percent"].as_f64().is_some());
+            }
+        } else {
+            assert!(c["search"].is_null());
+        }
+    }
+    // The measurement server is gone and no longer in the lab's record.
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir(&lab).join("state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["processes"].as_array().unwrap().len(), 0, "{state}");
+    assert!(state_dir(&lab).join("logs/server-h2.log").exists());
+}
+
+#[test]
+fn expectations_pass_and_fail_with_exit_codes() {
+    let lab = lab_name("mx");
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let ok = quick(
+        &lab,
+        &[
+            "--families",
+            "ipv4",
+            "--protocols",
+            "tcp",
+            "--directions",
+            "sender",
+            "--expect",
+            "ipv4.tcp.sender >= 1M",
+        ],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    assert!(
+        text(&ok).contains("IPv4 TCP Sender ("),
+        "the seed's listing: {}",
+        text(&ok)
+    );
+    let bad = quick(
+        &lab,
+        &[
+            "--families",
+            "ipv4",
+            "--protocols",
+            "tcp",
+            "--directions",
+            "sender",
+            "--expect",
+            "ipv4.tcp.sender >= 100T",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("expectation failed: ipv4.tcp.sender >= 100T"),
+        "{}",
+        text(&bad)
+    );
+    let malformed = quick(&lab, &["--expect", "ipv4.tcp.sideways >= 1"]);
+    assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
+}
+
+#[test]
+fn run_brings_up_measures_reports_and_takes_down() {
+    let lab = lab_name("rn");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("m.toml");
+    let t = std::fs::read_to_string(topo("router.toml"))
+        .unwrap()
+        .replace("name = \"rim\"", &format!("name = \"{lab}\""))
+        + "\n[[measure]]\nfrom = \"left\"\nto = \"right\"\nprotocols = [\"tcp\"]\nruns = 1\nduration = 1\n";
+    std::fs::write(&f, t).unwrap();
+    let _g = LabGuard(lab.clone());
+    let saved = dir.path().join("results.json");
+    let o = tunbench(&[
+        "run",
+        f.to_str().unwrap(),
+        "--save",
+        saved.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).lines().count() == 5,
+        "a header and 4 TCP cells: {}",
+        text(&o)
+    );
+    assert_gone(&lab);
+    // The saved results render again.
+    let r = tunbench(&["report", saved.to_str().unwrap(), "--format", "md"]);
+    assert!(r.status.success(), "{}", text(&r));
+    assert!(text(&r).contains('|'), "{}", text(&r));
+}
+
+#[test]
+fn ctrl_c_during_run_takes_the_lab_down() {
+    let lab = lab_name("ri");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("m.toml");
+    let t = std::fs::read_to_string(topo("two-hosts.toml"))
+        .unwrap()
+        .replace("name = \"pair\"", &format!("name = \"{lab}\""))
+        + "\n[[measure]]\nfrom = \"h1\"\nto = \"h2\"\nruns = 5\nduration = 5\n";
+    std::fs::write(&f, t).unwrap();
+    let _g = LabGuard(lab.clone());
+    let child = Command::new(bin())
+        .args(["run", f.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    // Wait until the measurement server runs, then interrupt.
+    while !state_dir(&lab).join("logs").exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("interrupted"), "{}", text(&o));
+    assert_gone(&lab);
+    assert!(t0.elapsed() < Duration::from_secs(20), "stopped promptly");
+}
+
+#[test]
+fn one_cell_as_a_library_call() {
+    use tunbench::measure::model::{Direction, Family, Proto};
+    use tunbench::measure::runner::{MeasureSpec, measure};
+    let lab = lab_name("lib");
+    let (_g, o) = up(&topo("router.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let running = tunbench::lab::find(&lab).unwrap();
+    let spec = MeasureSpec {
+        families: vec![Family::Ipv6],
+        protocols: vec![Proto::Tcp],
+        directions: vec![Direction::Receiver],
+        runs: 1,
+        duration: 1.0,
+        server_exe: Some(bin().into()),
+        ..MeasureSpec::seed("left", "right")
+    };
+    let r = measure(
+        &running,
+        &spec,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.cells.len(), 1);
+    assert_eq!(r.ipv6.as_deref(), Some("2001:2:0:2::2"));
+    assert!(r.cells[0].best_bps > 10e6, "{:?}", r.cells[0]);
+}
