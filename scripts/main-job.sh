@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The main job: build the seed's home network (topologies/nvr500-home.toml) as a
-# lab, print its reachability matrix, and take it down again.
+# The main job: the seed's study as one command. Builds the seed's home network
+# (topologies/nvr500-home.toml) as a lab, measures the raw path from the client PC
+# on LAN1 to the server on LAN2 through the router -- IPv4 and IPv6, TCP and UDP,
+# upload and download, UDP at the highest rate within 10 % loss -- prints the
+# report and takes the lab down. Short runs, so it finishes in a few minutes; the
+# results are saved under results/ (JSON and an SVG chart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 cargo build --release --quiet
 tb=target/release/tunbench
-lab=${LAB:-home}
-trap '$tb down "$lab" >/dev/null 2>&1 || true' EXIT INT TERM
+mkdir -p results
 $tb validate topologies/nvr500-home.toml
-$tb up topologies/nvr500-home.toml --name "$lab"
-$tb status "$lab"
-$tb check "$lab"
-$tb down "$lab"
+$tb run topologies/nvr500-home.toml --runs 3 --duration 3 --trial-duration 1 --save results/nvr500-home.json
+$tb report results/nvr500-home.json --format svg --output results/nvr500-home.svg
+echo "results: results/nvr500-home.json, chart: results/nvr500-home.svg"

@@ -35,15 +35,15 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     };
     let cells = ordered_cells(r);
     let with_udp = cells.iter().any(|c| c.protocol == Proto::Udp);
-    let per_path = if with_udp { 4 } else { 3 };
+    let per_path = if with_udp { 5 } else { 4 };
 
     let mut groups = vec![(String::new(), 1)];
     let mut columns = vec!["cell".to_string()];
     let mut long_columns = columns.clone();
     let names: &[&str] = if with_udp {
-        &["best", "median", "min-max", "-b (loss)"]
+        &["best", "median", "min-max", "-b (loss)", "cpu c/s"]
     } else {
-        &["best", "median", "min-max"]
+        &["best", "median", "min-max", "cpu c/s"]
     };
     for p in &r.paths {
         groups.push((p.label(), per_path));
@@ -99,6 +99,14 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
                     _ => String::new(),
                 });
             }
+            // CPU of the client and the server, so a limit of the ends shows (the
+            // seed's low UDP sender figures were its server's receive limit).
+            figures.push(
+                p.cell(c)
+                    .filter(|cr| !cr.runs.is_empty())
+                    .map(cpu)
+                    .unwrap_or_default(),
+            );
             row.extend(figures);
         }
         let of_base = r.paths.get(base).and_then(|p| p.cell(c));
@@ -133,6 +141,9 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
             "UDP: received rate; -b: the highest offered rate with receiver-side loss{threshold}, and the loss at it."
         ));
     }
+    legend.push(
+        "cpu c/s: median CPU use of the client and the server, percent of one core.".to_string(),
+    );
     if !others.is_empty() {
         legend.push(format!(
             "Ratios: a path's median divided by {}'s.",
@@ -147,6 +158,16 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
         notes,
         legend,
     }
+}
+
+fn cpu(cr: &crate::measure::model::CellResult) -> String {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let c = median(cr.runs.iter().map(|r| r.cpu_client).collect());
+    let s = median(cr.runs.iter().map(|r| r.cpu_server).collect());
+    format!("{c:.0}/{s:.0}")
 }
 
 /// The first line of text and markdown: what was measured, where, when.
@@ -468,9 +489,11 @@ mod tests {
                 "941",
                 "939",
                 "930-941",
+                "20/30",
                 "292",
                 "290",
                 "280-292",
+                "20/30",
                 "0.31"
             ]
         );
@@ -481,9 +504,11 @@ mod tests {
                 "940",
                 "938",
                 "936-940",
+                "20/30",
                 "470",
                 "469",
                 "468-470",
+                "20/30",
                 "0.50"
             ]
         );
@@ -495,10 +520,12 @@ mod tests {
                 "340",
                 "330-347",
                 "350 (2.9 %)",
+                "40/90",
                 "118",
                 "115",
                 "110-118",
                 "120 (4.0 %)",
+                "40/90",
                 "0.34"
             ]
         );
@@ -578,7 +605,7 @@ mod tests {
         assert!(!text.contains("ratio"), "{text}");
         assert_eq!(
             row(&text, "IPv4 TCP Sender"),
-            ["IPv4 TCP Sender", "941", "939", "930-941"]
+            ["IPv4 TCP Sender", "941", "939", "930-941", "20/30"]
         );
         r.paths.clear();
         assert!(render(&r, Format::Text, None).ends_with("\nno paths measured\n"));
@@ -604,10 +631,12 @@ mod tests {
                 "raw median",
                 "raw min-max",
                 "raw -b (loss)",
+                "raw cpu c/s",
                 "wg best",
                 "wg median",
                 "wg min-max",
                 "wg -b (loss)",
+                "wg cpu c/s",
                 "wg/raw"
             ]
         );
@@ -625,10 +654,12 @@ mod tests {
                 "939",
                 "930-941",
                 "",
+                "20/30",
                 "292",
                 "290",
                 "280-292",
                 "",
+                "20/30",
                 "0.31"
             ]
         );
