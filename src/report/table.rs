@@ -536,6 +536,7 @@ mod tests {
                 "928",
                 "925",
                 "920-928",
+                "20/30",
                 "failed [1]",
                 "-"
             ]
@@ -547,6 +548,7 @@ mod tests {
                 "941",
                 "940",
                 "936-941",
+                "20/30",
                 "-",
                 "-",
                 "-",
@@ -672,7 +674,7 @@ mod tests {
         assert_eq!(table.len(), 8);
         for l in &table {
             assert_eq!(l.len(), table[0].len(), "{l}");
-            assert_eq!(l.matches(" | ").count(), 9, "{l}");
+            assert_eq!(l.matches(" | ").count(), 11, "{l}");
         }
         assert!(md.contains("\n- \\[1\\] wg IPv6 TCP Sender: connecting to \\[fd00:9::2\\]:5201: connection refused\n"), "{md}");
     }
