@@ -388,23 +388,8 @@ pub fn run(cli: Cli) -> Result<i32> {
                 return Ok(0);
             }
             let rt = runtime()?;
-            let s = rt.block_on(async {
-                let cancel = netns::Cancel::new();
-                let c = cancel.clone();
-                tokio::spawn(async move {
-                    use tokio::signal::unix::{SignalKind, signal};
-                    let (Ok(mut i), Ok(mut te), Ok(mut h)) = (
-                        signal(SignalKind::interrupt()),
-                        signal(SignalKind::terminate()),
-                        signal(SignalKind::hangup()),
-                    ) else {
-                        return;
-                    };
-                    tokio::select! { _ = i.recv() => {}, _ = te.recv() => {}, _ = h.recv() => {} }
-                    c.cancel();
-                });
-                lab::up(&t, &file, &naming, &cancel).await
-            })?;
+            let (cancel, _) = on_signals(&rt);
+            let s = rt.block_on(lab::up(&t, &file, &naming, &cancel))?;
             println!(
                 "lab {} is up: {} namespaces, {} links, {} addresses, {} routes in {:.3} s",
                 s.lab,
