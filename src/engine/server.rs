@@ -352,8 +352,7 @@ fn accept_streams(
                 if bind.is_ipv6() && opts.bind.is_none() {
                     s.set_only_v6(false)?;
                 }
-                let _ = s.set_recv_buffer_size(4 << 20);
-                let _ = s.set_send_buffer_size(4 << 20);
+                super::gso::set_buffers(&s, super::gso::UDP_SOCKET_BUFFER);
                 s.bind(&SockAddr::from(bind))?;
                 Ok(s)
             };
