@@ -397,8 +397,8 @@ mod tests {
     #[test]
     fn gso_to_a_plain_receiver_gives_single_datagrams() {
         let (used, got) = roundtrip(1448, 500, true, false);
-        // Loopback offers GSO on any kernel since 4.18; either way the wire is the same.
-        let _ = used;
+        // Loopback offers GSO on any kernel since 4.18 (this one is 6.x).
+        assert!(used);
         check(&got, 1448, 500);
     }
 
@@ -423,7 +423,6 @@ mod tests {
         let (tx, rx) = pair();
         assert!(setsockopt_int(&tx, libc::SOL_SOCKET, libc::SO_NO_CHECK, 1));
         let mut b = SendBatch::new(&tx, 1448, true, &[0xab; 1448]);
-        let tried = b.gso();
         let k = b.capacity().min(100);
         for i in 0..k {
             b.datagram_mut(i)[..4].copy_from_slice(&(i as u32).to_be_bytes());
@@ -438,6 +437,5 @@ mod tests {
             got.extend(r.datagrams().map(|d| d.to_vec()));
         }
         check(&got, 1448, sent);
-        let _ = tried;
     }
 }
