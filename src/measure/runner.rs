@@ -412,7 +412,15 @@ pub fn measure(
                         };
                         let r = run_client(&client_ns, opts(p))?;
                         let d = r.forward();
-                        search.record(rate, d.received_bps, d.lost_percent, d.out_of_order);
+                        // A sender that cannot offer the rate asked: what it did send
+                        // is the trial's rate, and the search goes no higher.
+                        let offered = if d.sent_bps > 0.0 && d.sent_bps < 0.95 * rate {
+                            search.cap(d.sent_bps);
+                            d.sent_bps
+                        } else {
+                            rate
+                        };
+                        search.record(offered, d.received_bps, d.lost_percent, d.out_of_order);
                     }
                     let Some(rate) = search.result() else {
                         return Ok(CellResult {

@@ -84,6 +84,13 @@ impl RateSearch {
         };
     }
 
+    /// The sender could offer no more than `rate`: never propose more (the result
+    /// is then the sender's limit, not the path's).
+    pub fn cap(&mut self, rate: f64) {
+        self.ceiling = self.ceiling.min(rate);
+        self.next = self.next.min(self.ceiling);
+    }
+
     /// The highest rate that stayed within the loss threshold (None: every trial failed).
     pub fn result(&self) -> Option<f64> {
         self.pass
@@ -135,6 +142,18 @@ mod tests {
         s.record(100e6, 100e6, 0.0, 0);
         assert!(s.trials()[1].remeasured);
         assert_eq!(s.next_rate(), Some(400e6));
+    }
+
+    #[test]
+    fn a_sender_limit_caps_the_search() {
+        let mut s = RateSearch::new(1e9, 100e9, 1.0, 8);
+        s.record(1e9, 1e9, 0.0, 0);
+        assert_eq!(s.next_rate(), Some(4e9));
+        // The sender managed only 3 Gbit/s of the 4 asked, without loss.
+        s.cap(3e9);
+        s.record(3e9, 3e9, 0.0, 0);
+        assert_eq!(s.next_rate(), None);
+        assert_eq!(s.result(), Some(3e9));
     }
 
     #[test]
