@@ -245,12 +245,24 @@ impl Drop for ServerProcess {
     }
 }
 
-/// Run the client on a thread inside `ns`.
+/// Run the client on a thread inside `ns`. The server is still closing the previous
+/// test for a moment after the client has finished it, and answers "busy" meanwhile:
+/// try again then, for up to two seconds.
 fn run_client(ns: &str, opts: ClientOptions) -> Result<TestReport> {
     let ns = ns.to_string();
     std::thread::spawn(move || -> Result<TestReport> {
         netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
-        Ok(client::run(&opts)?)
+        let until = Instant::now() + Duration::from_secs(2);
+        loop {
+            match client::run(&opts) {
+                Err(client::RunError::Protocol(crate::engine::control::ClientError::Busy))
+                    if Instant::now() < until =>
+                {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                r => return Ok(r?),
+            }
+        }
     })
     .join()
     .map_err(|_| anyhow!("the client thread panicked"))?
