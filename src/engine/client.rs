@@ -238,7 +238,7 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
         None
     };
     let mut buf = [0u8; 4096];
-    let mut ctl_r: &Socket = &ctl;
+    let ctl_r: &Socket = &ctl;
     loop {
         while let Some(a) = session.poll_action() {
             match a {
@@ -342,20 +342,12 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
                 .collect();
             c.tick(now, &view, false);
         }
-        match ctl_r.read(&mut buf) {
-            Ok(0) => session.handle_eof(),
-            Ok(n) => session.handle_input(Instant::now(), &buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                session.handle_timeout(Instant::now())
-            }
-            Err(e) => return Err(io_err("reading the control connection")(e)),
+        match protocol::read_control(ctl_r, &mut buf)
+            .map_err(io_err("reading the control connection"))?
+        {
+            protocol::ControlRead::Data(n) => session.handle_input(Instant::now(), &buf[..n]),
+            protocol::ControlRead::Eof => session.handle_eof(),
+            protocol::ControlRead::Idle => session.handle_timeout(Instant::now()),
         }
         let _ = start;
     }
@@ -372,7 +364,7 @@ fn finish(
     local: String,
 ) -> Result<TestReport, RunError> {
     let mut buf = [0u8; 65536];
-    let mut r: &Socket = ctl;
+    let r: &Socket = ctl;
     loop {
         while let Some(a) = session.poll_action() {
             match a {
@@ -408,20 +400,12 @@ fn finish(
                 _ => {}
             }
         }
-        match r.read(&mut buf) {
-            Ok(0) => session.handle_eof(),
-            Ok(n) => session.handle_input(Instant::now(), &buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                session.handle_timeout(Instant::now())
-            }
-            Err(e) => return Err(io_err("reading the control connection")(e)),
+        match protocol::read_control(r, &mut buf)
+            .map_err(io_err("reading the control connection"))?
+        {
+            protocol::ControlRead::Data(n) => session.handle_input(Instant::now(), &buf[..n]),
+            protocol::ControlRead::Eof => session.handle_eof(),
+            protocol::ControlRead::Idle => session.handle_timeout(Instant::now()),
         }
     }
 }

@@ -104,6 +104,25 @@ pub fn frame_json(v: &serde_json::Value) -> Vec<u8> {
     out
 }
 
+/// One read of a control connection that has a read timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlRead {
+    Data(usize),
+    Eof,
+    /// Nothing arrived within the timeout: time to look at the clock.
+    Idle,
+}
+
+pub fn read_control(mut sock: impl std::io::Read, buf: &mut [u8]) -> std::io::Result<ControlRead> {
+    use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+    match sock.read(buf) {
+        Ok(0) => Ok(ControlRead::Eof),
+        Ok(n) => Ok(ControlRead::Data(n)),
+        Err(e) if matches!(e.kind(), WouldBlock | TimedOut | Interrupted) => Ok(ControlRead::Idle),
+        Err(e) => Err(e),
+    }
+}
+
 /// What was wrong with a JSON message on the control connection.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FrameError {

@@ -265,20 +265,10 @@ fn run_test(
                 }
             }
         }
-        match ctl.read(&mut buf) {
-            Ok(0) => s.handle_eof(),
-            Ok(n) => s.handle_input(Instant::now(), &buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                s.handle_timeout(Instant::now())
-            }
-            Err(_) => s.handle_eof(),
+        match protocol::read_control(&ctl, &mut buf) {
+            Ok(protocol::ControlRead::Data(n)) => s.handle_input(Instant::now(), &buf[..n]),
+            Ok(protocol::ControlRead::Idle) => s.handle_timeout(Instant::now()),
+            Ok(protocol::ControlRead::Eof) | Err(_) => s.handle_eof(),
         }
         if let Some(c) = clock.as_mut() {
             let view: Vec<_> = running
