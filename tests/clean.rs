@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 /// `clean` removes every lab: the tests here take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -16,38 +15,8 @@ fn kill_9_during_up_then_clean_leaves_nothing() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let lab = lab_name("k9");
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("chain.toml");
-    assert!(
-        tunbench(&[
-            "gen",
-            "chain",
-            "--nodes",
-            "30",
-            "--name",
-            &lab,
-            "-o",
-            file.to_str().unwrap()
-        ])
-        .status
-        .success()
-    );
     let _g = LabGuard(lab.clone());
-    let mut child = Command::new(bin())
-        .args(["up", file.to_str().unwrap()])
-        .env("TUNBENCH_TEST_PHASE_DELAY_MS", "500")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while namespaces(&format!("{lab}-")).len() < 30 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(
-        namespaces(&format!("{lab}-")).len(),
-        30,
-        "up did not get going"
-    );
+    let mut child = slow_up_of_chain(&lab, 30, dir.path());
     child.kill().unwrap(); // SIGKILL: no cleanup of its own
     child.wait().unwrap();
     assert!(state_dir(&lab).exists(), "the write-ahead record is there");

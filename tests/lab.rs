@@ -3,7 +3,6 @@
 mod common;
 use common::*;
 use std::process::Command;
-use std::time::Duration;
 
 fn up_check_down(file: &str, tag: &str) {
     let lab = lab_name(tag);
@@ -219,39 +218,8 @@ fn unknown_sysctl_rolls_back_with_the_kernels_reason() {
 fn ctrl_c_during_up_rolls_back() {
     let lab = lab_name("int");
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("chain.toml");
-    assert!(
-        tunbench(&[
-            "gen",
-            "chain",
-            "--nodes",
-            "12",
-            "--name",
-            &lab,
-            "-o",
-            file.to_str().unwrap()
-        ])
-        .status
-        .success()
-    );
     let _g = LabGuard(lab.clone());
-    let child = Command::new(bin())
-        .args(["up", file.to_str().unwrap()])
-        .env("TUNBENCH_TEST_PHASE_DELAY_MS", "400")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait until namespaces exist, then interrupt.
-    let t0 = std::time::Instant::now();
-    while namespaces(&format!("{lab}-")).len() < 12 && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(
-        namespaces(&format!("{lab}-")).len(),
-        12,
-        "up did not get going"
-    );
+    let child = slow_up_of_chain(&lab, 12, dir.path());
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,

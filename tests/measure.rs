@@ -97,38 +97,30 @@ fn expectations_pass_and_fail_with_exit_codes() {
     let lab = lab_name("mx");
     let (_g, o) = up(&topo("two-hosts.toml"), &lab);
     assert!(o.status.success(), "{}", text(&o));
-    let ok = quick(
-        &lab,
-        &[
-            "--families",
-            "ipv4",
-            "--protocols",
-            "tcp",
-            "--directions",
-            "sender",
-            "--expect",
-            "ipv4.tcp.sender >= 1M",
-        ],
-    );
+    // One TCP sender cell, checked against an expectation.
+    let tcp_sender = |expect: &str| {
+        quick(
+            &lab,
+            &[
+                "--families",
+                "ipv4",
+                "--protocols",
+                "tcp",
+                "--directions",
+                "sender",
+                "--expect",
+                expect,
+            ],
+        )
+    };
+    let ok = tcp_sender("ipv4.tcp.sender >= 1M");
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
     assert!(
         text(&ok).contains("IPv4 TCP Sender ("),
         "the seed's listing: {}",
         text(&ok)
     );
-    let bad = quick(
-        &lab,
-        &[
-            "--families",
-            "ipv4",
-            "--protocols",
-            "tcp",
-            "--directions",
-            "sender",
-            "--expect",
-            "ipv4.tcp.sender >= 100T",
-        ],
-    );
+    let bad = tcp_sender("ipv4.tcp.sender >= 100T");
     assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
     assert!(
         text(&bad).contains("expectation failed: ipv4.tcp.sender >= 100T"),

@@ -93,3 +93,38 @@ pub fn up(file: &Path, lab: &str) -> (LabGuard, Output) {
     let o = tunbench(&["up", file.to_str().unwrap(), "--name", lab]);
     (g, o)
 }
+
+/// `tunbench up` of a generated chain of `nodes`, slowed between phases so a test
+/// can interrupt or kill it midway; returns once every namespace exists.
+pub fn slow_up_of_chain(lab: &str, nodes: usize, dir: &Path) -> std::process::Child {
+    use std::time::{Duration, Instant};
+    let file = dir.join("chain.toml");
+    let g = tunbench(&[
+        "gen",
+        "chain",
+        "--nodes",
+        &nodes.to_string(),
+        "--name",
+        lab,
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(g.status.success(), "{}", text(&g));
+    let child = Command::new(bin())
+        .args(["up", file.to_str().unwrap()])
+        .env("TUNBENCH_TEST_PHASE_DELAY_MS", "500")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting tunbench up");
+    let t0 = Instant::now();
+    while namespaces(&format!("{lab}-")).len() < nodes && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        namespaces(&format!("{lab}-")).len(),
+        nodes,
+        "up did not get going"
+    );
+    child
+}
