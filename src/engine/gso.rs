@@ -38,7 +38,12 @@ const GRO_MESSAGES: usize = 16;
 /// A receive buffer that holds the largest coalesced datagram train.
 const GRO_BUFFER: usize = 65536;
 
-fn setsockopt_int(sock: &Socket, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> bool {
+pub(crate) fn setsockopt_int(
+    sock: &Socket,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> bool {
     // SAFETY: passes a pointer to one int and its size.
     unsafe {
         libc::setsockopt(

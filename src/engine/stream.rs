@@ -278,17 +278,13 @@ fn tcp_recv(
 }
 
 fn set_int_option(sock: &Socket, level: libc::c_int, name: libc::c_int, value: usize) {
-    let v = value.min(i32::MAX as usize) as libc::c_int;
-    // SAFETY: passes a pointer to one int and its size.
-    unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            name,
-            &v as *const libc::c_int as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    // Best effort: a kernel without the option keeps its default.
+    let _ = super::gso::setsockopt_int(
+        sock,
+        level,
+        name,
+        value.min(i32::MAX as usize) as libc::c_int,
+    );
 }
 
 /// CLOCK_MONOTONIC as a Duration: the clock iperf3 stamps datagrams with.
