@@ -11,4 +11,5 @@ pub mod measure;
 pub mod plan;
 pub mod report;
 pub mod topology;
+pub mod tunnel;
 pub mod wire;

@@ -241,11 +241,20 @@ pub async fn apply(
                         .build();
                     ns.handle.link().add(msg).execute().await
                 }
+                Op::Tun { .. } => return Ok(()),
                 _ => unreachable!("phase filter"),
             };
             r.map_err(|e| (step, reason(e)))
         }
     });
+    // TUN devices: an ioctl, made on a thread inside the namespace.
+    for (step, op) in phase(Phase::Links) {
+        if let Op::Tun { ns, name } = op {
+            let name = name.clone();
+            namespace::run_in(ns, move || crate::tun_create(&name))
+                .map_err(|e| fail(step, op, e.to_string()))?;
+        }
+    }
     let n_links = phase(Phase::Links).count();
     let (a, b) = futures::join!(try_join_all(lo), try_join_all(links));
     for r in [a.map(|_| ()), b.map(|_| ())] {
@@ -330,6 +339,38 @@ pub async fn apply(
                 Op::Up { iface, .. } => {
                     Request::Link(LinkUnspec::new_with_index(index(iface)?).up().build())
                 }
+                Op::LinkSet { iface, mtu, .. } => Request::Link(
+                    LinkUnspec::new_with_index(index(iface)?)
+                        .mtu(*mtu)
+                        .up()
+                        .build(),
+                ),
+                Op::Seg6Encap {
+                    to,
+                    segment,
+                    dev,
+                    table,
+                    ..
+                } => Request::Route(seg6_encap_message(*to, *segment, index(dev)?, *table)),
+                Op::Seg6Local { sid, dev, table, .. } => {
+                    Request::Route(seg6local_message(*sid, index(dev)?, *table))
+                }
+                Op::Blackhole { to, .. } => {
+                    let mut m = route_message(*to, None, None, None);
+                    m.header.kind = netlink_packet_route::route::RouteType::BlackHole;
+                    m.header.scope = netlink_packet_route::route::RouteScope::Universe;
+                    Request::Route(m)
+                }
+                Op::LocalRuleAt { pref, .. } => Request::LocalRuleAt(*pref),
+                Op::Rule {
+                    v6,
+                    pref,
+                    to,
+                    ipproto,
+                    fwmark,
+                    table,
+                    ..
+                } => Request::Rule(rule_message(*v6, *pref, *to, *ipproto, *fwmark, *table)),
                 Op::Address { iface, addr, .. } => Request::Address(index(iface)?, *addr),
                 Op::Route {
                     to,
@@ -354,8 +395,93 @@ pub async fn apply(
         progress(ph, n);
         check(cancel)?;
     }
+    // nftables rulesets: `nft -f -` run inside the namespace.
+    let rulesets: Vec<(usize, &Op)> = phase(Phase::Firewall).collect();
+    for (step, op) in &rulesets {
+        if let Op::Nftables { ns, ruleset } = op {
+            crate::nft::load(ns, ruleset).map_err(|e| fail(*step, op, e))?;
+        }
+    }
+    if !rulesets.is_empty() {
+        progress(Phase::Firewall, rulesets.len());
+    }
     wait_for_carrier(plan, &nss).await;
     Ok(())
+}
+
+/// `ip route add PREFIX encap seg6 mode encap.red segs SEGMENT dev DEV table T`.
+fn seg6_encap_message(
+    to: ipnetwork::Ipv4Network,
+    segment: std::net::Ipv6Addr,
+    oif: u32,
+    table: u32,
+) -> netlink_packet_route::route::RouteMessage {
+    use netlink_packet_route::route::{RouteSeg6IpTunnel, Seg6Header, Seg6Mode};
+    // SEG6_IPTUN_MODE_ENCAP_RED: reduced encapsulation, no SRH for one segment.
+    const ENCAP_RED: u32 = 3;
+    let mut header = Seg6Header::default();
+    header.mode = Seg6Mode::Other(ENCAP_RED);
+    header.segments = vec![segment];
+    RouteMessageBuilder::<std::net::Ipv4Addr>::new()
+        .destination_prefix(to.network(), to.prefix())
+        .output_interface(oif)
+        .table_id(table)
+        .scope(netlink_packet_route::route::RouteScope::Link)
+        .encap_seg6(vec![RouteSeg6IpTunnel::Seg6(header)])
+        .build()
+}
+
+/// `ip -6 route add SID/128 encap seg6local action End.DX4 nh4 0.0.0.0 dev DEV table T`:
+/// nh4 0.0.0.0 routes the decapsulated packet by its own destination.
+fn seg6local_message(
+    sid: std::net::Ipv6Addr,
+    oif: u32,
+    table: u32,
+) -> netlink_packet_route::route::RouteMessage {
+    use netlink_packet_route::route::{RouteSeg6LocalTunnel, Seg6LocalAction};
+    RouteMessageBuilder::<std::net::Ipv6Addr>::new()
+        .destination_prefix(sid, 128)
+        .output_interface(oif)
+        .table_id(table)
+        .encap_seg6local(vec![
+            RouteSeg6LocalTunnel::Action(Seg6LocalAction::EndDx4),
+            RouteSeg6LocalTunnel::Nh4(std::net::Ipv4Addr::UNSPECIFIED),
+        ])
+        .build()
+}
+
+fn rule_message(
+    v6: bool,
+    pref: u32,
+    to: Option<ipnetwork::IpNetwork>,
+    ipproto: Option<u8>,
+    fwmark: Option<u32>,
+    table: u32,
+) -> netlink_packet_route::rule::RuleMessage {
+    use netlink_packet_route::rule::{RuleAction, RuleAttribute, RuleMessage};
+    use netlink_packet_route::{AddressFamily, IpProtocol};
+    let mut m = RuleMessage::default();
+    m.header.family = if v6 {
+        AddressFamily::Inet6
+    } else {
+        AddressFamily::Inet
+    };
+    m.header.action = RuleAction::ToTable;
+    // Tables above 255 go in FRA_TABLE; the header says RT_TABLE_UNSPEC.
+    m.header.table = 0;
+    m.attributes.push(RuleAttribute::Table(table));
+    m.attributes.push(RuleAttribute::Priority(pref));
+    if let Some(to) = to {
+        m.header.dst_len = to.prefix();
+        m.attributes.push(RuleAttribute::Destination(to.ip()));
+    }
+    if let Some(p) = ipproto {
+        m.attributes.push(RuleAttribute::IpProtocol(IpProtocol::from(p as i32)));
+    }
+    if let Some(mark) = fwmark {
+        m.attributes.push(RuleAttribute::FwMark(mark));
+    }
+    m
 }
 
 /// One netlink request, built ahead so a phase's requests can all be in flight.
@@ -363,6 +489,9 @@ enum Request {
     Link(netlink_packet_route::link::LinkMessage),
     Address(u32, ipnetwork::IpNetwork),
     Route(netlink_packet_route::route::RouteMessage),
+    Rule(netlink_packet_route::rule::RuleMessage),
+    /// Add `lookup local` at this priority, then delete it at priority 0.
+    LocalRuleAt(u32),
 }
 
 impl Request {
@@ -380,6 +509,24 @@ impl Request {
                 req.execute().await
             }
             Request::Route(m) => h.route().add(m).execute().await,
+            Request::Rule(m) => {
+                let mut req = h.rule().add();
+                *req.message_mut() = m;
+                req.execute().await
+            }
+            Request::LocalRuleAt(pref) => {
+                use netlink_packet_route::rule::RuleAttribute;
+                const RT_TABLE_LOCAL: u32 = 255;
+                let local = |pref: u32| {
+                    let mut m = rule_message(true, pref, None, None, None, RT_TABLE_LOCAL);
+                    m.attributes.retain(|a| !matches!(a, RuleAttribute::Priority(0)));
+                    m
+                };
+                let mut add = h.rule().add();
+                *add.message_mut() = local(pref);
+                add.execute().await?;
+                h.rule().del(local(0)).execute().await
+            }
         }
     }
 }

@@ -5,14 +5,21 @@ pub mod apply;
 pub mod inspect;
 pub mod lab;
 pub mod namespace;
+pub mod nft;
 pub mod ops;
 pub mod process;
 mod socket;
 pub mod state;
 pub mod sysctl;
+pub mod tun;
 
 pub use apply::{ApplyError, Cancel};
 pub use lab::{LabError, Removed, clean, down, up};
 pub use ops::{Op, Phase, Plan};
 pub use socket::handle_in;
 pub use state::LabState;
+
+/// Placeholder until the tun module lands (see netns/src/tun.rs).
+pub(crate) fn tun_create(_name: &str) -> std::io::Result<()> {
+    Err(std::io::Error::other("TUN creation not built yet"))
+}

@@ -4,7 +4,7 @@
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
@@ -54,6 +54,44 @@ pub enum Op {
         dev: Option<String>,
         metric: Option<u32>,
     },
+    /// A persistent multi-queue TUN with virtio-net headers, for a userspace
+    /// datapath process to attach to later; routes can point at it at once.
+    Tun { ns: String, name: String },
+    /// Set a device's MTU and bring it up.
+    LinkSet { ns: String, iface: String, mtu: u32 },
+    /// IPv4 route into an SRv6 reduced encapsulation with one segment: on the
+    /// wire exactly IPv6 (next header 4) + the IPv4 packet, no SRH.
+    Seg6Encap {
+        ns: String,
+        to: ipnetwork::Ipv4Network,
+        segment: Ipv6Addr,
+        dev: String,
+        table: u32,
+    },
+    /// seg6local End.DX4 for `sid`: decapsulate and route the inner IPv4 packet.
+    Seg6Local {
+        ns: String,
+        sid: Ipv6Addr,
+        dev: String,
+        table: u32,
+    },
+    /// A blackhole route (nothing un-NATed to a pool loops back out).
+    Blackhole { ns: String, to: IpNetwork },
+    /// Move the IPv6 `lookup local` rule from priority 0 to `pref`, so rules
+    /// before it can steer packets addressed to a local address.
+    LocalRuleAt { ns: String, pref: u32 },
+    /// A policy routing rule.
+    Rule {
+        ns: String,
+        v6: bool,
+        pref: u32,
+        to: Option<IpNetwork>,
+        ipproto: Option<u8>,
+        fwmark: Option<u32>,
+        table: u32,
+    },
+    /// An nftables ruleset loaded with `nft -f -` inside the namespace.
+    Nftables { ns: String, ruleset: String },
 }
 
 /// Ops run phase by phase; within a phase they are independent and run at once.
@@ -65,6 +103,7 @@ pub enum Phase {
     Ports,
     Addresses,
     Routes,
+    Firewall,
 }
 
 impl Op {
@@ -75,7 +114,15 @@ impl Op {
             Op::Sysctl { .. } => Phase::Sysctls,
             Op::Port { .. } | Op::Up { .. } => Phase::Ports,
             Op::Address { .. } => Phase::Addresses,
-            Op::Route { .. } => Phase::Routes,
+            Op::Route { .. }
+            | Op::Seg6Encap { .. }
+            | Op::Seg6Local { .. }
+            | Op::Blackhole { .. }
+            | Op::LocalRuleAt { .. }
+            | Op::Rule { .. } => Phase::Routes,
+            Op::Tun { .. } => Phase::Links,
+            Op::LinkSet { .. } => Phase::Ports,
+            Op::Nftables { .. } => Phase::Firewall,
         }
     }
 
@@ -88,7 +135,15 @@ impl Op {
             | Op::Port { ns, .. }
             | Op::Up { ns, .. }
             | Op::Address { ns, .. }
-            | Op::Route { ns, .. } => ns,
+            | Op::Route { ns, .. }
+            | Op::Tun { ns, .. }
+            | Op::LinkSet { ns, .. }
+            | Op::Seg6Encap { ns, .. }
+            | Op::Seg6Local { ns, .. }
+            | Op::Blackhole { ns, .. }
+            | Op::LocalRuleAt { ns, .. }
+            | Op::Rule { ns, .. }
+            | Op::Nftables { ns, .. } => ns,
         }
     }
 }
@@ -159,6 +214,63 @@ impl fmt::Display for Op {
                 }
                 // What rtnetlink installs; a bare `ip route add` would say proto boot.
                 write!(f, " proto static")
+            }
+            Op::Tun { ns, name } => write!(
+                f,
+                "ip -n {ns} tuntap add dev {name} mode tun multi_queue vnet_hdr"
+            ),
+            Op::LinkSet { ns, iface, mtu } => {
+                write!(f, "ip -n {ns} link set {iface} mtu {mtu} up")
+            }
+            Op::Seg6Encap {
+                ns,
+                to,
+                segment,
+                dev,
+                table,
+            } => write!(
+                f,
+                "ip -n {ns} route add {to} encap seg6 mode encap.red segs {segment} dev {dev} table {table} proto static"
+            ),
+            Op::Seg6Local {
+                ns,
+                sid,
+                dev,
+                table,
+            } => write!(
+                f,
+                "ip -n {ns} -6 route add {sid}/128 encap seg6local action End.DX4 nh4 0.0.0.0 dev {dev} table {table} proto static"
+            ),
+            Op::Blackhole { ns, to } => {
+                write!(f, "ip -n {ns} route add blackhole {to} proto static")
+            }
+            Op::LocalRuleAt { ns, pref } => write!(
+                f,
+                "ip -n {ns} -6 rule add pref {pref} lookup local; ip -n {ns} -6 rule del pref 0 lookup local"
+            ),
+            Op::Rule {
+                ns,
+                v6,
+                pref,
+                to,
+                ipproto,
+                fwmark,
+                table,
+            } => {
+                write!(f, "ip -n {ns} {} rule add pref {pref}", if *v6 { "-6" } else { "-4" })?;
+                if let Some(t) = to {
+                    write!(f, " to {t}")?;
+                }
+                if let Some(p) = ipproto {
+                    write!(f, " ipproto {p}")?;
+                }
+                if let Some(m) = fwmark {
+                    write!(f, " fwmark {m}")?;
+                }
+                write!(f, " lookup {table}")
+            }
+            Op::Nftables { ns, ruleset } => {
+                write!(f, "ip netns exec {ns} nft -f - <<'EOF'\n{}EOF", ruleset)
             }
         }
     }

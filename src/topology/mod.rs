@@ -6,6 +6,7 @@ pub mod model;
 pub mod raw;
 mod resolve;
 pub mod routing;
+pub mod tunnel;
 mod validate;
 
 #[cfg(test)]

@@ -62,6 +62,7 @@ pub struct Topology {
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
     pub measurements: Vec<Measurement>,
+    pub tunnels: Vec<super::tunnel::Tunnel>,
 }
 
 /// A `[[measure]]` entry, defaults applied (the seed's method).

@@ -22,12 +22,12 @@ pub struct RawTopology {
     pub nodes: BTreeMap<String, RawNode>,
     #[serde(default)]
     pub links: Vec<RawLink>,
-    // Sections that later work fills in. Accepted by the parser only so that
-    // `validate` can say "not supported yet" at the right place.
     #[serde(default)]
-    pub tunnels: Option<toml::Value>,
+    pub tunnels: BTreeMap<String, super::tunnel::RawTunnel>,
     #[serde(default)]
     pub measure: Vec<RawMeasure>,
+    // Sections that later work fills in. Accepted by the parser only so that
+    // `validate` can say "not supported yet" at the right place.
     #[serde(default)]
     pub impairments: Option<toml::Value>,
     #[serde(default)]
@@ -95,6 +95,8 @@ pub struct RawLink {
     pub mtu: Option<i64>,
     #[serde(default)]
     pub description: Option<String>,
+    // Sections that later work fills in. Accepted by the parser only so that
+    // `validate` can say "not supported yet" at the right place.
     #[serde(default)]
     pub impairments: Option<toml::Value>,
 }

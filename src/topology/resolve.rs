@@ -28,7 +28,6 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
     let root = KeyPath::root();
 
     for (section, v) in [
-        ("tunnels", &raw.tunnels),
         ("impairments", &raw.impairments),
         ("scenarios", &raw.scenarios),
     ] {
@@ -209,6 +208,14 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
         .filter_map(|(i, m)| measurement(m, &root.key("measure").index(i), &mut p))
         .collect();
 
+    let known: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let tunnels = super::tunnel::resolve(
+        &raw.tunnels,
+        |n| nodes.iter().position(|x| x.name == n),
+        &known.join(", "),
+        &mut p,
+    );
+
     (
         Topology {
             name: raw.name.clone(),
@@ -216,6 +223,7 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             nodes,
             links,
             measurements,
+            tunnels,
         },
         p,
     )

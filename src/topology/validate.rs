@@ -25,6 +25,7 @@ pub fn validate(t: &Topology) -> Vec<Problem> {
     subnets(t, &mut p);
     routes(t, &mut p);
     measurements(t, &mut p);
+    super::tunnel::validate(t, &mut p);
     p
 }
 
@@ -186,8 +187,23 @@ fn links(t: &Topology, p: &mut Vec<Problem>) {
 /// Every address once in the lab; no network or broadcast address as a host's.
 fn addresses(t: &Topology, p: &mut Vec<Problem>) {
     let mut seen: BTreeMap<IpAddr, String> = BTreeMap::new();
+    // Behind a DS-Lite B4, IPv4 is a private realm: customers may repeat each
+    // other's addresses (RFC 6333 keys NAT44 by softwire for exactly this).
+    let private: Vec<ipnetwork::Ipv4Network> = t
+        .tunnels
+        .iter()
+        .flat_map(|tun| {
+            let super::tunnel::TunnelKind::Dslite(d) = &tun.kind;
+            d.b4s.iter().flat_map(|b| b.prefixes.clone()).collect::<Vec<_>>()
+        })
+        .collect();
     let mut check = |a: &IpNetwork, owner: String, at: &KeyPath, p: &mut Vec<Problem>| {
-        if let Some(first) = seen.get(&a.ip()) {
+        let in_private_realm =
+            matches!(a.ip(), IpAddr::V4(v) if private.iter().any(|n| n.contains(v)));
+        if in_private_realm {
+            // May repeat across realms; each realm's own links are still checked
+            // by the subnet rules.
+        } else if let Some(first) = seen.get(&a.ip()) {
             p.push(Problem::new(
                 at,
                 format!(

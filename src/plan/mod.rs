@@ -4,6 +4,8 @@
 use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
+pub mod dslite;
+
 /// How a lab's namespaces are named: `<lab>-<node>` unless a prefix is given.
 #[derive(Debug, Clone)]
 pub struct Naming {
@@ -41,12 +43,13 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     let ns = |n: usize| naming.namespace(&t.nodes[n].name);
     let mut ops = Vec::new();
     for (i, n) in t.nodes.iter().enumerate() {
-        let early = n
+        let mut early: Vec<(String, String)> = n
             .sysctls
             .iter()
             .filter(|(k, _)| !names_device(k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        early.extend(dslite::sysctls(t, i));
         ops.push(Op::Namespace {
             ns: ns(i),
             marker: netns::apply::marker(&naming.lab),
@@ -120,6 +123,11 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
+    for tun in &t.tunnels {
+        ops.extend(dslite::ops(t, tun, &ns));
+    }
+    // Tunnel ops join the phases of the rest (a stable sort keeps their order).
+    ops.sort_by_key(|o| o.phase());
     Plan {
         lab: naming.lab.clone(),
         nodes: t

@@ -1,0 +1,466 @@
+//! `[tunnels.NAME]`: tunnels between lab nodes, as written (raw), resolved, and
+//! checked. One kind so far, `dslite` (RFC 6333 softwires); each kind is one
+//! variant of `RawTunnel` and of `TunnelKind`.
+
+use super::model::{NodeKind, Topology};
+use super::{KeyPath, Problem, valid_name};
+use ipnetwork::{IpNetwork, Ipv4Network};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The inner MTU of a softwire when the file does not say: the Japanese IPoE
+/// DS-Lite practice (1500-byte underlay minus the 40-byte IPv6 header).
+pub const DSLITE_DEFAULT_MTU: u32 = 1460;
+/// RFC 6333 5.7 / RFC 7335: the well-known softwire addresses.
+pub const AFTR_SOFTWIRE_V4: Ipv4Addr = Ipv4Addr::new(192, 0, 0, 1);
+pub const B4_SOFTWIRE_V4: Ipv4Addr = Ipv4Addr::new(192, 0, 0, 2);
+/// Bytes a softwire adds to each packet: the outer IPv6 header.
+pub const DSLITE_OVERHEAD: u32 = 40;
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum RawTunnel {
+    Dslite(RawDslite),
+}
+
+pub const KNOWN_KINDS: &str = "\"dslite\"";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDslite {
+    #[serde(default)]
+    pub description: Option<String>,
+    /// "kernel" or "userspace" for every endpoint that does not say.
+    #[serde(default)]
+    pub datapath: Option<String>,
+    /// The inner (IPv4) MTU of the softwire.
+    #[serde(default)]
+    pub mtu: Option<i64>,
+    /// Clamp the TCP MSS of SYNs through the B4 to mtu - 40 (default true).
+    #[serde(default)]
+    pub mss_clamp: Option<bool>,
+    /// Worker queues of a userspace endpoint (default 1).
+    #[serde(default)]
+    pub queues: Option<i64>,
+    pub aftr: RawAftr,
+    pub b4: RawB4s,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAftr {
+    pub node: String,
+    /// The AFTR's IPv6 tunnel endpoint: an address of the node.
+    pub address: String,
+    /// The NAT44 pool: addresses or prefixes routed to the AFTR.
+    pub pool: super::raw::OneOrMany,
+    #[serde(default)]
+    pub datapath: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawB4 {
+    pub node: String,
+    /// The B4's IPv6 tunnel endpoint: an address of the node.
+    pub address: String,
+    /// IPv4 prefixes behind the B4 that the AFTR accepts as inner sources
+    /// (192.0.0.2 always).
+    #[serde(default)]
+    pub prefixes: Vec<String>,
+    /// IPv4 destinations the B4 sends into the softwire (default: 0.0.0.0/0).
+    #[serde(default)]
+    pub routes: Option<Vec<String>>,
+    #[serde(default)]
+    pub datapath: Option<String>,
+}
+
+/// `b4 = { ... }` or `[[tunnels.X.b4]]`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawB4s {
+    One(RawB4),
+    Many(Vec<RawB4>),
+}
+
+impl RawB4s {
+    fn list(&self) -> Vec<&RawB4> {
+        match self {
+            RawB4s::One(b) => vec![b],
+            RawB4s::Many(v) => v.iter().collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Datapath {
+    /// The kernel forwards (DS-Lite: seg6 encap.red + seg6local End.DX4, nftables).
+    Kernel,
+    /// tunbench's own process with a TUN in the endpoint's namespace.
+    Userspace,
+}
+
+impl Datapath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Datapath::Kernel => "kernel",
+            Datapath::Userspace => "userspace",
+        }
+    }
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Tunnel {
+    pub name: String,
+    pub description: Option<String>,
+    pub kind: TunnelKind,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TunnelKind {
+    Dslite(Dslite),
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Dslite {
+    /// Inner IPv4 MTU.
+    pub mtu: u32,
+    /// The MSS that SYNs through the B4 are clamped to, if any.
+    pub mss: Option<u16>,
+    pub queues: u32,
+    pub aftr: Aftr,
+    pub b4s: Vec<B4>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Aftr {
+    pub node: usize,
+    pub address: Ipv6Addr,
+    pub pool: Vec<Ipv4Network>,
+    pub datapath: Datapath,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct B4 {
+    pub node: usize,
+    pub address: Ipv6Addr,
+    pub prefixes: Vec<Ipv4Network>,
+    pub routes: Vec<Ipv4Network>,
+    pub datapath: Datapath,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+/// One end of a tunnel as the plan and the datapath process see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Aftr,
+    /// The B4 at this index of `Dslite::b4s`.
+    B4(usize),
+}
+
+impl Tunnel {
+    /// The TUN device a userspace endpoint of this tunnel uses (15 bytes at most).
+    pub fn tun_name(&self) -> String {
+        let mut s = format!("tun-{}", self.name);
+        s.truncate(15);
+        s
+    }
+
+    /// Every endpoint: (role, node index, datapath).
+    pub fn endpoints(&self) -> Vec<(Role, usize, Datapath)> {
+        match &self.kind {
+            TunnelKind::Dslite(d) => {
+                let mut v = vec![(Role::Aftr, d.aftr.node, d.aftr.datapath)];
+                v.extend(
+                    d.b4s
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| (Role::B4(i), b.node, b.datapath)),
+                );
+                v
+            }
+        }
+    }
+}
+
+pub fn resolve(
+    raw: &BTreeMap<String, RawTunnel>,
+    node_index: impl Fn(&str) -> Option<usize>,
+    known_nodes: &str,
+    p: &mut Vec<Problem>,
+) -> Vec<Tunnel> {
+    let mut out = Vec::new();
+    for (name, rt) in raw {
+        let at = KeyPath::root().key("tunnels").key(name);
+        if !valid_name(name) {
+            p.push(Problem::new(&at, format!("tunnel name \"{name}\" must be 1-32 letters, digits, '-' or '_', starting with a letter or digit")));
+        }
+        let node = |n: &str, at: &KeyPath, p: &mut Vec<Problem>| {
+            let i = node_index(n);
+            if i.is_none() {
+                p.push(Problem::new(
+                    at,
+                    format!("node \"{n}\" is not defined; defined nodes: {known_nodes}"),
+                ));
+            }
+            i
+        };
+        match rt {
+            RawTunnel::Dslite(d) => {
+                let before = p.len();
+                let default_dp =
+                    datapath(d.datapath.as_deref(), Datapath::Kernel, &at.key("datapath"), p);
+                let mtu = match d.mtu {
+                    None => DSLITE_DEFAULT_MTU,
+                    Some(m) if (576..=9000).contains(&m) => m as u32,
+                    Some(m) => {
+                        p.push(Problem::new(
+                            &at.key("mtu"),
+                            format!("inner MTU {m}; use 576..=9000 (default {DSLITE_DEFAULT_MTU})"),
+                        ));
+                        DSLITE_DEFAULT_MTU
+                    }
+                };
+                let queues = match d.queues {
+                    None => 1,
+                    Some(q) if (1..=16).contains(&q) => q as u32,
+                    Some(q) => {
+                        p.push(Problem::new(
+                            &at.key("queues"),
+                            format!("{q} queues; use 1..=16"),
+                        ));
+                        1
+                    }
+                };
+                let aat = at.key("aftr");
+                let anode = node(&d.aftr.node, &aat.key("node"), p);
+                let aaddr = ipv6(&d.aftr.address, &aat.key("address"), p);
+                let mut pool = Vec::new();
+                if d.aftr.pool.0.is_empty() {
+                    p.push(Problem::new(
+                        &aat.key("pool"),
+                        "the NAT44 pool is empty; give at least one IPv4 address or prefix",
+                    ));
+                }
+                for (i, s) in d.aftr.pool.0.iter().enumerate() {
+                    if let Some(n) = ipv4_prefix(s, &aat.key("pool").index(i), p) {
+                        pool.push(n);
+                    }
+                }
+                let adp = datapath(d.aftr.datapath.as_deref(), default_dp, &aat.key("datapath"), p);
+                let mut b4s = Vec::new();
+                let list = d.b4.list();
+                if list.is_empty() {
+                    p.push(Problem::new(&at.key("b4"), "a softwire needs at least one B4"));
+                }
+                for (i, b) in list.iter().enumerate() {
+                    let bat = match &d.b4 {
+                        RawB4s::One(_) => at.key("b4"),
+                        RawB4s::Many(_) => at.key("b4").index(i),
+                    };
+                    let bnode = node(&b.node, &bat.key("node"), p);
+                    let baddr = ipv6(&b.address, &bat.key("address"), p);
+                    let prefixes: Vec<Ipv4Network> = b
+                        .prefixes
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, s)| ipv4_prefix(s, &bat.key("prefixes").index(k), p))
+                        .collect();
+                    let routes: Vec<Ipv4Network> = match &b.routes {
+                        None => vec![Ipv4Network::new(Ipv4Addr::UNSPECIFIED, 0).expect("/0")],
+                        Some(r) => r
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(k, s)| ipv4_prefix(s, &bat.key("routes").index(k), p))
+                            .collect(),
+                    };
+                    let bdp = datapath(b.datapath.as_deref(), default_dp, &bat.key("datapath"), p);
+                    if let (Some(node), Some(address)) = (bnode, baddr) {
+                        b4s.push(B4 {
+                            node,
+                            address,
+                            prefixes,
+                            routes,
+                            datapath: bdp,
+                            at: bat,
+                        });
+                    }
+                }
+                if p.len() > before {
+                    continue;
+                }
+                let (Some(anode), Some(aaddr)) = (anode, aaddr) else {
+                    continue;
+                };
+                let mss = if d.mss_clamp.unwrap_or(true) {
+                    Some((mtu - 40) as u16)
+                } else {
+                    None
+                };
+                out.push(Tunnel {
+                    name: name.clone(),
+                    description: d.description.clone(),
+                    kind: TunnelKind::Dslite(Dslite {
+                        mtu,
+                        mss,
+                        queues,
+                        aftr: Aftr {
+                            node: anode,
+                            address: aaddr,
+                            pool,
+                            datapath: adp,
+                            at: aat,
+                        },
+                        b4s,
+                    }),
+                    at,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn datapath(s: Option<&str>, default: Datapath, at: &KeyPath, p: &mut Vec<Problem>) -> Datapath {
+    match s {
+        None => default,
+        Some("kernel") => Datapath::Kernel,
+        Some("userspace") => Datapath::Userspace,
+        Some(o) => {
+            p.push(Problem::new(
+                at,
+                format!("datapath \"{o}\" is not one of \"kernel\", \"userspace\""),
+            ));
+            default
+        }
+    }
+}
+
+fn ipv6(s: &str, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Ipv6Addr> {
+    match s.parse::<IpAddr>() {
+        Ok(IpAddr::V6(a)) => Some(a),
+        Ok(IpAddr::V4(_)) => {
+            p.push(Problem::new(
+                at,
+                format!("{s} is IPv4; a softwire endpoint is an IPv6 address"),
+            ));
+            None
+        }
+        Err(_) => {
+            p.push(Problem::new(
+                at,
+                format!("\"{s}\" is not an IPv6 address (no prefix length: the endpoint address itself)"),
+            ));
+            None
+        }
+    }
+}
+
+/// An IPv4 prefix, or a bare address as a /32.
+fn ipv4_prefix(s: &str, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Ipv4Network> {
+    let parsed = if s.contains('/') {
+        s.parse::<IpNetwork>().ok()
+    } else {
+        s.parse::<IpAddr>().ok().and_then(|a| IpNetwork::new(a, if a.is_ipv4() { 32 } else { 128 }).ok())
+    };
+    match parsed {
+        Some(IpNetwork::V4(n)) if n.network() == n.ip() => Some(n),
+        Some(IpNetwork::V4(n)) => {
+            p.push(Problem::new(
+                at,
+                format!("{s} has host bits set; did you mean {}/{}?", n.network(), n.prefix()),
+            ));
+            None
+        }
+        Some(IpNetwork::V6(_)) => {
+            p.push(Problem::new(at, format!("{s} is IPv6; an IPv4 prefix is needed here")));
+            None
+        }
+        None => {
+            p.push(Problem::new(
+                at,
+                format!("\"{s}\" is not an IPv4 address or prefix"),
+            ));
+            None
+        }
+    }
+}
+
+/// Checks that need the whole topology.
+pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
+    // node index -> (tunnel, role) of every endpoint, for one-per-node checks.
+    let mut seen: BTreeMap<usize, (&str, &KeyPath)> = BTreeMap::new();
+    let mut b4_addresses: BTreeMap<Ipv6Addr, &KeyPath> = BTreeMap::new();
+    for tun in &t.tunnels {
+        let TunnelKind::Dslite(d) = &tun.kind;
+        let mut ends: Vec<(usize, Ipv6Addr, &KeyPath, &str)> =
+            vec![(d.aftr.node, d.aftr.address, &d.aftr.at, "AFTR")];
+        for b in &d.b4s {
+            ends.push((b.node, b.address, &b.at, "B4"));
+            if let Some(prev) = b4_addresses.insert(b.address, &b.at) {
+                p.push(Problem::new(
+                    &b.at.key("address"),
+                    format!("{} is already the address of the B4 at {prev}", b.address),
+                ));
+            }
+        }
+        for (node, addr, at, role) in ends {
+            let n = &t.nodes[node];
+            if n.kind == NodeKind::Switch {
+                p.push(Problem::new(
+                    &at.key("node"),
+                    format!("\"{}\" is a switch; a softwire {role} is a router or host", n.name),
+                ));
+                continue;
+            }
+            if let Some((other, _)) = seen.insert(node, (&tun.name, at)) {
+                p.push(Problem::new(
+                    &at.key("node"),
+                    format!(
+                        "node \"{}\" is already an endpoint of tunnel \"{other}\"; one softwire endpoint per node",
+                        n.name
+                    ),
+                ));
+            }
+            if !t
+                .node_addresses(node)
+                .iter()
+                .any(|(_, a)| a.ip() == IpAddr::V6(addr))
+            {
+                p.push(Problem::new(
+                    &at.key("address"),
+                    format!("{addr} is not an address of node \"{}\"; the {role}'s endpoint must be one of its IPv6 addresses", n.name),
+                ));
+            }
+        }
+        let an = d.aftr.node;
+        for (i, pool) in d.aftr.pool.iter().enumerate() {
+            if let Some((_, a)) = t
+                .node_addresses(an)
+                .iter()
+                .find(|(_, a)| matches!(a.ip(), IpAddr::V4(v) if pool.contains(v)))
+            {
+                if d.aftr.datapath == Datapath::Userspace {
+                    p.push(Problem::new(
+                        &d.aftr.at.key("pool").index(i),
+                        format!("{pool} holds {}, an address of the AFTR itself; a userspace AFTR needs a pool routed to it, not one of its own addresses", a.ip()),
+                    ));
+                }
+            }
+        }
+        if d.aftr.datapath == Datapath::Kernel {
+            // The kernel AFTR marks each softwire's packets with its index + 1.
+            if d.b4s.len() > 1000 {
+                p.push(Problem::new(&tun.at.key("b4"), "at most 1000 B4s per AFTR"));
+            }
+        }
+    }
+}

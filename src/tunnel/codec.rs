@@ -1,0 +1,98 @@
+//! The contract between the shared driver and a tunnel kind's codec.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// Why a codec dropped a packet. The driver counts drops per reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// Shorter than a fixed header, or than a length field says.
+    Truncated,
+    /// A field holds a value the format does not allow (version, header length,
+    /// a length field that lies).
+    Malformed,
+    /// The outer packet carries a protocol this tunnel does not (IPv6 next header
+    /// other than 4 for DS-Lite).
+    WrongProtocol,
+    /// From an address that is no peer of this tunnel endpoint.
+    UnknownPeer,
+    /// The inner source is not one the sending peer may use.
+    Spoofed,
+    /// Nothing to send it to: no softwire, no NAT mapping, no route.
+    NoRoute,
+    /// Larger than the tunnel MTU with DF set; the codec answered with an ICMP
+    /// error through `poll`.
+    TooBig,
+    /// No free external address/port left for a new NAT mapping.
+    NatExhausted,
+    /// Well formed but not handled (IPv4 fragments after the first at a NAT, an
+    /// ICMP type the NAT cannot translate).
+    Unsupported,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 9] = [
+        DropReason::Truncated,
+        DropReason::Malformed,
+        DropReason::WrongProtocol,
+        DropReason::UnknownPeer,
+        DropReason::Spoofed,
+        DropReason::NoRoute,
+        DropReason::TooBig,
+        DropReason::NatExhausted,
+        DropReason::Unsupported,
+    ];
+
+    /// A short snake_case name for stats files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::Malformed => "malformed",
+            DropReason::WrongProtocol => "wrong_protocol",
+            DropReason::UnknownPeer => "unknown_peer",
+            DropReason::Spoofed => "spoofed",
+            DropReason::NoRoute => "no_route",
+            DropReason::TooBig => "too_big",
+            DropReason::NatExhausted => "nat_exhausted",
+            DropReason::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// What to do with the packet buffer a codec was handed (and may have rewritten
+/// or replaced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Send the buffer on the tunnel socket to this peer. For a raw IP socket the
+    /// buffer is the payload (the kernel adds the outer IP header) and the port
+    /// is 0; for UDP it is the datagram payload.
+    ToNetwork(SocketAddr),
+    /// Write the buffer (one IP packet) into the TUN device.
+    ToTun,
+    /// Dropped; the driver counts it under this reason.
+    Drop(DropReason),
+}
+
+/// One tunnel kind's packet logic, with no IO and time passed in.
+///
+/// The driver hands every packet as a `Vec<u8>` holding exactly one IP packet
+/// (TUN side, already segmented to the MTU and with complete checksums) or one
+/// datagram payload (network side). The codec may rewrite it in place, grow it,
+/// or replace its contents, then says where it goes.
+pub trait Codec: Send {
+    /// One IP packet read from the TUN device.
+    fn from_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict;
+
+    /// One datagram (raw IP payload or UDP payload) received from `peer`.
+    fn from_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, now: Instant) -> Verdict;
+
+    /// Packets the codec wants to send on its own (ICMP errors it generated,
+    /// handshakes, queued data). The driver calls this after every batch and on
+    /// every tick until it returns `None`.
+    fn poll(&mut self, _now: Instant) -> Option<(Verdict, Vec<u8>)> {
+        None
+    }
+
+    /// Called about every 250 ms: expire state, run timers.
+    fn tick(&mut self, _now: Instant) {}
+}

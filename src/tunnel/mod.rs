@@ -1,0 +1,13 @@
+//! Userspace tunnel datapaths: one sans-IO codec per tunnel kind (bytes in, a
+//! verdict out, the way boringtun's `TunnResult` works) and one shared driver
+//! that owns the TUN device and the tunnel socket and moves packets between them.
+//!
+//! The driver never looks inside a tunnel's packets; a codec never does IO.
+
+pub mod codec;
+pub mod driver;
+pub mod dslite;
+pub mod offload;
+pub mod tun;
+
+pub use codec::{Codec, DropReason, Verdict};
