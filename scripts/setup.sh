@@ -19,9 +19,15 @@ have cc || need_pkgs+=(gcc libc6-dev)
 have cargo || need_pkgs+=(cargo rustc)
 # The engine's interop tests run against Debian's iperf3 (3.12 on Debian 12).
 have iperf3 || need_pkgs+=(iperf3)
+# A kernel DS-Lite AFTR does NAT44 with nftables; tests dissect softwire packets
+# with tshark.
+have nft || need_pkgs+=(nftables)
+have tshark || need_pkgs+=(tshark)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # tshark asks whether non-root users may capture; the default (no) is fine.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi

@@ -86,6 +86,17 @@ pub enum Command {
     Server(ServerArgs),
     /// An iperf3-compatible client (a stock iperf3 server is a valid peer).
     Client(ClientArgs),
+    /// Run one userspace tunnel endpoint in the current namespace (started by
+    /// `up`; not for direct use).
+    #[command(hide = true)]
+    Datapath {
+        #[arg(long)]
+        lab: String,
+        #[arg(long)]
+        tunnel: String,
+        #[arg(long)]
+        node: String,
+    },
     /// Write a generated topology.
     Gen {
         #[command(subcommand)]
@@ -464,6 +475,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Graph { file, format } => {
             let t = topology::load(&file)?;
             print!("{}", graph::render(&t, format));
+            Ok(0)
+        }
+        Command::Datapath { lab, tunnel, node } => {
+            crate::tunnel::endpoint::run(&lab, &tunnel, &node)?;
             Ok(0)
         }
         Command::Server(a) => {

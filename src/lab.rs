@@ -29,6 +29,20 @@ pub async fn up(
     naming: &Naming,
     cancel: &Cancel,
 ) -> Result<UpSummary> {
+    let text =
+        std::fs::read_to_string(source).with_context(|| format!("reading {}", source.display()))?;
+    up_text(t, source, &text, naming, cancel).await
+}
+
+/// `up` for a topology whose text is not the file's own (a scenario's merged
+/// file): the lab keeps `text` as the topology it was built from.
+pub async fn up_text(
+    t: &Topology,
+    source: &Path,
+    text: &str,
+    naming: &Naming,
+    cancel: &Cancel,
+) -> Result<UpSummary> {
     let started = Instant::now();
     let p = plan::plan(t, naming);
     let count = |ph: Phase| p.ops.iter().filter(|o| o.phase() == ph).count();
@@ -43,11 +57,18 @@ pub async fn up(
     };
     let abs = std::fs::canonicalize(source).ok();
     netns::up(&p, abs, cancel, &progress).await?;
+    // Userspace datapaths (started below, once the lab's copy of the topology is
+    // written) attach to the TUNs the plan made; a lab whose datapath cannot
+    // start is taken down again, like any other failed step.
     let copy = LabState::dir(&naming.lab).join(TOPOLOGY_COPY);
-    let text =
-        std::fs::read_to_string(source).with_context(|| format!("reading {}", source.display()))?;
-    // The lab copy is parsed with the lab's name so `check` finds the same namespaces.
+    // The lab copy is parsed with the lab's name so `check` finds the same
+    // namespaces; the datapath processes read it too, so it is written before
+    // they start.
     std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
+    if let Err(e) = crate::datapath::start_all(t, naming, None) {
+        let _ = netns::down(&naming.lab).await;
+        return Err(e.context(format!("bringing up lab {}", naming.lab)));
+    }
     Ok(UpSummary {
         lab: naming.lab.clone(),
         namespaces: count(Phase::Namespaces),

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod datapath;
 pub mod engine;
 pub mod generate;
 pub mod graph;

@@ -251,7 +251,7 @@ pub async fn apply(
     for (step, op) in phase(Phase::Links) {
         if let Op::Tun { ns, name } = op {
             let name = name.clone();
-            namespace::run_in(ns, move || crate::tun_create(&name))
+            namespace::run_in(ns, move || crate::tun::create_persistent(&name))
                 .map_err(|e| fail(step, op, e.to_string()))?;
         }
     }

@@ -19,7 +19,3 @@ pub use ops::{Op, Phase, Plan};
 pub use socket::handle_in;
 pub use state::LabState;
 
-/// Placeholder until the tun module lands (see netns/src/tun.rs).
-pub(crate) fn tun_create(_name: &str) -> std::io::Result<()> {
-    Err(std::io::Error::other("TUN creation not built yet"))
-}

@@ -162,6 +162,26 @@ pub fn target_addresses(
 }
 
 /// A `tunbench server` in the target namespace, owned by the lab and stopped on drop.
+/// The tunbench executable, for the processes a lab starts in its namespaces
+/// (measurement servers, datapaths). `TUNBENCH_EXE` overrides it: library callers
+/// such as the integration tests are not tunbench themselves.
+pub fn tunbench_exe() -> Result<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("TUNBENCH_EXE") {
+        return Ok(p.into());
+    }
+    let me = std::env::current_exe().context("finding the tunbench executable")?;
+    if !me
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("tunbench"))
+    {
+        bail!(
+            "{} is not tunbench; set TUNBENCH_EXE (or MeasureSpec::server_exe) to the tunbench binary",
+            me.display()
+        );
+    }
+    Ok(me)
+}
+
 struct ServerProcess {
     child: Child,
     id: Option<ProcessId>,
@@ -178,19 +198,7 @@ impl ServerProcess {
         let log = std::fs::File::create(logs.join(format!("server-{node}.log")))?;
         let exe = match exe {
             Some(e) => e.to_path_buf(),
-            None => {
-                let me = std::env::current_exe().context("finding the tunbench executable")?;
-                if !me
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("tunbench"))
-                {
-                    bail!(
-                        "{} is not tunbench; set MeasureSpec::server_exe to the tunbench binary",
-                        me.display()
-                    );
-                }
-                me
-            }
+            None => tunbench_exe()?,
         };
         let mut cmd = Command::new(exe);
         cmd.args([

@@ -87,10 +87,63 @@ pub async fn run_topology(
             file.display()
         );
     }
-    labs::up(t, file, naming, cancel_up).await?;
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("reading {}", file.display()))?;
+    let scenarios = crate::topology::scenario::scenarios_str(&text, file)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if scenarios.is_empty() {
+        return measure_once(t, file, &text, None, naming, o, cancel_up, cancel, progress).await;
+    }
+    // Every scenario is its own lab, built, measured and taken down in turn.
+    let mut all: Option<Results> = None;
+    for s in &scenarios {
+        let mut r = measure_once(
+            &s.topology,
+            file,
+            &s.text,
+            Some(&s.name),
+            naming,
+            o,
+            cancel_up,
+            cancel,
+            progress,
+        )
+        .await
+        .with_context(|| format!("scenario {}", s.name))?;
+        match &mut all {
+            None => all = Some(r),
+            Some(a) => {
+                a.seconds += r.seconds;
+                a.paths.append(&mut r.paths);
+            }
+        }
+    }
+    Ok(all.expect("at least one scenario"))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn measure_once(
+    t: &Topology,
+    file: &Path,
+    text: &str,
+    scenario: Option<&str>,
+    naming: &Naming,
+    o: &Overrides,
+    cancel_up: &netns::Cancel,
+    cancel: &AtomicBool,
+    progress: &mut (dyn FnMut(&Progress) + Send),
+) -> Result<Results> {
+    labs::up_text(t, file, text, naming, cancel_up).await?;
     let result = (|| -> Result<Results> {
         let running = labs::find(&naming.lab)?;
-        let specs: Vec<MeasureSpec> = t.measurements.iter().map(|m| spec_of(m, o)).collect();
+        let specs: Vec<MeasureSpec> = t
+            .measurements
+            .iter()
+            .map(|m| MeasureSpec {
+                scenario: scenario.map(String::from),
+                ..spec_of(m, o)
+            })
+            .collect();
         measure_lab(&running, &specs, cancel, progress)
     })();
     let down = netns::down(&naming.lab).await;

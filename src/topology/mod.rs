@@ -6,6 +6,7 @@ pub mod model;
 pub mod raw;
 mod resolve;
 pub mod routing;
+pub mod scenario;
 pub mod tunnel;
 mod validate;
 
@@ -167,6 +168,10 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Topology, InvalidTopology> {
         problems = validate::validate(&topo);
     }
     if problems.is_empty() {
+        // Each scenario must be a valid topology too.
+        if raw.scenarios.is_some() {
+            scenario::scenarios_str(text, path)?;
+        }
         return Ok(topo);
     }
     let loc = locate::Locator::new(text);

@@ -29,7 +29,6 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
 
     for (section, v) in [
         ("impairments", &raw.impairments),
-        ("scenarios", &raw.scenarios),
     ] {
         if v.is_some() {
             p.push(Problem::new(&root.key(section), format!("[{section}] is not supported yet by this version of tunbench; remove the section")));

@@ -4,6 +4,18 @@
 //! configurations that can never work.
 
 use super::model::Topology;
+use super::tunnel::{B4, TunnelKind};
+
+/// Next-hop interfaces named like this stand for a softwire, not a device.
+const SOFTWIRE: &str = "softwire:";
+
+/// What a softwire's NAT44 did to a packet on its way.
+#[derive(Debug, Clone, Copy)]
+struct Nat {
+    b4: usize,
+    aftr: usize,
+    pool: IpAddr,
+}
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
 
@@ -91,7 +103,62 @@ impl<'t> Router<'t> {
                 );
             }
         }
+        for (tunnel, b4) in self.softwires_from(node) {
+            for r in &b4.routes {
+                if matches!(dst, IpAddr::V4(v) if r.contains(v)) {
+                    offer(
+                        r.prefix(),
+                        0,
+                        NextHop {
+                            iface: format!("{SOFTWIRE}{tunnel}"),
+                            gateway: None,
+                        },
+                    );
+                }
+            }
+        }
         best.map(|(_, _, nh)| nh)
+    }
+
+    /// The softwires whose B4 is `node`: (tunnel name, B4).
+    fn softwires_from(&self, node: usize) -> Vec<(&'t str, &'t B4)> {
+        let mut v = Vec::new();
+        for t in &self.topo.tunnels {
+            let TunnelKind::Dslite(d) = &t.kind;
+            for b in &d.b4s {
+                if b.node == node {
+                    v.push((t.name.as_str(), b));
+                }
+            }
+        }
+        v
+    }
+
+    /// A packet that a B4 sends into softwire `tunnel` comes out of the AFTR,
+    /// if the IPv6 underlay between the two delivers.
+    fn through_softwire(&self, node: usize, tunnel: &str) -> Result<(usize, Nat), String> {
+        let t = self
+            .topo
+            .tunnels
+            .iter()
+            .find(|t| t.name == tunnel)
+            .ok_or_else(|| format!("no tunnel {tunnel}"))?;
+        let TunnelKind::Dslite(d) = &t.kind;
+        let there = self
+            .deliver_underlay(node, IpAddr::V6(d.aftr.address))
+            .map_err(|e| format!("softwire {tunnel}: the IPv6 underlay to the AFTR fails: {e}"))?;
+        let pool = d
+            .aftr
+            .pool
+            .first()
+            .map(|p| IpAddr::V4(if p.prefix() == 32 { p.ip() } else { p.nth(1).unwrap_or(p.ip()) }))
+            .ok_or_else(|| format!("softwire {tunnel} has an empty pool"))?;
+        Ok((there, Nat { b4: node, aftr: there, pool }))
+    }
+
+    /// Plain delivery without softwires (their own underlay).
+    fn deliver_underlay(&self, from: usize, dst: IpAddr) -> Result<usize, String> {
+        self.deliver_nat(from, dst).map(|(n, _)| n)
     }
 
     fn owns(&self, node: usize, addr: IpAddr) -> bool {
@@ -115,14 +182,22 @@ impl<'t> Router<'t> {
     /// Follows a packet from `from` to `dst` hop by hop. Ok(node that holds dst), or
     /// the reason it is dropped.
     pub fn deliver(&self, from: usize, dst: IpAddr) -> Result<usize, String> {
+        self.deliver_nat(from, dst).map(|(n, _)| n)
+    }
+
+    /// Like `deliver`, and says whether a softwire's NAT44 rewrote the source on
+    /// the way (the reply then goes to the pool address and back through the
+    /// softwire).
+    fn deliver_nat(&self, from: usize, dst: IpAddr) -> Result<(usize, Option<Nat>), String> {
         let name = |n: usize| self.topo.nodes[n].name.clone();
+        let mut nat = None;
         let ttl = self.initial_ttl(from, dst);
         let mut cur = from;
         // `hop` is how many links the packet has crossed; a router forwards only
         // while the TTL it received is above 1.
         for hop in 0..=ttl {
             if self.owns(cur, dst) {
-                return Ok(cur);
+                return Ok((cur, nat));
             }
             if hop >= ttl {
                 return Err(format!(
@@ -137,6 +212,12 @@ impl<'t> Router<'t> {
             let nh = self
                 .lookup(cur, dst)
                 .ok_or_else(|| format!("{} has no route to {dst}", name(cur)))?;
+            if let Some(tunnel) = nh.iface.strip_prefix(SOFTWIRE) {
+                let (there, n) = self.through_softwire(cur, tunnel)?;
+                nat = Some(n);
+                cur = there;
+                continue;
+            }
             let target = nh.gateway.unwrap_or(dst);
             cur = self.neighbour(cur, &nh.iface, target).ok_or_else(|| {
                 format!("nothing on {}:{} answers for {target}", name(cur), nh.iface)
@@ -177,10 +258,43 @@ impl<'t> Router<'t> {
         let src = self
             .source_for(from, dst)
             .ok_or_else(|| format!("{} has no route to {dst}", self.topo.nodes[from].name))?;
-        let there = self.deliver(from, dst)?;
-        self.deliver(there, src)
+        let (there, nat) = self.deliver_nat(from, dst)?;
+        let Some(nat) = nat else {
+            return self
+                .deliver(there, src)
+                .map(|_| ())
+                .map_err(|e| format!("no way back: {e}"));
+        };
+        // NAT44: the reply goes to the pool, which the AFTR holds; it then leaves
+        // through the softwire to the B4 and on to the original source.
+        let at_aftr = self
+            .deliver_to_pool(there, nat.pool, nat.aftr)
+            .map_err(|e| format!("no way back to the NAT44 pool {}: {e}", nat.pool))?;
+        debug_assert_eq!(at_aftr, nat.aftr);
+        self.deliver(nat.b4, src)
             .map(|_| ())
-            .map_err(|e| format!("no way back: {e}"))
+            .map_err(|e| format!("no way back from the B4: {e}"))
+    }
+
+    /// Follow a reply to a pool address until it reaches the AFTR that owns it.
+    fn deliver_to_pool(&self, from: usize, pool: IpAddr, aftr: usize) -> Result<usize, String> {
+        let mut cur = from;
+        for _ in 0..64 {
+            if cur == aftr {
+                return Ok(cur);
+            }
+            let name = &self.topo.nodes[cur].name;
+            let nh = self
+                .lookup(cur, pool)
+                .ok_or_else(|| format!("{name} has no route to {pool}"))?;
+            let Some(gw) = nh.gateway else {
+                return Err(format!("{name} expects {pool} on {} itself", nh.iface));
+            };
+            cur = self
+                .neighbour(cur, &nh.iface, gw)
+                .ok_or_else(|| format!("nothing on {name}:{} answers for {gw}", nh.iface))?;
+        }
+        Err(format!("a loop toward {pool}"))
     }
 }
 

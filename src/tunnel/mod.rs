@@ -7,6 +7,7 @@
 pub mod codec;
 pub mod driver;
 pub mod dslite;
+pub mod endpoint;
 pub mod offload;
 pub mod tun;
 

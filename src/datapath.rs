@@ -1,0 +1,150 @@
+//! Userspace datapath processes: one per userspace tunnel endpoint, started by
+//! `up` inside the endpoint's namespace, recorded in the lab's state (pid + start
+//! time) so `down` and `clean` stop them, with their log and a stats file in the
+//! lab's state directory.
+
+use crate::lab::Running;
+use crate::plan::Naming;
+use crate::topology::Topology;
+use crate::topology::tunnel::{Datapath, Role, Tunnel};
+use anyhow::{Context, Result, bail};
+use netns::process::ProcessId;
+use netns::state::{LabState, OwnedProcess};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long `up` waits for a datapath process to attach to its TUN.
+const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// The stats file a datapath process rewrites every second.
+pub fn stats_path(lab: &str, tunnel: &str, node: &str) -> PathBuf {
+    LabState::dir(lab).join(format!("datapath-{tunnel}-{node}.json"))
+}
+
+fn log_path(lab: &str, tunnel: &str, node: &str) -> PathBuf {
+    LabState::log_dir(lab).join(format!("datapath-{tunnel}-{node}.log"))
+}
+
+/// Every userspace endpoint of every tunnel: (tunnel, role, node name).
+pub fn userspace_endpoints(t: &Topology) -> Vec<(&Tunnel, Role, String)> {
+    let mut out = Vec::new();
+    for tun in &t.tunnels {
+        for (role, node, dp) in tun.endpoints() {
+            if dp == Datapath::Userspace {
+                out.push((tun, role, t.nodes[node].name.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Start the datapath processes of a lab that `netns::up` has just built, and
+/// wait until each has attached to its TUN. On error the caller takes the lab
+/// down (which stops whatever was started).
+pub fn start_all(t: &Topology, naming: &Naming, exe: Option<&std::path::Path>) -> Result<usize> {
+    let eps = userspace_endpoints(t);
+    let mut started = Vec::new();
+    for (tun, _, node) in &eps {
+        let stats = stats_path(&naming.lab, &tun.name, node);
+        let _ = std::fs::remove_file(&stats);
+        let pid = spawn(naming, &tun.name, node, exe)?;
+        started.push((pid, stats, tun.name.clone(), node.clone()));
+    }
+    let deadline = Instant::now() + READY_WAIT;
+    for (pid, stats, tunnel, node) in started {
+        loop {
+            if stats.exists() {
+                break;
+            }
+            if !pid.alive() {
+                let log = std::fs::read_to_string(log_path(&naming.lab, &tunnel, &node))
+                    .unwrap_or_default();
+                bail!(
+                    "the {tunnel} datapath on {node} stopped while starting: {}",
+                    log.trim()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the {tunnel} datapath on {node} did not start within {} s (log: {})",
+                    READY_WAIT.as_secs(),
+                    log_path(&naming.lab, &tunnel, &node).display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Ok(eps.len())
+}
+
+fn spawn(
+    naming: &Naming,
+    tunnel: &str,
+    node: &str,
+    exe: Option<&std::path::Path>,
+) -> Result<ProcessId> {
+    let ns = naming.namespace(node);
+    let nsfile = netns::namespace::open(&ns).with_context(|| format!("opening namespace {ns}"))?;
+    let logs = LabState::log_dir(&naming.lab);
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    let log = std::fs::File::create(log_path(&naming.lab, tunnel, node))?;
+    let exe = match exe {
+        Some(e) => e.to_path_buf(),
+        None => crate::measure::runner::tunbench_exe()?,
+    };
+    let mut cmd = Command::new(exe);
+    cmd.args(["datapath", "--lab", &naming.lab, "--tunnel", tunnel, "--node", node])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let fd = nsfile.as_raw_fd();
+    // SAFETY: setns and setsid are async-signal-safe; the fd stays open until
+    // after spawn. A session of its own: the datapath outlives `up` and ignores
+    // the terminal's Ctrl-C (the lab's `down` stops it).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting the {tunnel} datapath in {ns}"))?;
+    let Some(id) = ProcessId::of(child.id() as i32) else {
+        bail!("the {tunnel} datapath in {ns} exited at once");
+    };
+    LabState::add_process(
+        &naming.lab,
+        OwnedProcess {
+            id,
+            what: format!("{tunnel} datapath on {node}"),
+        },
+    )?;
+    // Reap it in the background when it ends while we still run (tunbench run).
+    std::thread::spawn(move || {
+        let mut child = child;
+        let _ = child.wait();
+    });
+    Ok(id)
+}
+
+/// The endpoint of `tunnel` on `node` in a running lab.
+pub fn endpoint<'a>(lab: &'a Running, tunnel: &str, node: &str) -> Result<(&'a Tunnel, Role)> {
+    let t = &lab.topology;
+    let Some(tun) = t.tunnels.iter().find(|x| x.name == tunnel) else {
+        bail!("lab {} has no tunnel named {tunnel}", lab.naming.lab);
+    };
+    let Some(ni) = t.node_index(node) else {
+        bail!("lab {} has no node named {node}", lab.naming.lab);
+    };
+    let Some((role, _, _)) = tun.endpoints().into_iter().find(|(_, n, _)| *n == ni) else {
+        bail!("node {node} is no endpoint of tunnel {tunnel}");
+    };
+    Ok((tun, role))
+}
