@@ -1,0 +1,375 @@
+//! DS-Lite softwires end to end, as root in namespaces: NAT44 keyed per softwire
+//! with two B4s that use the same private addresses, the kernel and userspace
+//! datapaths with each other, MTU handling, tshark's view of the wire, and a
+//! userspace decapsulator fed garbage.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const INET: Ipv4Addr = Ipv4Addr::new(198, 18, 30, 10);
+const PRIVATE: Ipv4Addr = Ipv4Addr::new(198, 18, 40, 2);
+const POOL: Ipv4Addr = Ipv4Addr::new(198, 18, 31, 1);
+
+/// tests/dslite/two-b4.toml with each endpoint's datapath chosen.
+fn two_b4(dir: &Path, aftr: &str, b4a: &str, b4b: &str) -> PathBuf {
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dslite/two-b4.toml"),
+    )
+    .unwrap();
+    let mut out = String::new();
+    for line in base.lines() {
+        let dp = if line.contains("node = \"aftr\"") {
+            aftr
+        } else if line.contains("node = \"b4a\"") {
+            b4a
+        } else if line.contains("node = \"b4b\"") {
+            b4b
+        } else {
+            ""
+        };
+        if dp.is_empty() {
+            out.push_str(line);
+        } else {
+            out.push_str(&line.replace("datapath = \"kernel\"", &format!("datapath = \"{dp}\"")));
+        }
+        out.push('\n');
+    }
+    let p = dir.join(format!("two-b4-{aftr}-{b4a}-{b4b}.toml"));
+    std::fs::write(&p, out).unwrap();
+    p
+}
+
+fn up_ok(file: &Path, lab: &str) -> LabGuard {
+    let (g, o) = up(file, lab);
+    assert!(o.status.success(), "up failed: {}", text(&o));
+    g
+}
+
+/// Run `f` on a thread inside namespace `ns`.
+fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        netns::namespace::enter(&ns).expect("entering namespace");
+        f()
+    })
+    .join()
+    .expect("namespace thread")
+}
+
+/// A TCP server on the IPv4 internet host that answers each of `n` clients with
+/// the address it saw the client at.
+fn echo_peer_server(lab: &str, n: usize) -> std::thread::JoinHandle<Vec<SocketAddr>> {
+    let ns = format!("{lab}-inet");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        netns::namespace::enter(&ns).expect("entering inet");
+        let l = TcpListener::bind("0.0.0.0:7000").expect("bind 7000");
+        tx.send(()).unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..n {
+            let (mut c, peer) = l.accept().expect("accept");
+            let mut buf = [0u8; 64];
+            let k = c.read(&mut buf).unwrap_or(0);
+            let _ = c.write_all(format!("{} {peer}", String::from_utf8_lossy(&buf[..k])).as_bytes());
+            seen.push(peer);
+        }
+        seen
+    });
+    rx.recv_timeout(Duration::from_secs(5)).expect("server ready");
+    h
+}
+
+/// Connect from `node` with a fixed private source address and port; returns the
+/// server's answer.
+fn client(lab: &str, node: &str, port: u16) -> String {
+    let tag = node.to_string();
+    in_ns(&format!("{lab}-{node}"), move || {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        s.set_reuse_address(true).unwrap();
+        s.bind(&SocketAddr::V4(SocketAddrV4::new(PRIVATE, port)).into())
+            .unwrap();
+        s.connect_timeout(
+            &SocketAddr::V4(SocketAddrV4::new(INET, 7000)).into(),
+            Duration::from_secs(3),
+        )
+        .unwrap_or_else(|e| panic!("{tag}: connecting through the softwire: {e}"));
+        let mut s: std::net::TcpStream = s.into();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        s.write_all(tag.as_bytes()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    })
+}
+
+/// Both customers use 198.18.40.2 and the same source port: the AFTR must give
+/// them different public ports and send each answer back into its own softwire.
+fn nat44_keeps_two_b4s_apart(aftr: &str, b4: &str, tag: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name(tag);
+    let file = two_b4(dir.path(), aftr, b4, b4);
+    let _g = up_ok(&file, &lab);
+    let server = echo_peer_server(&lab, 2);
+    let a = client(&lab, "h1", 40000);
+    let b = client(&lab, "h2", 40000);
+    let seen = server.join().unwrap();
+    assert!(a.starts_with("h1 "), "h1 got {a:?}");
+    assert!(b.starts_with("h2 "), "h2 got {b:?}");
+    assert_eq!(seen.len(), 2);
+    for s in &seen {
+        assert_eq!(s.ip(), std::net::IpAddr::V4(POOL), "not NATed to the pool: {s}");
+    }
+    assert_ne!(
+        seen[0].port(),
+        seen[1].port(),
+        "two softwires share one public port: {seen:?}"
+    );
+}
+
+#[test]
+fn kernel_aftr_nat44_keeps_two_b4s_with_the_same_addresses_apart() {
+    nat44_keeps_two_b4s_apart("kernel", "kernel", "dsk");
+}
+
+#[test]
+fn userspace_aftr_nat44_keeps_two_b4s_with_the_same_addresses_apart() {
+    nat44_keeps_two_b4s_apart("userspace", "userspace", "dsu");
+}
+
+#[test]
+fn kernel_b4_works_with_a_userspace_aftr() {
+    nat44_keeps_two_b4s_apart("userspace", "kernel", "dkb");
+}
+
+#[test]
+fn userspace_b4_works_with_a_kernel_aftr() {
+    nat44_keeps_two_b4s_apart("kernel", "userspace", "dub");
+}
+
+/// tshark on the IPv6-only core sees IPv6 with next header 4 carrying the
+/// customer's IPv4 packet, with the addresses the topology gives.
+#[test]
+fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("dst");
+    let file = two_b4(dir.path(), "kernel", "kernel", "kernel");
+    let _g = up_ok(&file, &lab);
+    let cap = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-core"), "tshark", "-n", "-i", "a1", "-c", "1"])
+        .args(["-a", "duration:8", "-f", "ip6 proto 4", "-T", "fields"])
+        .args(["-e", "ipv6.src", "-e", "ipv6.dst", "-e", "ipv6.nxt", "-e", "ip.src", "-e", "ip.dst", "-e", "udp.dstport"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("tshark (Debian's tshark package; scripts/setup.sh installs it)");
+    // tshark takes a moment to start capturing: send until it has seen one.
+    let pid = cap.id();
+    for _ in 0..60 {
+        in_ns(&format!("{lab}-h1"), || {
+            let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
+            let _ = s.send_to(b"softwire", "198.18.30.10:9");
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        if !Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true)
+        {
+            break;
+        }
+    }
+    let out = cap.wait_with_output().unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    let f: Vec<&str> = line.trim().split('\t').collect();
+    assert_eq!(
+        f,
+        ["2001:2:0:a1::2", "2001:2:0:a0::2", "4", "198.18.40.2", "198.18.30.10", "9"],
+        "tshark said: {line:?} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The kernel B4 clamps the MSS of SYNs to mtu - 40 = 1420 both ways, so TCP
+/// never sends what the softwire cannot carry.
+#[test]
+fn kernel_b4_clamps_the_mss_to_the_softwire() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("dms");
+    let file = two_b4(dir.path(), "kernel", "kernel", "kernel");
+    let _g = up_ok(&file, &lab);
+    let ns = format!("{lab}-inet");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        netns::namespace::enter(&ns).unwrap();
+        let l = TcpListener::bind("0.0.0.0:7001").unwrap();
+        tx.send(()).unwrap();
+        let (c, _) = l.accept().unwrap();
+        let mss = {
+            use std::os::fd::AsRawFd;
+            let mut v: libc::c_int = 0;
+            let mut len: libc::socklen_t = 4;
+            // SAFETY: a valid socket and a c_int-sized buffer.
+            unsafe {
+                libc::getsockopt(c.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_MAXSEG, &mut v as *mut _ as *mut libc::c_void, &mut len)
+            };
+            v
+        };
+        drop(c);
+        mss
+    });
+    rx.recv().unwrap();
+    in_ns(&format!("{lab}-h1"), || {
+        std::net::TcpStream::connect_timeout(&"198.18.30.10:7001".parse().unwrap(), Duration::from_secs(3))
+            .expect("connect through the softwire");
+    });
+    let mss = server.join().unwrap();
+    assert!(mss <= 1420, "server-side MSS {mss} above the softwire's 1420");
+    assert!(mss >= 1380, "server-side MSS {mss} clamped further than asked");
+}
+
+const IP_MTU: libc::c_int = 14;
+
+/// A DF datagram bigger than the softwire's 1460 bytes gets ICMP fragmentation
+/// needed from the userspace B4, and the sender's path MTU converges to 1460.
+#[test]
+fn userspace_b4_answers_df_packets_too_big_and_pmtu_converges() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("dpm");
+    let file = two_b4(dir.path(), "kernel", "userspace", "kernel");
+    let _g = up_ok(&file, &lab);
+    let mtu = in_ns(&format!("{lab}-h1"), || {
+        use std::os::fd::AsRawFd;
+        let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
+        s.connect("198.18.30.10:9").unwrap();
+        let fd = s.as_raw_fd();
+        let set = |opt: libc::c_int, v: libc::c_int| unsafe {
+            libc::setsockopt(fd, libc::IPPROTO_IP, opt, &v as *const _ as *const libc::c_void, 4)
+        };
+        assert_eq!(set(libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO), 0);
+        let mtu = || {
+            let mut v: libc::c_int = 0;
+            let mut len: libc::socklen_t = 4;
+            unsafe { libc::getsockopt(fd, libc::IPPROTO_IP, IP_MTU, &mut v as *mut _ as *mut libc::c_void, &mut len) };
+            v
+        };
+        let before = mtu();
+        for _ in 0..30 {
+            let _ = s.send(&[0u8; 1472]);
+            std::thread::sleep(Duration::from_millis(50));
+            if mtu() < before {
+                break;
+            }
+        }
+        // Once converged the big datagram is refused locally and a fitting one goes.
+        let refused = s.send(&[0u8; 1472]).is_err();
+        let fits = s.send(&[0u8; 1432]).is_ok();
+        (before, mtu(), refused, fits)
+    });
+    assert_eq!(mtu.0, 1500, "path MTU before: {mtu:?}");
+    assert_eq!(mtu.1, 1460, "path MTU after ICMP fragmentation needed: {mtu:?}");
+    assert!(mtu.2 && mtu.3, "{mtu:?}");
+}
+
+/// With DF clear, the userspace B4 sends a too-big inner packet whole: the IPv6
+/// packet is fragmented after encapsulation (RFC 2473 7.2), never the IPv4 one,
+/// and the far side gets the datagram intact.
+#[test]
+fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("dfr");
+    let file = two_b4(dir.path(), "userspace", "userspace", "kernel");
+    let _g = up_ok(&file, &lab);
+    let ns = format!("{lab}-inet");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        netns::namespace::enter(&ns).unwrap();
+        let s = std::net::UdpSocket::bind("0.0.0.0:7002").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        tx.send(()).unwrap();
+        let mut buf = [0u8; 4000];
+        s.recv(&mut buf).map(|n| n).unwrap_or(0)
+    });
+    rx.recv().unwrap();
+    let cap = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-core"), "tshark", "-n", "-i", "a1", "-c", "2"])
+        .args(["-a", "duration:6", "-f", "ip6 and ip6[6] == 44", "-T", "fields", "-e", "ipv6.fragment.offset", "-e", "ipv6.fragment.more"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tshark");
+    std::thread::sleep(Duration::from_millis(1500));
+    in_ns(&format!("{lab}-h1"), || {
+        use std::os::fd::AsRawFd;
+        let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
+        let v: libc::c_int = libc::IP_PMTUDISC_DONT;
+        unsafe { libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, &v as *const _ as *const libc::c_void, 4) };
+        s.send_to(&[7u8; 1472], "198.18.30.10:7002").unwrap();
+    });
+    let got = server.join().unwrap();
+    let out = cap.wait_with_output().unwrap();
+    let frags = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(got, 1472, "the datagram did not arrive whole");
+    assert_eq!(frags.lines().count(), 2, "expected two IPv6 fragments on the underlay: {frags:?}");
+}
+
+/// Garbage at the userspace decapsulator is dropped and counted, and traffic
+/// keeps flowing.
+#[test]
+fn userspace_decapsulator_drops_and_counts_bad_packets() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("dbd");
+    let file = two_b4(dir.path(), "kernel", "userspace", "kernel");
+    let _g = up_ok(&file, &lab);
+    let stats = state_dir(&lab).join("datapath-sw-b4a.json");
+    // From the AFTR's own address (the only peer the B4 accepts) and from a
+    // stranger: truncated IPv4, a lying total length, not IPv4 at all.
+    in_ns(&format!("{lab}-aftr"), || {
+        let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::RAW, Some(socket2::Protocol::from(4))).unwrap();
+        s.bind(&"[2001:2:0:a0::2]:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+        let to: socket2::SockAddr = "[2001:2:0:a1::2]:0".parse::<SocketAddr>().unwrap().into();
+        let mut lying = vec![0x45u8, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 17, 0, 0, 198, 18, 30, 10, 198, 18, 40, 2];
+        lying.extend_from_slice(&[0; 8]);
+        for p in [&[0x45u8, 0, 0][..], &lying[..], &[0x60u8; 40][..]] {
+            s.send_to(p, &to).unwrap();
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats file")).unwrap();
+    let drops: u64 = j["drops"].as_object().expect("drops in stats").values().filter_map(|v| v.as_u64()).sum();
+    assert!(drops >= 3, "drops not counted: {j}");
+    // Still forwarding.
+    let server = echo_peer_server(&lab, 1);
+    let a = client(&lab, "h1", 40001);
+    server.join().unwrap();
+    assert!(a.starts_with("h1 "), "{a}");
+}
+
+#[test]
+fn down_stops_userspace_datapaths_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("ddn");
+    let file = two_b4(dir.path(), "userspace", "userspace", "userspace");
+    let g = up_ok(&file, &lab);
+    let st: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state_dir(&lab).join("state.json")).unwrap(),
+    )
+    .unwrap();
+    let pids: Vec<i64> = st["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"]["pid"].as_i64())
+        .collect();
+    assert_eq!(pids.len(), 3, "one datapath per userspace endpoint: {st}");
+    drop(g);
+    for p in pids {
+        assert!(!Path::new(&format!("/proc/{p}")).exists(), "datapath {p} still running");
+    }
+    assert_gone(&lab);
+}
