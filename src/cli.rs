@@ -38,6 +38,9 @@ pub enum Command {
         /// Print the operations as ip(8) commands and build nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Build this `[scenarios.NAME]` variant of the file.
+        #[arg(long)]
+        scenario: Option<String>,
     },
     /// Remove exactly what a lab created. Idempotent.
     Down {
@@ -372,8 +375,29 @@ pub fn run(cli: Cli) -> Result<i32> {
             name,
             prefix,
             dry_run,
+            scenario,
         } => {
-            let t = topology::load(&file)?;
+            let mut t = topology::load(&file)?;
+            let mut text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            if let Some(want) = &scenario {
+                let all = topology::scenario::scenarios_str(&text, &file)
+                    .map_err(|e| bad_input(e.to_string()))?;
+                let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+                let Some(s) = all.iter().find(|s| &s.name == want) else {
+                    return Err(bad_input(format!(
+                        "{} has no scenario \"{want}\"{}",
+                        file.display(),
+                        if names.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; its scenarios: {}", names.join(", "))
+                        }
+                    )));
+                };
+                t = s.topology.clone();
+                text = s.text.clone();
+            }
             let lab_name = name.unwrap_or_else(|| t.name.clone());
             if !topology::valid_name(&lab_name) {
                 return Err(bad_input(format!(
@@ -400,7 +424,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             }
             let rt = runtime()?;
             let (cancel, _) = on_signals(&rt);
-            let s = rt.block_on(lab::up(&t, &file, &naming, &cancel))?;
+            let s = rt.block_on(lab::up_text(&t, &file, &text, &naming, &cancel))?;
             println!(
                 "lab {} is up: {} namespaces, {} links, {} addresses, {} routes in {:.3} s",
                 s.lab,
@@ -811,7 +835,8 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
             };
             nodes.push(serde_json::json!({ "node": n.node, "namespace": n.namespace, "kind": n.kind, "present": netns::namespace::exists(&n.namespace), "devices": devices }));
         }
-        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes }));
+        let datapaths = crate::datapath::stats_of(l);
+        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "datapaths": datapaths }));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -869,6 +894,9 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
                     addrs.join(" ")
                 );
             }
+        }
+        for d in l["datapaths"].as_array().into_iter().flatten() {
+            println!("  {}", crate::datapath::describe(d));
         }
     }
     Ok(0)

@@ -148,3 +148,55 @@ pub fn endpoint<'a>(lab: &'a Running, tunnel: &str, node: &str) -> Result<(&'a T
     };
     Ok((tun, role))
 }
+
+/// The stats files of a lab's datapaths, as JSON values.
+pub fn stats_of(lab: &str) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir(LabState::dir(lab)) else {
+        return out;
+    };
+    let mut files: Vec<PathBuf> = dir
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("datapath-") && n.ends_with(".json"))
+        })
+        .collect();
+    files.sort();
+    for f in files {
+        if let Some(v) = std::fs::read_to_string(&f)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+        {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// One line per datapath for `status`: who, packets each way, drops, CPU.
+pub fn describe(d: &serde_json::Value) -> String {
+    let n = |a: &str, b: &str| d[a][b].as_u64().unwrap_or(0);
+    let drops: Vec<String> = d["drops"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    format!(
+        "datapath {} {} on {} (pid {}): tun->net {} pkts {} B, net->tun {} pkts {} B, drops: {}, cpu {:.2} s in {:.0} s",
+        d["tunnel"].as_str().unwrap_or("?"),
+        d["role"].as_str().unwrap_or("?"),
+        d["node"].as_str().unwrap_or("?"),
+        d["pid"],
+        n("tun_rx", "packets"),
+        n("tun_rx", "bytes"),
+        n("net_rx", "packets"),
+        n("net_rx", "bytes"),
+        if drops.is_empty() { "none".to_string() } else { drops.join(", ") },
+        d["cpu_seconds"].as_f64().unwrap_or(0.0),
+        d["uptime_seconds"].as_f64().unwrap_or(0.0),
+    )
+}

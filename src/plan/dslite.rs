@@ -184,6 +184,18 @@ fn userspace(tun: &Tunnel, d: &Dslite, role: Role, ns: &str, ops: &mut Vec<Op>) 
         iface: dev.clone(),
         mtu: TUN_MTU.max(d.mtu),
     });
+    // The codec sources ICMP errors from the softwire address the TUN holds:
+    // accept_local lets the kernel take them back in. And no IPv6 on the TUN (no
+    // link-local, router solicitations or MLD reports for the codec to drop).
+    for (k, v) in [("ipv4", "accept_local", "1"), ("ipv6", "disable_ipv6", "1")]
+        .map(|(fam, key, v)| (format!("net.{fam}.conf.{dev}.{key}"), v))
+    {
+        ops.push(Op::Sysctl {
+            ns: ns.into(),
+            key: k,
+            value: v.into(),
+        });
+    }
     let (softwire_v4, routes) = match role {
         Role::Aftr => (AFTR_SOFTWIRE_V4, d.aftr.pool.clone()),
         Role::B4(i) => (B4_SOFTWIRE_V4, d.b4s[i].routes.clone()),

@@ -1,8 +1,139 @@
-//! One userspace tunnel endpoint as a process: read the lab's topology, build the
-//! codec for this endpoint, run the shared driver, write stats every second.
+//! One userspace tunnel endpoint as a process (`tunbench datapath`, started by
+//! `up` inside the endpoint's namespace): read the topology the lab was built
+//! from, build this endpoint's codec, run the shared driver until SIGTERM, and
+//! rewrite the stats file every second.
 
-use anyhow::Result;
+use super::driver::{self, DriverConfig, StatsSnapshot, Transport};
+use super::dslite::{Aftr, AftrConfig, B4, B4Config, MssClamp, Softwire};
+use crate::topology::tunnel::{Dslite, Role, Tunnel, TunnelKind};
+use anyhow::{Context, Result};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
-pub fn run(_lab: &str, _tunnel: &str, _node: &str) -> Result<()> {
-    anyhow::bail!("userspace datapath not built yet")
+/// Set by SIGTERM / SIGINT / SIGHUP.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// What the stats file holds: who this is, and the driver's counters.
+#[derive(serde::Serialize)]
+struct StatsFile<'a> {
+    tunnel: &'a str,
+    node: &'a str,
+    role: &'a str,
+    pid: u32,
+    #[serde(flatten)]
+    stats: &'a StatsSnapshot,
+}
+
+pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
+    let running = crate::lab::find(lab)?;
+    let (tun, role) = crate::datapath::endpoint(&running, tunnel, node)?;
+    let TunnelKind::Dslite(d) = &tun.kind;
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::signal(s, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+    let config = driver_config(tun, d, role);
+    let stats_path = crate::datapath::stats_path(lab, tunnel, node);
+    let role_name = match role {
+        Role::Aftr => "aftr",
+        Role::B4(_) => "b4",
+    };
+    let write = |s: &StatsSnapshot| {
+        let f = StatsFile {
+            tunnel,
+            node,
+            role: role_name,
+            pid: std::process::id(),
+            stats: s,
+        };
+        // Write then rename: a reader never sees half a file.
+        let tmp = stats_path.with_extension("json.tmp");
+        if let Ok(text) = serde_json::to_string_pretty(&f) {
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &stats_path);
+            }
+        }
+    };
+    eprintln!(
+        "tunbench datapath: {tunnel} {role_name} on {node}: TUN {} <-> {}",
+        config.tun, config.transport
+    );
+    let last = match role {
+        Role::Aftr => {
+            let codec = Aftr::new(aftr_config(d)).context("configuring the AFTR")?;
+            driver::run_until(config, codec, &STOP, Duration::from_secs(1), write)
+        }
+        Role::B4(i) => {
+            let codec = B4::new(b4_config(d, i));
+            // The stats file appears once the driver runs: `up` waits for it.
+            driver::run_until(config, codec, &STOP, Duration::from_secs(1), write)
+        }
+    }
+    .with_context(|| format!("running the {tunnel} datapath on {node}"))?;
+    eprintln!(
+        "tunbench datapath: stopped; {} packets in from the TUN, {} from the network, {} dropped",
+        last.tun_rx.packets,
+        last.net_rx.packets,
+        last.dropped()
+    );
+    Ok(())
+}
+
+fn driver_config(tun: &Tunnel, d: &Dslite, role: Role) -> DriverConfig {
+    let local = match role {
+        Role::Aftr => d.aftr.address,
+        Role::B4(i) => d.b4s[i].address,
+    };
+    let mut c = DriverConfig::new(
+        tun.tun_name(),
+        Transport::RawIp {
+            local: IpAddr::V6(local),
+            protocol: 4,
+        },
+    );
+    c.queues = d.queues as usize;
+    c
+}
+
+fn b4_config(d: &Dslite, i: usize) -> B4Config {
+    let mut c = B4Config::new(d.aftr.address);
+    let _ = i;
+    c.inner_mtu = d.mtu.min(u16::MAX as u32) as u16;
+    c.mss_clamp = match d.mss {
+        Some(m) => MssClamp::Fixed(m),
+        None => MssClamp::Off,
+    };
+    c
+}
+
+fn aftr_config(d: &Dslite) -> AftrConfig {
+    // Every address of every pool prefix except, in prefixes larger than a /31,
+    // the network and broadcast addresses.
+    let mut pool = Vec::new();
+    for p in &d.aftr.pool {
+        for a in p.iter() {
+            if p.prefix() < 31 && (a == p.network() || a == p.broadcast()) {
+                continue;
+            }
+            pool.push(a);
+        }
+    }
+    let mut c = AftrConfig::new(d.aftr.address, pool);
+    c.inner_mtu = d.mtu.min(u16::MAX as u32) as u16;
+    c.softwires = d
+        .b4s
+        .iter()
+        .map(|b| Softwire {
+            b4: b.address,
+            prefixes: b.prefixes.clone(),
+        })
+        .collect();
+    c
 }
