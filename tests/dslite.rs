@@ -373,3 +373,27 @@ fn down_stops_userspace_datapaths_and_leaves_nothing() {
     }
     assert_gone(&lab);
 }
+
+/// The shipped small topology: every probe the routing model (which knows the
+/// softwire and its NAT44) expects answers, with either datapath.
+#[test]
+fn dslite_topology_checks_clean_with_both_datapaths() {
+    for scenario in ["kernel", "userspace"] {
+        let lab = lab_name(&format!("dc{}", &scenario[..1]));
+        let g = LabGuard(lab.clone());
+        let o = tunbench(&[
+            "up",
+            topo("dslite.toml").to_str().unwrap(),
+            "--name",
+            &lab,
+            "--scenario",
+            scenario,
+        ]);
+        assert!(o.status.success(), "{scenario}: {}", text(&o));
+        let c = tunbench(&["check", &lab]);
+        assert_eq!(c.status.code(), Some(0), "{scenario}:\n{}", text(&c));
+        assert!(text(&c).contains("0 did not"), "{}", text(&c));
+        drop(g);
+        assert_gone(&lab);
+    }
+}

@@ -198,7 +198,7 @@ b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
         let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
         let d = &e.0[0];
         assert!(d.message.starts_with("in scenario bad: "), "{}", d.message);
-        assert_eq!(d.line, 13, "{d}");
+        assert_eq!(d.line, 12, "{d}");
     }
 
     #[test]

@@ -87,7 +87,11 @@ fn switch_segments_join_all_ports() {
         .unwrap();
     // nvr500, server, hgw, openwrt and the switch's four ports plus its bridge.
     assert_eq!(lan2.len(), 4 + 5);
-    assert_eq!(segs.len(), 3, "LAN1, LAN2, and the WAN link");
+    assert_eq!(
+        segs.len(),
+        6,
+        "LAN1, LAN2, the WAN link, the NGN to the AFTR, and the AFTR's and the ISP's links to the internet server"
+    );
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! and emits without allocating.
 
 pub mod icmp_echo;
+pub mod icmpv4_error;
 pub mod iperf_udp;
+pub mod ipv4;
+pub mod ipv6;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {

@@ -1,0 +1,78 @@
+//! Replays every input under fuzz/regressions/<target>/ (what scripts/fuzz.sh once
+//! found, and hand-made nasty inputs) through the entry points the cargo-fuzz
+//! targets call, so a plain `cargo test` keeps them fixed without libFuzzer.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use tunbench::tunnel::dslite;
+use tunbench::wire::{ipv4, ipv6};
+
+fn inputs(target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/regressions")
+        .join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// What a fuzz target calls with libFuzzer's bytes.
+type Entry = fn(&[u8]);
+
+fn replay(target: &str, entry: Entry) {
+    let files = inputs(target);
+    assert!(!files.is_empty(), "no inputs for {target}");
+    let failed: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            let data = std::fs::read(path).expect("readable input");
+            catch_unwind(AssertUnwindSafe(|| entry(&data))).is_err()
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(failed.is_empty(), "{target} panics on: {failed:#?}");
+}
+
+#[test]
+fn wire_ipv4() {
+    replay("wire_ipv4", ipv4::fuzz);
+}
+
+#[test]
+fn wire_ipv6() {
+    replay("wire_ipv6", ipv6::fuzz);
+}
+
+#[test]
+fn dslite_b4() {
+    replay("dslite_b4", dslite::fuzz::b4);
+}
+
+#[test]
+fn dslite_aftr() {
+    replay("dslite_aftr", dslite::fuzz::aftr);
+}
+
+/// Every prefix of every input: truncation anywhere must not panic either.
+#[test]
+fn every_prefix_of_every_input() {
+    let targets: [(&str, Entry); 4] = [
+        ("wire_ipv4", ipv4::fuzz),
+        ("wire_ipv6", ipv6::fuzz),
+        ("dslite_b4", dslite::fuzz::b4),
+        ("dslite_aftr", dslite::fuzz::aftr),
+    ];
+    for (target, entry) in targets {
+        for path in inputs(target) {
+            let data = std::fs::read(&path).expect("readable input");
+            for n in 0..data.len().min(512) {
+                entry(&data[..n]);
+            }
+        }
+    }
+}
