@@ -1,0 +1,690 @@
+//! The shared tunnel driver end to end (needs root): two namespaces joined by a
+//! veth (IPv6, 2001:2:0:fd::/64), a persistent TUN in each carrying the inner
+//! IPv4 network 198.18.253.0/24, and a driver in each running a toy codec, plain
+//! IPv4-in-IPv6 over raw IP protocol 4 or IPv4 over UDP. Traffic between the
+//! inner addresses crosses both drivers.
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tunbench::tunnel::driver::{Driver, DriverConfig, DriverError, StatsSnapshot, Transport};
+use tunbench::tunnel::tun::{Tun, TunError};
+use tunbench::tunnel::{Codec, DropReason, Verdict};
+
+const TUN: &str = "tbt0";
+const OUTER_A: &str = "2001:2:0:fd::1";
+const OUTER_B: &str = "2001:2:0:fd::2";
+const INNER_A: Ipv4Addr = Ipv4Addr::new(198, 18, 253, 1);
+const INNER_B: Ipv4Addr = Ipv4Addr::new(198, 18, 253, 2);
+const UDP_PORT: u16 = 4789;
+
+/// The toy tunnel: every IPv4 packet from the TUN goes to the one peer; every
+/// well-formed IPv4 packet from the peer goes into the TUN.
+struct Plain {
+    peer: SocketAddr,
+}
+
+impl Codec for Plain {
+    fn from_tun(&mut self, p: &mut Vec<u8>, _now: Instant) -> Verdict {
+        if p.len() < 20 || p[0] >> 4 != 4 {
+            // IPv6 the kernel sends on its own (router solicitations, MLD).
+            return Verdict::Drop(DropReason::WrongProtocol);
+        }
+        Verdict::ToNetwork(self.peer)
+    }
+
+    fn from_network(&mut self, peer: SocketAddr, p: &mut Vec<u8>, _now: Instant) -> Verdict {
+        if peer.ip() != self.peer.ip() {
+            return Verdict::Drop(DropReason::UnknownPeer);
+        }
+        if p.len() < 20 {
+            return Verdict::Drop(DropReason::Truncated);
+        }
+        if p[0] >> 4 != 4 || u16::from_be_bytes([p[2], p[3]]) as usize != p.len() {
+            return Verdict::Drop(DropReason::Malformed);
+        }
+        Verdict::ToTun
+    }
+}
+
+fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("running ip");
+    assert!(
+        o.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn namespaces(prefix: &str) -> Vec<String> {
+    netns::namespace::list()
+        .into_iter()
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// Two namespaces of this test; deleted on drop, also when the test panics.
+struct Lab {
+    prefix: String,
+    a: String,
+    b: String,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+impl Lab {
+    /// Namespaces `tbdrv-<pid>-<tag>-a` and `-b`, a veth between them, and a TUN
+    /// of `mtu` in each with the inner address.
+    fn new(tag: &str, tun_mtu: u32) -> Lab {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let prefix = format!(
+            "tbdrv-{}-{tag}{}-",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let lab = Lab {
+            a: format!("{prefix}a"),
+            b: format!("{prefix}b"),
+            prefix,
+        };
+        let (a, b) = (lab.a.as_str(), lab.b.as_str());
+        ip(&["netns", "add", a]);
+        ip(&["netns", "add", b]);
+        for ns in [a, b] {
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        ip(&[
+            "-n", a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", b,
+        ]);
+        for (ns, dev, outer, inner) in [(a, "va", OUTER_A, INNER_A), (b, "vb", OUTER_B, INNER_B)] {
+            ip(&[
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{outer}/64"),
+                "dev",
+                dev,
+                "nodad",
+            ]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            netns::namespace::run_in(ns, || netns::tun::create_persistent(TUN))
+                .expect("creating the TUN");
+            ip(&[
+                "-n",
+                ns,
+                "link",
+                "set",
+                TUN,
+                "mtu",
+                &tun_mtu.to_string(),
+                "up",
+            ]);
+            ip(&["-n", ns, "addr", "add", &format!("{inner}/24"), "dev", TUN]);
+        }
+        lab
+    }
+
+    fn drivers(&self, offloads: bool, udp: bool, queues: usize) -> (Driver<Plain>, Driver<Plain>) {
+        let start = |ns: &str, local: &str, peer: &str| {
+            let local = local.parse().unwrap();
+            let peer = peer.parse().unwrap();
+            let (transport, peer) = if udp {
+                (
+                    Transport::Udp {
+                        bind: SocketAddr::new(local, UDP_PORT),
+                    },
+                    SocketAddr::new(peer, UDP_PORT),
+                )
+            } else {
+                (
+                    Transport::RawIp { local, protocol: 4 },
+                    SocketAddr::new(peer, 0),
+                )
+            };
+            let mut c = DriverConfig::new(TUN, transport);
+            c.offloads = offloads;
+            c.queues = queues;
+            c.namespace = Some(ns.to_string());
+            Driver::start(c, Plain { peer }).expect("starting the driver")
+        };
+        (
+            start(&self.a, OUTER_A, OUTER_B),
+            start(&self.b, OUTER_B, OUTER_A),
+        )
+    }
+
+    fn in_ns<T: Send + 'static>(
+        &self,
+        ns: &str,
+        f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+    ) -> T {
+        netns::namespace::run_in(ns, f).expect("socket in the namespace")
+    }
+}
+
+/// Byte `i` of the test data: a pattern whose period (a prime) is no multiple of
+/// any segment size, so a lost, doubled or reordered segment breaks it.
+fn pattern(i: usize) -> u8 {
+    let i = i % PERIOD;
+    (i % 251) as u8 ^ (i >> 8) as u8
+}
+
+const PERIOD: usize = 65521;
+const CHUNK: usize = 1 << 20;
+
+/// The pattern from 0 to PERIOD + CHUNK: bytes `at..at + n` of any transfer
+/// (n <= CHUNK) are `window(at, n)`, compared with memcmp even in debug builds.
+fn window(at: usize, n: usize) -> &'static [u8] {
+    static DATA: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let d = DATA.get_or_init(|| (0..PERIOD + CHUNK).map(pattern).collect());
+    &d[at % PERIOD..at % PERIOD + n]
+}
+
+/// Echoes of small UDP datagrams between the inner addresses, a ping of sorts;
+/// waits first (up to 3 s) for the path to come up.
+fn ping(lab: &Lab, count: usize) {
+    let server = lab.in_ns(&lab.b, move || UdpSocket::bind((INNER_B, 7)));
+    let client = lab.in_ns(&lab.a, move || UdpSocket::bind((INNER_A, 0)));
+    let echo = std::thread::spawn(move || {
+        server
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 2048];
+        let mut idle = 0;
+        while idle < 10 {
+            match server.recv_from(&mut buf) {
+                Ok((n, from)) => {
+                    idle = 0;
+                    let _ = server.send_to(&buf[..n], from);
+                }
+                Err(_) => idle += 1,
+            }
+        }
+    });
+    client
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        client.send_to(b"hello", (INNER_B, 7)).unwrap();
+        if client.recv(&mut buf).is_ok() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no echo through the tunnel within 3 s"
+        );
+    }
+    for i in 0..count {
+        let msg: Vec<u8> = (0..1000).map(|j| pattern(i + j)).collect();
+        client.send_to(&msg, (INNER_B, 7)).unwrap();
+        // Late answers to the warm-up's hellos may come first.
+        let n = loop {
+            let n = client.recv(&mut buf).expect("echo reply");
+            if &buf[..n] != b"hello" {
+                break n;
+            }
+        };
+        assert_eq!(&buf[..n], &msg[..], "echo {i}");
+    }
+    echo.join().unwrap();
+}
+
+/// Sends `bytes` over TCP from namespace `from` to `to_addr` in namespace `to`
+/// and checks every byte on arrival; returns Mbit/s.
+fn tcp_transfer(lab: &Lab, from: &str, to: &str, to_addr: Ipv4Addr, bytes: usize) -> f64 {
+    let listener = lab.in_ns(to, move || TcpListener::bind((to_addr, 5001)));
+    let receiver = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut at = 0usize;
+        loop {
+            let n = s.read(&mut buf).expect("reading the transfer");
+            if n == 0 {
+                break;
+            }
+            assert!(
+                buf[..n] == *window(at, n),
+                "bytes {at}.. of the transfer differ"
+            );
+            at += n;
+        }
+        at
+    });
+    let mut s = lab.in_ns(from, move || {
+        TcpStream::connect_timeout(&SocketAddr::from((to_addr, 5001)), Duration::from_secs(3))
+    });
+    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    let t0 = Instant::now();
+    let mut sent = 0;
+    while sent < bytes {
+        let n = (bytes - sent).min(CHUNK);
+        s.write_all(window(sent, n)).expect("sending the transfer");
+        sent += n;
+    }
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let got = receiver.join().expect("receiver");
+    let secs = t0.elapsed().as_secs_f64();
+    assert_eq!(got, bytes, "bytes received");
+    bytes as f64 * 8.0 / secs / 1e6
+}
+
+/// Sends one UDP GSO train (20 datagrams of 1000 bytes in one send) from A to B;
+/// with USO on the TUN it reaches the driver whole and is cut there.
+fn udp_gso_train(lab: &Lab) {
+    let rx = lab.in_ns(&lab.b, move || UdpSocket::bind((INNER_B, 9)));
+    let tx = lab.in_ns(&lab.a, move || {
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+        s.bind(&SockAddr::from(SocketAddr::from((INNER_A, 0))))?;
+        Ok(s)
+    });
+    let seg: libc::c_int = 1000;
+    // SAFETY: one int for UDP_SEGMENT.
+    let ok = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&tx),
+            libc::SOL_UDP,
+            libc::UDP_SEGMENT,
+            &seg as *const libc::c_int as *const libc::c_void,
+            4,
+        )
+    } == 0;
+    assert!(ok, "UDP_SEGMENT");
+    let train: Vec<u8> = (0..20_000).map(pattern).collect();
+    tx.send_to(&train, &SockAddr::from(SocketAddr::from((INNER_B, 9))))
+        .expect("sending a GSO train");
+    rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 2048];
+    for i in 0..20 {
+        let n = rx.recv(&mut buf).expect("a datagram of the train");
+        assert_eq!(&buf[..n], &train[i * 1000..(i + 1) * 1000], "datagram {i}");
+    }
+}
+
+/// Sends garbage at A's tunnel socket from B's outer address: the codec drops it
+/// (Malformed, Truncated) and the driver carries on.
+fn send_garbage(lab: &Lab, udp: bool, count: usize) {
+    let s = lab.in_ns(&lab.b, move || {
+        let (ty, proto) = if udp {
+            (Type::DGRAM, Protocol::UDP)
+        } else {
+            (Type::RAW, Protocol::from(4))
+        };
+        let s = Socket::new(Domain::IPV6, ty, Some(proto))?;
+        s.bind(&SockAddr::from(SocketAddr::new(
+            OUTER_B.parse().unwrap(),
+            0,
+        )))?;
+        Ok(s)
+    });
+    let to = SockAddr::from(SocketAddr::new(
+        OUTER_A.parse().unwrap(),
+        if udp { UDP_PORT } else { 0 },
+    ));
+    for i in 0..count {
+        let junk: Vec<u8> = if i % 2 == 0 {
+            vec![0x77; 300]
+        } else {
+            vec![0x45; 7]
+        };
+        s.send_to(&junk, &to).expect("sending garbage");
+    }
+}
+
+fn check_stats(what: &str, a: &StatsSnapshot, b: &StatsSnapshot, bytes: usize, offloads: bool) {
+    eprintln!("{what}: A {}", serde_json::to_string(a).unwrap());
+    eprintln!("{what}: B {}", serde_json::to_string(b).unwrap());
+    for (s, side) in [(a, "A"), (b, "B")] {
+        // Both ways carried a transfer of `bytes`, plus headers and acks.
+        assert!(
+            s.tun_rx.bytes >= bytes as u64,
+            "{what} {side} tun_rx {:?}",
+            s.tun_rx
+        );
+        assert!(
+            s.net_tx.bytes >= bytes as u64,
+            "{what} {side} net_tx {:?}",
+            s.net_tx
+        );
+        assert!(
+            s.net_rx.bytes >= bytes as u64,
+            "{what} {side} net_rx {:?}",
+            s.net_rx
+        );
+        assert!(
+            s.tun_tx.bytes >= bytes as u64,
+            "{what} {side} tun_tx {:?}",
+            s.tun_tx
+        );
+        assert_eq!(s.errors.tun_write, 0, "{what} {side} {:?}", s.errors);
+        assert_eq!(s.errors.offload, 0, "{what} {side} {:?}", s.errors);
+        assert_eq!(s.errors.codec_panic, 0, "{what} {side} {:?}", s.errors);
+        assert_eq!(s.drops.len(), DropReason::ALL.len());
+        assert!(s.cpu_seconds > 0.0, "{what} {side} cpu");
+        assert_eq!(s.offloads.tso, offloads);
+        if offloads {
+            assert!(
+                s.segmented.super_packets > 0,
+                "{what} {side} nothing segmented"
+            );
+            assert!(
+                s.coalesced.super_packets > 0,
+                "{what} {side} nothing coalesced"
+            );
+        } else {
+            assert_eq!(s.segmented.super_packets, 0);
+            assert_eq!(s.coalesced.super_packets, 0);
+        }
+    }
+    // Whatever A's driver sent, B's received, and the other way round (a veth
+    // loses nothing), but for the garbage A got.
+    assert_eq!(a.net_tx.packets, b.net_rx.packets, "{what} A->B datagrams");
+}
+
+fn run(tag: &str, udp: bool, offloads: bool, tun_mtu: u32, queues: usize) {
+    let lab = Lab::new(tag, tun_mtu);
+    let prefix = lab.prefix.clone();
+    {
+        let (da, db) = lab.drivers(offloads, udp, queues);
+        ping(&lab, 20);
+        let bytes = 8 << 20;
+        let up = tcp_transfer(&lab, &lab.a, &lab.b, INNER_B, bytes);
+        let down = tcp_transfer(&lab, &lab.b, &lab.a, INNER_A, bytes);
+        eprintln!("{tag}: TCP A->B {up:.0} Mbit/s, B->A {down:.0} Mbit/s");
+        udp_gso_train(&lab);
+        let garbage = 40;
+        send_garbage(&lab, udp, garbage);
+        // Traffic keeps flowing after the garbage.
+        ping(&lab, 5);
+        let a = da.stop();
+        let b = db.stop();
+        check_stats(tag, &a, &b, bytes, offloads);
+        assert_eq!(
+            a.drops_of(DropReason::Malformed),
+            garbage as u64 / 2,
+            "{tag}"
+        );
+        assert_eq!(
+            a.drops_of(DropReason::Truncated),
+            garbage as u64 / 2,
+            "{tag}"
+        );
+        assert_eq!(
+            a.net_rx.packets,
+            b.net_tx.packets + garbage as u64,
+            "{tag} B->A datagrams"
+        );
+        if offloads && a.offloads.uso {
+            assert!(a.segmented.packets >= 20);
+        }
+        if udp {
+            assert!(a.udp_gro && b.udp_gro, "{tag} GRO");
+            if tun_mtu <= 1400 {
+                assert!(a.udp_gso && b.udp_gso, "{tag} GSO");
+            }
+        }
+    }
+    drop(lab);
+    assert_eq!(
+        namespaces(&prefix),
+        Vec::<String>::new(),
+        "namespaces left behind"
+    );
+}
+
+#[test]
+fn raw_ipv6_with_offloads() {
+    // TUN MTU 1500 on a 1500-byte link: every full-size packet is fragmented
+    // after encapsulation and reassembled before the codec sees it (RFC 2473).
+    run("rawon", false, true, 1500, 1);
+}
+
+#[test]
+fn raw_ipv6_without_offloads() {
+    run("rawoff", false, false, 1460, 1);
+}
+
+#[test]
+fn udp_with_offloads_two_queues() {
+    run("udpon", true, true, 1400, 2);
+}
+
+#[test]
+fn udp_without_offloads() {
+    run("udpoff", true, false, 1400, 1);
+}
+
+#[test]
+fn tun_device_lifecycle() {
+    let lab = Lab::new("tun", 1500);
+    let prefix = lab.prefix.clone();
+    lab.in_ns(&lab.a, || {
+        // Creating it again is harmless.
+        netns::tun::create_persistent(TUN)?;
+        let t = Tun::attach(TUN, 3, true).map_err(std::io::Error::other)?;
+        assert_eq!(t.queue_count(), 3);
+        assert!(t.offloads().tso && t.offloads().csum);
+        drop(t);
+        let t = Tun::attach(TUN, 1, false).map_err(std::io::Error::other)?;
+        assert_eq!(t.offloads(), Default::default());
+        drop(t);
+        match Tun::attach("tbnone0", 1, true) {
+            Err(e @ TunError::Missing(_)) => assert!(e.to_string().contains("tbnone0")),
+            other => panic!("attach to a missing device: {other:?}"),
+        }
+        // A veth is no TUN: the error names it.
+        match Tun::attach("va", 1, true) {
+            Err(e) => assert!(e.to_string().contains("va"), "{e}"),
+            Ok(_) => panic!("attached to a veth"),
+        }
+        assert!(netns::tun::delete_persistent(TUN)?);
+        assert!(!netns::tun::exists(TUN));
+        assert!(!netns::tun::delete_persistent(TUN)?);
+        Ok(())
+    });
+    drop(lab);
+    assert_eq!(namespaces(&prefix), Vec::<String>::new());
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    let t = Transport::Udp {
+        bind: "[::1]:0".parse().unwrap(),
+    };
+    for (batch, queues) in [(0, 1), (129, 1), (64, 0)] {
+        let mut c = DriverConfig::new(TUN, t);
+        c.batch = batch;
+        c.queues = queues;
+        match Driver::start(
+            c,
+            Plain {
+                peer: "[::1]:1".parse().unwrap(),
+            },
+        ) {
+            Err(DriverError::Config(_)) => {}
+            Err(e) => panic!("batch {batch} queues {queues}: {e}"),
+            Ok(_) => panic!("batch {batch} queues {queues} accepted"),
+        }
+    }
+    let mut c = DriverConfig::new("tbnone0", t);
+    c.namespace = Some("tbdrv-no-such-namespace".into());
+    let e = Driver::start(
+        c,
+        Plain {
+            peer: "[::1]:1".parse().unwrap(),
+        },
+    )
+    .err()
+    .expect("no namespace");
+    assert!(e.to_string().contains("tbdrv-no-such-namespace"), "{e}");
+}
+
+/// iperf3 between namespaces: the receiver's Mbit/s of a `secs`-second TCP test
+/// from `client` to `server_addr` served in `server` (`reverse`: -R).
+fn iperf3(server: &str, client: &str, server_addr: &str, secs: u32, reverse: bool) -> f64 {
+    let mut srv = Command::new("ip")
+        .args(["netns", "exec", server, "iperf3", "-s", "-1", "-p", "5301"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    std::thread::sleep(Duration::from_millis(300));
+    let secs = secs.to_string();
+    let mut args = vec![
+        "netns",
+        "exec",
+        client,
+        "iperf3",
+        "-c",
+        server_addr,
+        "-p",
+        "5301",
+        "-t",
+        &secs,
+        "-J",
+    ];
+    if reverse {
+        args.push("-R");
+    }
+    let out = Command::new("ip").args(&args).output().expect("iperf3 -c");
+    let _ = srv.wait();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+        / 1e6
+}
+
+/// Not a test: TCP throughput through the toy tunnel vs the plain veth, with
+/// iperf3. Run it on purpose, in a release build:
+///   cargo test --release --test driver -- --ignored measure --nocapture
+/// Environment: TB_SECS (5), TB_TUN_MTU (1460), TB_UDP (raw IP when unset),
+/// TB_OFFLOADS (1), TB_QUEUES (1), TB_BATCH (64), TB_SKIP_VETH (measure the veth
+/// too when unset).
+#[test]
+#[ignore]
+fn measure() {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let secs: u32 = env("TB_SECS", "5").parse().unwrap();
+    let mtu: u32 = env("TB_TUN_MTU", "1460").parse().unwrap();
+    let udp = std::env::var("TB_UDP").is_ok();
+    let offloads = env("TB_OFFLOADS", "1") == "1";
+    let queues: usize = env("TB_QUEUES", "1").parse().unwrap();
+    let batch: usize = env("TB_BATCH", "64").parse().unwrap();
+    let lab = Lab::new("bench", mtu);
+    ip(&["-n", &lab.a, "addr", "add", "198.18.254.1/24", "dev", "va"]);
+    ip(&["-n", &lab.b, "addr", "add", "198.18.254.2/24", "dev", "vb"]);
+    let skip_veth = std::env::var("TB_SKIP_VETH").is_ok();
+    let veth = |reverse| {
+        if skip_veth {
+            f64::NAN
+        } else {
+            iperf3(&lab.b, &lab.a, "198.18.254.2", secs, reverse)
+        }
+    };
+    let veth_up = veth(false);
+    let veth_down = veth(true);
+    let (da, db) = {
+        let start = |ns: &str, local: &str, peer: &str| {
+            let local = local.parse().unwrap();
+            let peer = peer.parse().unwrap();
+            let (transport, peer) = if udp {
+                (
+                    Transport::Udp {
+                        bind: SocketAddr::new(local, UDP_PORT),
+                    },
+                    SocketAddr::new(peer, UDP_PORT),
+                )
+            } else {
+                (
+                    Transport::RawIp { local, protocol: 4 },
+                    SocketAddr::new(peer, 0),
+                )
+            };
+            let mut c = DriverConfig::new(TUN, transport);
+            c.offloads = offloads;
+            c.queues = queues;
+            c.batch = batch;
+            c.namespace = Some(ns.to_string());
+            Driver::start(c, Plain { peer }).expect("starting the driver")
+        };
+        (
+            start(&lab.a, OUTER_A, OUTER_B),
+            start(&lab.b, OUTER_B, OUTER_A),
+        )
+    };
+    ping(&lab, 3);
+    let (a0, b0) = (da.stats(), db.stats());
+    let t0 = Instant::now();
+    let tun_up = iperf3(&lab.b, &lab.a, "198.18.253.2", secs, false);
+    let (a1, b1) = (da.stats(), db.stats());
+    let t1 = Instant::now();
+    let tun_down = iperf3(&lab.b, &lab.a, "198.18.253.2", secs, true);
+    let (a2, b2) = (da.stats(), db.stats());
+    let t2 = Instant::now();
+    println!(
+        "transport {}, offloads {}, TUN MTU {mtu}, queues {queues}, batch {batch}",
+        if udp { "UDP" } else { "raw IPv6 (protocol 4)" },
+        if offloads { "on" } else { "off" }
+    );
+    println!(
+        "plain veth (IPv4, MTU 1500): A->B {veth_up:.0} Mbit/s, B->A (-R) {veth_down:.0} Mbit/s"
+    );
+    println!(
+        "toy tunnel:                  A->B {tun_up:.0} Mbit/s ({:.2}x), B->A (-R) {tun_down:.0} Mbit/s ({:.2}x)",
+        tun_up / veth_up,
+        tun_down / veth_down
+    );
+    // CPU of both drivers, in percent of one core and in seconds per GB carried
+    // (the second depends less on what else runs on the machine).
+    let cpu = |x0: &StatsSnapshot,
+               x1: &StatsSnapshot,
+               y0: &StatsSnapshot,
+               y1: &StatsSnapshot,
+               t: Duration,
+               bytes: u64| {
+        let s = x1.cpu_seconds - x0.cpu_seconds + y1.cpu_seconds - y0.cpu_seconds;
+        (s / t.as_secs_f64() * 100.0, s / (bytes as f64 / 1e9))
+    };
+    let (up_pct, up_gb) = cpu(
+        &a0,
+        &a1,
+        &b0,
+        &b1,
+        t1 - t0,
+        a1.net_tx.bytes - a0.net_tx.bytes,
+    );
+    let (down_pct, down_gb) = cpu(
+        &a1,
+        &a2,
+        &b1,
+        &b2,
+        t2 - t1,
+        a2.net_rx.bytes - a1.net_rx.bytes,
+    );
+    println!(
+        "both drivers' CPU: {up_pct:.0} % ({up_gb:.2} s/GB) during A->B, {down_pct:.0} % ({down_gb:.2} s/GB) during B->A"
+    );
+    for (name, x) in [("A", &a2), ("B", &b2)] {
+        println!(
+            "{name}: {:.1} packets per TUN batch, {:.1} per socket batch, {:.1} per coalesced write, {:.1} per TUN read, {} waits",
+            x.tun_rx.packets as f64 / x.batches.tun_to_net.max(1) as f64,
+            x.net_rx.packets as f64 / x.batches.net_to_tun.max(1) as f64,
+            x.coalesced.packets as f64 / x.coalesced.super_packets.max(1) as f64,
+            x.segmented.packets as f64 / x.segmented.super_packets.max(1) as f64,
+            x.batches.waits
+        );
+    }
+}
