@@ -58,8 +58,36 @@ fn dot(t: &Topology) -> String {
             l.mtu
         );
     }
+    // Softwires: a dashed edge from each B4 to its AFTR, over the IPv6 underlay.
+    for (tunnel, b4, aftr, dp) in softwires(t) {
+        s += &format!(
+            "  \"{b4}\" -- \"{aftr}\" [style=dashed, label=\"dslite {tunnel} ({dp})\"];\n"
+        );
+    }
     s += "}\n";
     s
+}
+
+/// (tunnel, B4 node, AFTR node, datapaths) for every softwire.
+fn softwires(t: &Topology) -> Vec<(String, String, String, String)> {
+    let mut v = Vec::new();
+    for tun in &t.tunnels {
+        let crate::topology::tunnel::TunnelKind::Dslite(d) = &tun.kind;
+        for b in &d.b4s {
+            let dp = if b.datapath == d.aftr.datapath {
+                b.datapath.as_str().to_string()
+            } else {
+                format!("{}/{}", b.datapath.as_str(), d.aftr.datapath.as_str())
+            };
+            v.push((
+                tun.name.clone(),
+                t.nodes[b.node].name.clone(),
+                t.nodes[d.aftr.node].name.clone(),
+                dp,
+            ));
+        }
+    }
+    v
 }
 
 fn mermaid(t: &Topology) -> String {
@@ -89,6 +117,9 @@ fn mermaid(t: &Topology) -> String {
             side(&l.b),
             id(&t.nodes[l.b.node].name)
         );
+    }
+    for (tunnel, b4, aftr, dp) in softwires(t) {
+        s += &format!("  {} -.-|\"dslite {tunnel} ({dp})\"| {}\n", id(&b4), id(&aftr));
     }
     s
 }

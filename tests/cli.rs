@@ -13,7 +13,12 @@ fn graph_dot_shows_nodes_links_interfaces_and_addresses() {
     assert!(s.contains("\"nvr500\" [shape=ellipse"), "{s}");
     assert!(s.contains("\"sw\" [shape=box3d"), "{s}");
     assert!(s.contains("\"pc\" -- \"nvr500\" [taillabel=\"eth0\\n198.18.11.2/24\\n2001:2:0:11::2/64\", headlabel=\"lan1\\n198.18.11.250/24"), "{s}");
-    assert_eq!(s.matches(" -- ").count(), 6);
+    // Nine links and the softwire from the OpenWrt B4 to the AFTR.
+    assert_eq!(s.matches(" -- ").count(), 10);
+    assert!(
+        s.contains("\"openwrt\" -- \"aftr\" [style=dashed, label=\"dslite transix (kernel)\"]"),
+        "{s}"
+    );
 }
 
 #[test]
