@@ -297,6 +297,18 @@ fn wait_for_server(ns: &str, addr: SocketAddr) -> Result<()> {
     .map_err(|_| anyhow!("probe thread panicked"))?
 }
 
+/// The receiver's loss, except that a run in which datagrams were sent and none
+/// arrived is 100 % lost (the receiver, seeing no sequence numbers, counts no
+/// gaps): a path that swallows every datagram, like one whose MTU they exceed,
+/// must fail the search, not pass it.
+fn udp_loss(d: &crate::engine::report::DirectionSum) -> f64 {
+    if d.received_bytes == 0 && d.sent_bps > 0.0 {
+        100.0
+    } else {
+        d.lost_percent
+    }
+}
+
 fn to_run(r: &TestReport, offered: Option<f64>) -> Run {
     let d = r.forward();
     let udp = r.protocol == Protocol::Udp;
@@ -306,7 +318,7 @@ fn to_run(r: &TestReport, offered: Option<f64>) -> Run {
         seconds: d.seconds,
         retransmits: if udp { None } else { d.retransmits },
         offered_bps: offered,
-        lost_percent: udp.then_some(d.lost_percent),
+        lost_percent: udp.then_some(udp_loss(&d)),
         jitter_ms: udp.then_some(d.jitter_ms),
         out_of_order: udp.then_some(d.out_of_order),
         cpu_client: r.cpu_local.total,
@@ -440,7 +452,7 @@ pub fn measure(
                         } else {
                             rate
                         };
-                        search.record(offered, d.received_bps, d.lost_percent, d.out_of_order);
+                        search.record(offered, d.received_bps, udp_loss(&d), d.out_of_order);
                     }
                     let Some(rate) = search.result() else {
                         return Ok(CellResult {

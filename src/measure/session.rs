@@ -139,6 +139,10 @@ async fn measure_once(
         let specs: Vec<MeasureSpec> = t
             .measurements
             .iter()
+            .filter(|m| match (&m.scenarios, scenario) {
+                (Some(only), Some(s)) => only.iter().any(|o| o == s),
+                _ => true,
+            })
             .map(|m| MeasureSpec {
                 scenario: scenario.map(String::from),
                 ..spec_of(m, o)

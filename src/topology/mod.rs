@@ -141,6 +141,16 @@ pub fn load(path: &Path) -> Result<Topology, LoadError> {
 
 /// Parse, resolve and validate topology text; `path` only names it in errors.
 pub fn parse_str(text: &str, path: &Path) -> Result<Topology, InvalidTopology> {
+    parse_with(text, path, None)
+}
+
+/// `parse_str` for a scenario's merged text: `scenario_names` are the names the
+/// original file declares (the merged text has no `[scenarios]` of its own).
+pub(crate) fn parse_with(
+    text: &str,
+    path: &Path,
+    scenario_names: Option<&[String]>,
+) -> Result<Topology, InvalidTopology> {
     let raw: raw::RawTopology = match toml::from_str(text) {
         Ok(r) => r,
         Err(e) => {
@@ -166,6 +176,26 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Topology, InvalidTopology> {
     let (topo, mut problems) = resolve::resolve(&raw);
     if problems.is_empty() {
         problems = validate::validate(&topo);
+    }
+    // `[[measure]] scenarios = [...]` names scenarios the file declares.
+    let declared: Vec<String> = match (scenario_names, &raw.scenarios) {
+        (Some(names), _) => names.to_vec(),
+        (None, Some(toml::Value::Table(t))) => t.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    for m in &topo.measurements {
+        for (i, name) in m.scenarios.iter().flatten().enumerate() {
+            if !declared.contains(name) {
+                problems.push(Problem::new(
+                    &m.at.key("scenarios").index(i),
+                    if declared.is_empty() {
+                        format!("scenario \"{name}\" is not declared; the file has no [scenarios.NAME]")
+                    } else {
+                        format!("scenario \"{name}\" is not declared; declared: {}", declared.join(", "))
+                    },
+                ));
+            }
+        }
     }
     if problems.is_empty() {
         // Each scenario must be a valid topology too.

@@ -82,6 +82,8 @@ pub struct Measurement {
     pub trial_duration: f64,
     pub udp_loss: f64,
     pub udp_len: u32,
+    /// Only in these scenarios; None: in every one.
+    pub scenarios: Option<Vec<String>>,
     #[serde(skip)]
     pub at: KeyPath,
 }

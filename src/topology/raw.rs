@@ -240,4 +240,7 @@ pub struct RawMeasure {
     /// UDP datagram size in bytes.
     #[serde(default)]
     pub udp_len: Option<i64>,
+    /// Only in these scenarios (default: every one).
+    #[serde(default)]
+    pub scenarios: Option<Vec<String>>,
 }

@@ -378,6 +378,7 @@ fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Mea
         trial_duration,
         udp_loss,
         udp_len: udp_len as u32,
+        scenarios: m.scenarios.clone(),
         at: at.clone(),
     })
 }

@@ -3,7 +3,7 @@
 //! `[scenarios.userspace.tunnels.transix] datapath = "userspace"` changes one
 //! setting and keeps the rest. `tunbench run` measures every scenario.
 
-use super::{Diagnostic, InvalidTopology, KeyPath, Seg, Topology, locate, parse_str};
+use super::{Diagnostic, InvalidTopology, KeyPath, Seg, Topology, locate, parse_with};
 use std::path::Path;
 
 #[derive(Debug, Clone)]
@@ -46,6 +46,7 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
     };
     let mut out = Vec::new();
     let mut diags = Vec::new();
+    let names: Vec<String> = scenarios.keys().cloned().collect();
     for (name, v) in scenarios {
         let sat = root.key(&name);
         let toml::Value::Table(mut overrides) = v else {
@@ -80,8 +81,9 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
         }
         let mut merged = doc.clone();
         merge(&mut merged, &overrides);
+        keep_measurements_of(&mut merged, &name);
         let merged_text = toml::to_string(&merged).unwrap_or_default();
-        match parse_str(&merged_text, path) {
+        match parse_with(&merged_text, path, Some(&names)) {
             Ok(topology) => out.push(Scenario {
                 name,
                 description,
@@ -109,6 +111,24 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
         Ok(out)
     } else {
         Err(InvalidTopology(diags))
+    }
+}
+
+/// A scenario's lab measures the `[[measure]]` entries meant for it (no
+/// `scenarios` key, or one that names it); the key itself goes, since the merged
+/// file is one concrete lab with no scenarios of its own.
+fn keep_measurements_of(doc: &mut toml::Table, scenario: &str) {
+    let Some(toml::Value::Array(ms)) = doc.get_mut("measure") else {
+        return;
+    };
+    ms.retain(|m| match m.get("scenarios") {
+        Some(toml::Value::Array(names)) => names.iter().any(|n| n.as_str() == Some(scenario)),
+        _ => true,
+    });
+    for m in ms.iter_mut() {
+        if let toml::Value::Table(t) = m {
+            t.remove("scenarios");
+        }
     }
 }
 
@@ -199,6 +219,19 @@ b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
         let d = &e.0[0];
         assert!(d.message.starts_with("in scenario bad: "), "{}", d.message);
         assert_eq!(d.line, 12, "{d}");
+    }
+
+    #[test]
+    fn a_measurement_for_one_scenario_runs_only_there() {
+        let text = format!(
+            "{BASE}\n[[measure]]\nfrom = \"a\"\nto = \"b\"\nscenarios = [\"one\"]\n\n[scenarios.one]\n[scenarios.two]\n"
+        );
+        let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
+        let count = |n: &str| s.iter().find(|x| x.name == n).unwrap().topology.measurements.len();
+        assert_eq!((count("one"), count("two")), (1, 0));
+        // The merged file is a lab of its own and parses without the scenarios.
+        let one = s.iter().find(|x| x.name == "one").unwrap();
+        crate::topology::parse_str(&one.text, Path::new("x.toml")).unwrap();
     }
 
     #[test]

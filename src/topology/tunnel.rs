@@ -77,11 +77,33 @@ pub struct RawB4 {
 }
 
 /// `b4 = { ... }` or `[[tunnels.X.b4]]`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub enum RawB4s {
     One(RawB4),
     Many(Vec<RawB4>),
+}
+
+// By hand rather than `untagged`: a typo inside a B4 then gets serde's own
+// message ("unknown field `prefix`") instead of "did not match any variant".
+impl<'de> Deserialize<'de> for RawB4s {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawB4s;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a B4 table { node = ..., address = ... } or an array of them")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, m: M) -> Result<RawB4s, M::Error> {
+                RawB4::deserialize(de::value::MapAccessDeserializer::new(m)).map(RawB4s::One)
+            }
+            fn visit_seq<S: SeqAccess<'de>>(self, s: S) -> Result<RawB4s, S::Error> {
+                Vec::<RawB4>::deserialize(de::value::SeqAccessDeserializer::new(s))
+                    .map(RawB4s::Many)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl RawB4s {

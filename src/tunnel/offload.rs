@@ -1635,9 +1635,14 @@ mod partial_checksum_tests {
 
     #[test]
     fn icmp_and_fragments_are_left_alone() {
-        let mut icmp = vec![0x45, 0, 0, 28, 0, 0, 0, 0, 64, 1, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0];
+        let mut icmp = vec![
+            0x45, 0, 0, 28, 0, 0, 0, 0, 64, 1, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0,
+        ];
         assert!(partial_checksum_for_tun(&mut icmp).is_none());
-        let mut frag = vec![0x45, 0, 0, 28, 0, 0, 0x20, 0, 64, 17, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0, 1, 0, 2, 0, 8, 1, 1];
+        let mut frag = vec![
+            0x45, 0, 0, 28, 0, 0, 0x20, 0, 64, 17, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0, 1, 0, 2, 0, 8,
+            1, 1,
+        ];
         assert!(partial_checksum_for_tun(&mut frag).is_none());
         assert!(partial_checksum_for_tun(&mut []).is_none());
     }
