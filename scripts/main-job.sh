@@ -2,8 +2,10 @@
 # The main job: the seed's study as one command. Builds the seed's home network
 # (topologies/nvr500-home.toml) as a lab, measures the raw path from the client PC
 # on LAN1 to the server on LAN2 through the router -- IPv4 and IPv6, TCP and UDP,
-# upload and download, UDP at the highest rate within 10 % loss -- prints the
-# report and takes the lab down. Short runs, so it finishes in a few minutes; the
+# upload and download, UDP at the highest rate within 10 % loss -- and, from the
+# PC to a server on the internet, native IPv6 against IPv4 over the DS-Lite
+# softwire, once with the kernel softwire and once with tunbench's userspace one
+# (two scenarios, each its own lab), prints the report and takes the labs down. Short runs, so it finishes in a few minutes; the
 # results are saved under results/ (JSON and an SVG chart).
 set -euo pipefail
 cd "$(dirname "$0")/.."

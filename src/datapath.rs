@@ -96,10 +96,18 @@ fn spawn(
         None => crate::measure::runner::tunbench_exe()?,
     };
     let mut cmd = Command::new(exe);
-    cmd.args(["datapath", "--lab", &naming.lab, "--tunnel", tunnel, "--node", node])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
+    cmd.args([
+        "datapath",
+        "--lab",
+        &naming.lab,
+        "--tunnel",
+        tunnel,
+        "--node",
+        node,
+    ])
+    .stdin(Stdio::null())
+    .stdout(log.try_clone()?)
+    .stderr(log);
     let fd = nsfile.as_raw_fd();
     // SAFETY: setns and setsid are async-signal-safe; the fd stays open until
     // after spawn. A session of its own: the datapath outlives `up` and ignores
@@ -195,7 +203,11 @@ pub fn describe(d: &serde_json::Value) -> String {
         n("tun_rx", "bytes"),
         n("net_rx", "packets"),
         n("net_rx", "bytes"),
-        if drops.is_empty() { "none".to_string() } else { drops.join(", ") },
+        if drops.is_empty() {
+            "none".to_string()
+        } else {
+            drops.join(", ")
+        },
         d["cpu_seconds"].as_f64().unwrap_or(0.0),
         d["uptime_seconds"].as_f64().unwrap_or(0.0),
     )

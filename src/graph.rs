@@ -119,7 +119,11 @@ fn mermaid(t: &Topology) -> String {
         );
     }
     for (tunnel, b4, aftr, dp) in softwires(t) {
-        s += &format!("  {} -.-|\"dslite {tunnel} ({dp})\"| {}\n", id(&b4), id(&aftr));
+        s += &format!(
+            "  {} -.-|\"dslite {tunnel} ({dp})\"| {}\n",
+            id(&b4),
+            id(&aftr)
+        );
     }
     s
 }

@@ -28,7 +28,7 @@ struct Plain {
 }
 
 impl Codec for Plain {
-    fn from_tun(&mut self, p: &mut Vec<u8>, _now: Instant) -> Verdict {
+    fn handle_tun(&mut self, p: &mut Vec<u8>, _now: Instant) -> Verdict {
         if p.len() < 20 || p[0] >> 4 != 4 {
             // IPv6 the kernel sends on its own (router solicitations, MLD).
             return Verdict::Drop(DropReason::WrongProtocol);
@@ -36,7 +36,7 @@ impl Codec for Plain {
         Verdict::ToNetwork(self.peer)
     }
 
-    fn from_network(&mut self, peer: SocketAddr, p: &mut Vec<u8>, _now: Instant) -> Verdict {
+    fn handle_network(&mut self, peer: SocketAddr, p: &mut Vec<u8>, _now: Instant) -> Verdict {
         if peer.ip() != self.peer.ip() {
             return Verdict::Drop(DropReason::UnknownPeer);
         }

@@ -76,12 +76,14 @@ fn echo_peer_server(lab: &str, n: usize) -> std::thread::JoinHandle<Vec<SocketAd
             let (mut c, peer) = l.accept().expect("accept");
             let mut buf = [0u8; 64];
             let k = c.read(&mut buf).unwrap_or(0);
-            let _ = c.write_all(format!("{} {peer}", String::from_utf8_lossy(&buf[..k])).as_bytes());
+            let _ =
+                c.write_all(format!("{} {peer}", String::from_utf8_lossy(&buf[..k])).as_bytes());
             seen.push(peer);
         }
         seen
     });
-    rx.recv_timeout(Duration::from_secs(5)).expect("server ready");
+    rx.recv_timeout(Duration::from_secs(5))
+        .expect("server ready");
     h
 }
 
@@ -123,7 +125,11 @@ fn nat44_keeps_two_b4s_apart(aftr: &str, b4: &str, tag: &str) {
     assert!(b.starts_with("h2 "), "h2 got {b:?}");
     assert_eq!(seen.len(), 2);
     for s in &seen {
-        assert_eq!(s.ip(), std::net::IpAddr::V4(POOL), "not NATed to the pool: {s}");
+        assert_eq!(
+            s.ip(),
+            std::net::IpAddr::V4(POOL),
+            "not NATed to the pool: {s}"
+        );
     }
     assert_ne!(
         seen[0].port(),
@@ -161,9 +167,32 @@ fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
     let file = two_b4(dir.path(), "kernel", "kernel", "kernel");
     let _g = up_ok(&file, &lab);
     let cap = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-core"), "tshark", "-n", "-i", "a1", "-c", "1"])
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-core"),
+            "tshark",
+            "-n",
+            "-i",
+            "a1",
+            "-c",
+            "1",
+        ])
         .args(["-a", "duration:8", "-f", "ip6 proto 4", "-T", "fields"])
-        .args(["-e", "ipv6.src", "-e", "ipv6.dst", "-e", "ipv6.nxt", "-e", "ip.src", "-e", "ip.dst", "-e", "udp.dstport"])
+        .args([
+            "-e",
+            "ipv6.src",
+            "-e",
+            "ipv6.dst",
+            "-e",
+            "ipv6.nxt",
+            "-e",
+            "ip.src",
+            "-e",
+            "ip.dst",
+            "-e",
+            "udp.dstport",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -189,7 +218,14 @@ fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
     let f: Vec<&str> = line.trim().split('\t').collect();
     assert_eq!(
         f,
-        ["2001:2:0:a1::2", "2001:2:0:a0::2", "4", "198.18.40.2", "198.18.30.10", "9"],
+        [
+            "2001:2:0:a1::2",
+            "2001:2:0:a0::2",
+            "4",
+            "198.18.40.2",
+            "198.18.30.10",
+            "9"
+        ],
         "tshark said: {line:?} {}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -216,7 +252,13 @@ fn kernel_b4_clamps_the_mss_to_the_softwire() {
             let mut len: libc::socklen_t = 4;
             // SAFETY: a valid socket and a c_int-sized buffer.
             unsafe {
-                libc::getsockopt(c.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_MAXSEG, &mut v as *mut _ as *mut libc::c_void, &mut len)
+                libc::getsockopt(
+                    c.as_raw_fd(),
+                    libc::IPPROTO_TCP,
+                    libc::TCP_MAXSEG,
+                    &mut v as *mut _ as *mut libc::c_void,
+                    &mut len,
+                )
             };
             v
         };
@@ -225,12 +267,21 @@ fn kernel_b4_clamps_the_mss_to_the_softwire() {
     });
     rx.recv().unwrap();
     in_ns(&format!("{lab}-h1"), || {
-        std::net::TcpStream::connect_timeout(&"198.18.30.10:7001".parse().unwrap(), Duration::from_secs(3))
-            .expect("connect through the softwire");
+        std::net::TcpStream::connect_timeout(
+            &"198.18.30.10:7001".parse().unwrap(),
+            Duration::from_secs(3),
+        )
+        .expect("connect through the softwire");
     });
     let mss = server.join().unwrap();
-    assert!(mss <= 1420, "server-side MSS {mss} above the softwire's 1420");
-    assert!(mss >= 1380, "server-side MSS {mss} clamped further than asked");
+    assert!(
+        mss <= 1420,
+        "server-side MSS {mss} above the softwire's 1420"
+    );
+    assert!(
+        mss >= 1380,
+        "server-side MSS {mss} clamped further than asked"
+    );
 }
 
 /// tshark says "Capture started" on stderr once its capture is live.
@@ -266,13 +317,27 @@ fn userspace_b4_answers_df_packets_too_big_and_pmtu_converges() {
         s.connect("198.18.30.10:9").unwrap();
         let fd = s.as_raw_fd();
         let set = |opt: libc::c_int, v: libc::c_int| unsafe {
-            libc::setsockopt(fd, libc::IPPROTO_IP, opt, &v as *const _ as *const libc::c_void, 4)
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_IP,
+                opt,
+                &v as *const _ as *const libc::c_void,
+                4,
+            )
         };
         assert_eq!(set(libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO), 0);
         let mtu = || {
             let mut v: libc::c_int = 0;
             let mut len: libc::socklen_t = 4;
-            unsafe { libc::getsockopt(fd, libc::IPPROTO_IP, IP_MTU, &mut v as *mut _ as *mut libc::c_void, &mut len) };
+            unsafe {
+                libc::getsockopt(
+                    fd,
+                    libc::IPPROTO_IP,
+                    IP_MTU,
+                    &mut v as *mut _ as *mut libc::c_void,
+                    &mut len,
+                )
+            };
             v
         };
         let before = mtu();
@@ -293,7 +358,10 @@ fn userspace_b4_answers_df_packets_too_big_and_pmtu_converges() {
         (before, mtu(), refused, fits)
     });
     assert_eq!(mtu.0, 1500, "path MTU before: {mtu:?}");
-    assert_eq!(mtu.1, 1460, "path MTU after ICMP fragmentation needed: {mtu:?}");
+    assert_eq!(
+        mtu.1, 1460,
+        "path MTU after ICMP fragmentation needed: {mtu:?}"
+    );
     assert!(mtu.2 && mtu.3, "{mtu:?}");
 }
 
@@ -314,13 +382,34 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         tx.send(()).unwrap();
         let mut buf = [0u8; 4000];
-        s.recv(&mut buf).map(|n| n).unwrap_or(0)
+        s.recv(&mut buf).unwrap_or(0)
     });
     rx.recv().unwrap();
     // Raw frames, no reassembly: every fragment on its own line.
     let mut cap = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-core"), "tshark", "-n", "-i", "a1", "-c", "2"])
-        .args(["-o", "ipv6.defragment:FALSE", "-a", "duration:8", "-f", "ip6 proto 44", "-T", "fields", "-e", "ipv6.fraghdr.offset"])
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-core"),
+            "tshark",
+            "-n",
+            "-i",
+            "a1",
+            "-c",
+            "2",
+        ])
+        .args([
+            "-o",
+            "ipv6.defragment:FALSE",
+            "-a",
+            "duration:8",
+            "-f",
+            "ip6 proto 44",
+            "-T",
+            "fields",
+            "-e",
+            "ipv6.fraghdr.offset",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -330,7 +419,15 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
         use std::os::fd::AsRawFd;
         let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
         let v: libc::c_int = libc::IP_PMTUDISC_DONT;
-        unsafe { libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, &v as *const _ as *const libc::c_void, 4) };
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_MTU_DISCOVER,
+                &v as *const _ as *const libc::c_void,
+                4,
+            )
+        };
         s.send_to(&[7u8; 1472], "198.18.30.10:7002").unwrap();
     });
     let got = server.join().unwrap();
@@ -338,7 +435,11 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
     let _ = Path::new("");
     let frags = String::from_utf8_lossy(&out.stdout);
     assert_eq!(got, 1472, "the datagram did not arrive whole");
-    assert_eq!(frags.lines().count(), 2, "expected two IPv6 fragments on the underlay: {frags:?}");
+    assert_eq!(
+        frags.lines().count(),
+        2,
+        "expected two IPv6 fragments on the underlay: {frags:?}"
+    );
 }
 
 /// Garbage at the userspace decapsulator is dropped and counted, and traffic
@@ -353,18 +454,32 @@ fn userspace_decapsulator_drops_and_counts_bad_packets() {
     // From the AFTR's own address (the only peer the B4 accepts) and from a
     // stranger: truncated IPv4, a lying total length, not IPv4 at all.
     in_ns(&format!("{lab}-aftr"), || {
-        let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::RAW, Some(socket2::Protocol::from(4))).unwrap();
-        s.bind(&"[2001:2:0:a0::2]:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+        let s = socket2::Socket::new(
+            socket2::Domain::IPV6,
+            socket2::Type::RAW,
+            Some(socket2::Protocol::from(4)),
+        )
+        .unwrap();
+        s.bind(&"[2001:2:0:a0::2]:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
         let to: socket2::SockAddr = "[2001:2:0:a1::2]:0".parse::<SocketAddr>().unwrap().into();
-        let mut lying = vec![0x45u8, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 17, 0, 0, 198, 18, 30, 10, 198, 18, 40, 2];
+        let mut lying = vec![
+            0x45u8, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 17, 0, 0, 198, 18, 30, 10, 198, 18, 40, 2,
+        ];
         lying.extend_from_slice(&[0; 8]);
         for p in [&[0x45u8, 0, 0][..], &lying[..], &[0x60u8; 40][..]] {
             s.send_to(p, &to).unwrap();
         }
     });
     std::thread::sleep(Duration::from_millis(1500));
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats file")).unwrap();
-    let drops: u64 = j["drops"].as_object().expect("drops in stats").values().filter_map(|v| v.as_u64()).sum();
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats file")).unwrap();
+    let drops: u64 = j["drops"]
+        .as_object()
+        .expect("drops in stats")
+        .values()
+        .filter_map(|v| v.as_u64())
+        .sum();
     assert!(drops >= 3, "drops not counted: {j}");
     // Still forwarding.
     let server = echo_peer_server(&lab, 1);
@@ -379,10 +494,9 @@ fn down_stops_userspace_datapaths_and_leaves_nothing() {
     let lab = lab_name("ddn");
     let file = two_b4(dir.path(), "userspace", "userspace", "userspace");
     let g = up_ok(&file, &lab);
-    let st: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(state_dir(&lab).join("state.json")).unwrap(),
-    )
-    .unwrap();
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir(&lab).join("state.json")).unwrap())
+            .unwrap();
     let pids: Vec<i64> = st["processes"]
         .as_array()
         .unwrap()
@@ -394,7 +508,10 @@ fn down_stops_userspace_datapaths_and_leaves_nothing() {
     for p in pids {
         // Gone, or a zombie waiting for whoever adopted it to reap it.
         let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        assert!(stat.is_empty() || stat.contains(") Z "), "datapath {p} still running: {stat}");
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "datapath {p} still running: {stat}"
+        );
     }
     assert_gone(&lab);
 }

@@ -87,8 +87,8 @@ pub async fn run_topology(
             file.display()
         );
     }
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let scenarios = crate::topology::scenario::scenarios_str(&text, file)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if scenarios.is_empty() {

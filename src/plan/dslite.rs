@@ -15,9 +15,7 @@
 //! kernel routes the softwire's IPv4 into it.
 
 use crate::topology::Topology;
-use crate::topology::tunnel::{
-    AFTR_SOFTWIRE_V4, B4_SOFTWIRE_V4, Datapath, Dslite, Role, Tunnel,
-};
+use crate::topology::tunnel::{AFTR_SOFTWIRE_V4, B4_SOFTWIRE_V4, Datapath, Dslite, Role, Tunnel};
 use ipnetwork::IpNetwork;
 use netns::Op;
 use std::fmt::Write;
@@ -52,9 +50,7 @@ pub fn sysctls(t: &Topology, node: usize) -> Vec<(String, String)> {
                 }
                 // The kernel reassembles IPv6 fragments before the raw socket sees
                 // them; bound how long an incomplete one is kept (RFC 2473 7.2).
-                Datapath::Userspace => {
-                    out.push(("net.ipv6.ip6frag_time".into(), "5".into()))
-                }
+                Datapath::Userspace => out.push(("net.ipv6.ip6frag_time".into(), "5".into())),
             }
         }
     }

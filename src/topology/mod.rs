@@ -189,9 +189,14 @@ pub(crate) fn parse_with(
                 problems.push(Problem::new(
                     &m.at.key("scenarios").index(i),
                     if declared.is_empty() {
-                        format!("scenario \"{name}\" is not declared; the file has no [scenarios.NAME]")
+                        format!(
+                            "scenario \"{name}\" is not declared; the file has no [scenarios.NAME]"
+                        )
                     } else {
-                        format!("scenario \"{name}\" is not declared; declared: {}", declared.join(", "))
+                        format!(
+                            "scenario \"{name}\" is not declared; declared: {}",
+                            declared.join(", ")
+                        )
                     },
                 ));
             }

@@ -27,9 +27,7 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
     let mut p = Vec::new();
     let root = KeyPath::root();
 
-    for (section, v) in [
-        ("impairments", &raw.impairments),
-    ] {
+    for (section, v) in [("impairments", &raw.impairments)] {
         if v.is_some() {
             p.push(Problem::new(&root.key(section), format!("[{section}] is not supported yet by this version of tunbench; remove the section")));
         }

@@ -151,9 +151,22 @@ impl<'t> Router<'t> {
             .aftr
             .pool
             .first()
-            .map(|p| IpAddr::V4(if p.prefix() == 32 { p.ip() } else { p.nth(1).unwrap_or(p.ip()) }))
+            .map(|p| {
+                IpAddr::V4(if p.prefix() == 32 {
+                    p.ip()
+                } else {
+                    p.nth(1).unwrap_or(p.ip())
+                })
+            })
             .ok_or_else(|| format!("softwire {tunnel} has an empty pool"))?;
-        Ok((there, Nat { b4: node, aftr: there, pool }))
+        Ok((
+            there,
+            Nat {
+                b4: node,
+                aftr: there,
+                pool,
+            },
+        ))
     }
 
     /// Plain delivery without softwires (their own underlay).

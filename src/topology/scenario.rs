@@ -61,7 +61,12 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
         };
         if !super::valid_name(&name) {
             let (l, c) = loc.find(&sat);
-            diags.push(at(l, c, sat.to_string(), format!("scenario name \"{name}\" must be 1-32 letters, digits, '-' or '_'")));
+            diags.push(at(
+                l,
+                c,
+                sat.to_string(),
+                format!("scenario name \"{name}\" must be 1-32 letters, digits, '-' or '_'"),
+            ));
             continue;
         }
         let description = match overrides.remove("description") {
@@ -227,7 +232,14 @@ b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
             "{BASE}\n[[measure]]\nfrom = \"a\"\nto = \"b\"\nscenarios = [\"one\"]\n\n[scenarios.one]\n[scenarios.two]\n"
         );
         let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
-        let count = |n: &str| s.iter().find(|x| x.name == n).unwrap().topology.measurements.len();
+        let count = |n: &str| {
+            s.iter()
+                .find(|x| x.name == n)
+                .unwrap()
+                .topology
+                .measurements
+                .len()
+        };
         assert_eq!((count("one"), count("two")), (1, 0));
         // The merged file is a lab of its own and parses without the scenarios.
         let one = s.iter().find(|x| x.name == "one").unwrap();

@@ -238,8 +238,12 @@ pub fn resolve(
         match rt {
             RawTunnel::Dslite(d) => {
                 let before = p.len();
-                let default_dp =
-                    datapath(d.datapath.as_deref(), Datapath::Kernel, &at.key("datapath"), p);
+                let default_dp = datapath(
+                    d.datapath.as_deref(),
+                    Datapath::Kernel,
+                    &at.key("datapath"),
+                    p,
+                );
                 let mtu = match d.mtu {
                     None => DSLITE_DEFAULT_MTU,
                     Some(m) if (576..=9000).contains(&m) => m as u32,
@@ -277,11 +281,19 @@ pub fn resolve(
                         pool.push(n);
                     }
                 }
-                let adp = datapath(d.aftr.datapath.as_deref(), default_dp, &aat.key("datapath"), p);
+                let adp = datapath(
+                    d.aftr.datapath.as_deref(),
+                    default_dp,
+                    &aat.key("datapath"),
+                    p,
+                );
                 let mut b4s = Vec::new();
                 let list = d.b4.list();
                 if list.is_empty() {
-                    p.push(Problem::new(&at.key("b4"), "a softwire needs at least one B4"));
+                    p.push(Problem::new(
+                        &at.key("b4"),
+                        "a softwire needs at least one B4",
+                    ));
                 }
                 for (i, b) in list.iter().enumerate() {
                     let bat = match &d.b4 {
@@ -379,7 +391,9 @@ fn ipv6(s: &str, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Ipv6Addr> {
         Err(_) => {
             p.push(Problem::new(
                 at,
-                format!("\"{s}\" is not an IPv6 address (no prefix length: the endpoint address itself)"),
+                format!(
+                    "\"{s}\" is not an IPv6 address (no prefix length: the endpoint address itself)"
+                ),
             ));
             None
         }
@@ -391,19 +405,28 @@ fn ipv4_prefix(s: &str, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Ipv4Networ
     let parsed = if s.contains('/') {
         s.parse::<IpNetwork>().ok()
     } else {
-        s.parse::<IpAddr>().ok().and_then(|a| IpNetwork::new(a, if a.is_ipv4() { 32 } else { 128 }).ok())
+        s.parse::<IpAddr>()
+            .ok()
+            .and_then(|a| IpNetwork::new(a, if a.is_ipv4() { 32 } else { 128 }).ok())
     };
     match parsed {
         Some(IpNetwork::V4(n)) if n.network() == n.ip() => Some(n),
         Some(IpNetwork::V4(n)) => {
             p.push(Problem::new(
                 at,
-                format!("{s} has host bits set; did you mean {}/{}?", n.network(), n.prefix()),
+                format!(
+                    "{s} has host bits set; did you mean {}/{}?",
+                    n.network(),
+                    n.prefix()
+                ),
             ));
             None
         }
         Some(IpNetwork::V6(_)) => {
-            p.push(Problem::new(at, format!("{s} is IPv6; an IPv4 prefix is needed here")));
+            p.push(Problem::new(
+                at,
+                format!("{s} is IPv6; an IPv4 prefix is needed here"),
+            ));
             None
         }
         None => {
@@ -439,7 +462,10 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
             if n.kind == NodeKind::Switch {
                 p.push(Problem::new(
                     &at.key("node"),
-                    format!("\"{}\" is a switch; a softwire {role} is a router or host", n.name),
+                    format!(
+                        "\"{}\" is a switch; a softwire {role} is a router or host",
+                        n.name
+                    ),
                 ));
                 continue;
             }

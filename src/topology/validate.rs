@@ -194,7 +194,10 @@ fn addresses(t: &Topology, p: &mut Vec<Problem>) {
         .iter()
         .flat_map(|tun| {
             let super::tunnel::TunnelKind::Dslite(d) = &tun.kind;
-            d.b4s.iter().flat_map(|b| b.prefixes.clone()).collect::<Vec<_>>()
+            d.b4s
+                .iter()
+                .flat_map(|b| b.prefixes.clone())
+                .collect::<Vec<_>>()
         })
         .collect();
     let mut check = |a: &IpNetwork, owner: String, at: &KeyPath, p: &mut Vec<Problem>| {

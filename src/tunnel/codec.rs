@@ -81,10 +81,10 @@ pub enum Verdict {
 /// or replace its contents, then says where it goes.
 pub trait Codec: Send {
     /// One IP packet read from the TUN device.
-    fn from_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict;
+    fn handle_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict;
 
     /// One datagram (raw IP payload or UDP payload) received from `peer`.
-    fn from_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, now: Instant) -> Verdict;
+    fn handle_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, now: Instant) -> Verdict;
 
     /// Packets the codec wants to send on its own (ICMP errors it generated,
     /// handshakes, queued data). The driver calls this after every batch and on

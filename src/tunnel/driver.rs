@@ -1302,7 +1302,7 @@ impl TunToNet {
             let slot = &mut *slot;
             let r = catch_unwind(AssertUnwindSafe(|| {
                 for p in pkts[..n].iter_mut() {
-                    verdicts.push(slot.codec.from_tun(p, now));
+                    verdicts.push(slot.codec.handle_tun(p, now));
                 }
                 sh.tick_if_due(slot, now);
                 extras.collect(&mut slot.codec, now, local);
@@ -1631,7 +1631,7 @@ impl NetToTun {
             let r = catch_unwind(AssertUnwindSafe(|| {
                 for (p, &peer) in pkts[..n].iter_mut().zip(peers.iter()) {
                     // No peer: a receive error, counted already.
-                    verdicts.push(peer.map(|peer| slot.codec.from_network(peer, p, now)));
+                    verdicts.push(peer.map(|peer| slot.codec.handle_network(peer, p, now)));
                 }
                 sh.tick_if_due(slot, now);
                 extras.collect(&mut slot.codec, now, local);

@@ -324,7 +324,7 @@ impl B4 {
 
 impl Codec for B4 {
     /// An IPv6 packet on the TUN is `WrongProtocol`: DS-Lite carries IPv4 only.
-    fn from_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict {
+    fn handle_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict {
         if let Err(r) = check_ipv4(packet, DropReason::WrongProtocol) {
             return Verdict::Drop(r);
         }
@@ -340,7 +340,7 @@ impl Codec for B4 {
     }
 
     /// `packet` is the inner IPv4 packet: the kernel stripped the outer header.
-    fn from_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, _now: Instant) -> Verdict {
+    fn handle_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, _now: Instant) -> Verdict {
         if peer.ip() != self.aftr.ip() {
             return Verdict::Drop(DropReason::UnknownPeer);
         }
@@ -893,7 +893,7 @@ impl Aftr {
 impl Codec for Aftr {
     /// From the internet, to a pool address: NAT back and into the B4's
     /// softwire. An IPv6 packet is `WrongProtocol`.
-    fn from_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict {
+    fn handle_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict {
         if let Err(r) = check_ipv4(packet, DropReason::WrongProtocol) {
             return Verdict::Drop(r);
         }
@@ -956,7 +956,7 @@ impl Codec for Aftr {
     }
 
     /// From a B4: check the inner source, then NAT out to the TUN.
-    fn from_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, now: Instant) -> Verdict {
+    fn handle_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, now: Instant) -> Verdict {
         let softwire = match peer.ip() {
             IpAddr::V6(b4) => self.softwire_by_b4.get(&b4).copied(),
             IpAddr::V4(_) => None,
@@ -1178,9 +1178,9 @@ pub mod fuzz {
             let b4 = &mut b4s[(flags >> 3) as usize & 1];
             let v = if flags & FLAG_FROM_NETWORK != 0 {
                 let peer = if flags & 0x04 != 0 { STRANGER } else { AFTR6 };
-                b4.from_network(SocketAddr::new(IpAddr::V6(peer), 0), &mut pkt, now)
+                b4.handle_network(SocketAddr::new(IpAddr::V6(peer), 0), &mut pkt, now)
             } else {
-                b4.from_tun(&mut pkt, now)
+                b4.handle_tun(&mut pkt, now)
             };
             check_forwarded(v, &pkt, before);
             while let Some((v, icmp)) = b4.poll(now) {
@@ -1296,9 +1296,9 @@ pub mod fuzz {
                 now += Duration::from_secs(bytes.first().copied().unwrap_or(0) as u64);
                 aftr.tick(now);
             }
-            let from_network = flags & FLAG_FROM_NETWORK != 0;
+            let handle_network = flags & FLAG_FROM_NETWORK != 0;
             let mut pkt = bytes.to_vec();
-            match ((flags >> 4) & 3, from_network) {
+            match ((flags >> 4) & 3, handle_network) {
                 (0, _) => {}
                 (1, false) => aim_at(&mut pkt, &last),
                 (2, false) => pkt = error_about(&pkt, &last),
@@ -1309,19 +1309,19 @@ pub mod fuzz {
                 fix_checksums(&mut pkt);
             }
             let before = upper_ok(&pkt);
-            let v = if from_network {
+            let v = if handle_network {
                 let peer = match (flags >> 2) & 3 {
                     0 => IpAddr::V6(B4_A),
                     1 => IpAddr::V6(B4_B),
                     2 => IpAddr::V6(STRANGER),
                     _ => IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
                 };
-                aftr.from_network(SocketAddr::new(peer, 0), &mut pkt, now)
+                aftr.handle_network(SocketAddr::new(peer, 0), &mut pkt, now)
             } else {
-                aftr.from_tun(&mut pkt, now)
+                aftr.handle_tun(&mut pkt, now)
             };
             check_forwarded(v, &pkt, before);
-            if from_network && v == Verdict::ToTun {
+            if handle_network && v == Verdict::ToTun {
                 last.clone_from(&pkt);
             }
             assert!(aftr.mappings() <= max);
@@ -1503,12 +1503,12 @@ mod tests {
         let mut b4 = b4();
         let now = Instant::now();
         let mut p = LAN_UDP.to_vec();
-        assert_eq!(b4.from_tun(&mut p, now), Verdict::ToNetwork(peer(AFTR6)));
+        assert_eq!(b4.handle_tun(&mut p, now), Verdict::ToNetwork(peer(AFTR6)));
         assert_eq!(p, LAN_UDP, "the B4 does not rewrite");
         // Trailing bytes beyond the total length are cut on the way in.
         let mut p = LAN_UDP.to_vec();
         p.extend_from_slice(&[0xee; 6]);
-        assert_eq!(b4.from_network(peer(AFTR6), &mut p, now), Verdict::ToTun);
+        assert_eq!(b4.handle_network(peer(AFTR6), &mut p, now), Verdict::ToTun);
         assert_eq!(p, LAN_UDP);
         assert_eq!(b4.poll(now), None);
     }
@@ -1517,7 +1517,7 @@ mod tests {
     fn b4_drops() {
         let mut b4 = b4();
         let now = Instant::now();
-        let net = |b4: &mut B4, p: &[u8]| b4.from_network(peer(AFTR6), &mut p.to_vec(), now);
+        let net = |b4: &mut B4, p: &[u8]| b4.handle_network(peer(AFTR6), &mut p.to_vec(), now);
         assert_eq!(net(&mut b4, &[]), Verdict::Drop(DropReason::Truncated));
         assert_eq!(
             net(&mut b4, &LAN_UDP[..1]),
@@ -1542,21 +1542,21 @@ mod tests {
         v6[0] = 0x60;
         assert_eq!(net(&mut b4, &v6), Verdict::Drop(DropReason::Malformed));
         assert_eq!(
-            b4.from_network(peer(B4_B), &mut LAN_UDP.to_vec(), now),
+            b4.handle_network(peer(B4_B), &mut LAN_UDP.to_vec(), now),
             Verdict::Drop(DropReason::UnknownPeer)
         );
         let v4_peer = SocketAddr::new(IpAddr::V4(SERVER), 0);
         assert_eq!(
-            b4.from_network(v4_peer, &mut LAN_UDP.to_vec(), now),
+            b4.handle_network(v4_peer, &mut LAN_UDP.to_vec(), now),
             Verdict::Drop(DropReason::UnknownPeer)
         );
         // From the TUN: an IPv6 packet is not for a DS-Lite softwire.
         assert_eq!(
-            b4.from_tun(&mut v6.to_vec(), now),
+            b4.handle_tun(&mut v6.to_vec(), now),
             Verdict::Drop(DropReason::WrongProtocol)
         );
         assert_eq!(
-            b4.from_tun(&mut vec![0x45; 12], now),
+            b4.handle_tun(&mut vec![0x45; 12], now),
             Verdict::Drop(DropReason::Truncated)
         );
     }
@@ -1567,7 +1567,10 @@ mod tests {
         let now = Instant::now();
         for odd in [false, true] {
             let mut syn = tcp(LAN_HOST, 40000, SERVER, 443, l4::TCP_FLAG_SYN, 1460, odd);
-            assert_eq!(b4.from_tun(&mut syn, now), Verdict::ToNetwork(peer(AFTR6)));
+            assert_eq!(
+                b4.handle_tun(&mut syn, now),
+                Verdict::ToNetwork(peer(AFTR6))
+            );
             assert_eq!(mss_of(&syn), 1420);
             assert_checksums(&syn);
             // Incremental equals a full recomputation.
@@ -1578,7 +1581,7 @@ mod tests {
             let flags = l4::TCP_FLAG_SYN | l4::TCP_FLAG_ACK;
             let mut syn_ack = tcp(SERVER, 443, LAN_HOST, 40000, flags, 1460, odd);
             assert_eq!(
-                b4.from_network(peer(AFTR6), &mut syn_ack, now),
+                b4.handle_network(peer(AFTR6), &mut syn_ack, now),
                 Verdict::ToTun
             );
             assert_eq!(mss_of(&syn_ack), 1420);
@@ -1588,20 +1591,20 @@ mod tests {
         // Smaller MSS and non-SYN segments are left alone.
         let small = tcp(LAN_HOST, 40000, SERVER, 443, l4::TCP_FLAG_SYN, 1380, false);
         let mut p = small.clone();
-        b4.from_tun(&mut p, now);
+        b4.handle_tun(&mut p, now);
         assert_eq!(p, small);
         let ack = tcp(LAN_HOST, 40000, SERVER, 443, l4::TCP_FLAG_ACK, 1460, false);
         let mut p = ack.clone();
-        b4.from_tun(&mut p, now);
+        b4.handle_tun(&mut p, now);
         assert_eq!(p, ack);
         // Clamping off, or a fixed value.
         let mut off = B4Config::new(AFTR6);
         off.mss_clamp = MssClamp::Off;
         let mut p = tcp(LAN_HOST, 1, SERVER, 2, l4::TCP_FLAG_SYN, 1460, false);
-        B4::new(off.clone()).from_tun(&mut p, now);
+        B4::new(off.clone()).handle_tun(&mut p, now);
         assert_eq!(mss_of(&p), 1460);
         off.mss_clamp = MssClamp::Fixed(1200);
-        B4::new(off).from_tun(&mut p, now);
+        B4::new(off).handle_tun(&mut p, now);
         assert_eq!(mss_of(&p), 1200);
         assert_checksums(&p);
     }
@@ -1613,7 +1616,10 @@ mod tests {
         let big = udp(LAN_HOST, 5000, SERVER, 53, 1500 - 28);
         assert_eq!(big.len(), 1500);
         let mut p = big.clone();
-        assert_eq!(b4.from_tun(&mut p, now), Verdict::Drop(DropReason::TooBig));
+        assert_eq!(
+            b4.handle_tun(&mut p, now),
+            Verdict::Drop(DropReason::TooBig)
+        );
         let (v, icmp) = b4.poll(now).expect("an ICMP error");
         assert_eq!(v, Verdict::ToTun);
         assert_eq!(b4.poll(now), None);
@@ -1633,7 +1639,10 @@ mod tests {
 
         // Exactly the MTU passes.
         let mut fits = udp(LAN_HOST, 5000, SERVER, 53, 1460 - 28);
-        assert_eq!(b4.from_tun(&mut fits, now), Verdict::ToNetwork(peer(AFTR6)));
+        assert_eq!(
+            b4.handle_tun(&mut fits, now),
+            Verdict::ToNetwork(peer(AFTR6))
+        );
     }
 
     #[test]
@@ -1644,7 +1653,7 @@ mod tests {
         ipv4::Packet::new_unchecked(&mut p[..]).set_dont_frag(false);
         fix_checksums(&mut p);
         let before = p.clone();
-        assert_eq!(b4.from_tun(&mut p, now), Verdict::ToNetwork(peer(AFTR6)));
+        assert_eq!(b4.handle_tun(&mut p, now), Verdict::ToNetwork(peer(AFTR6)));
         assert_eq!(p, before, "the inner packet is never fragmented");
         assert_eq!(b4.poll(now), None);
     }
@@ -1657,12 +1666,15 @@ mod tests {
         let mut m = vec![0u8; 1500 - 20];
         m[0] = 3;
         let mut p = packet(LAN_HOST, SERVER, protocol::ICMP, &m, true);
-        assert_eq!(b4.from_tun(&mut p, now), Verdict::Drop(DropReason::TooBig));
+        assert_eq!(
+            b4.handle_tun(&mut p, now),
+            Verdict::Drop(DropReason::TooBig)
+        );
         assert_eq!(b4.poll(now), None);
         // A flood gets at most the burst.
         for _ in 0..200 {
             let mut p = udp(LAN_HOST, 5000, SERVER, 53, 1500 - 28);
-            b4.from_tun(&mut p, now);
+            b4.handle_tun(&mut p, now);
         }
         let mut n = 0;
         while b4.poll(now).is_some() {
@@ -1679,7 +1691,7 @@ mod tests {
         let mut aftr = aftr();
         let now = Instant::now();
         let mut p = LAN_UDP.to_vec();
-        assert_eq!(aftr.from_network(peer(B4_A), &mut p, now), Verdict::ToTun);
+        assert_eq!(aftr.handle_network(peer(B4_A), &mut p, now), Verdict::ToTun);
         assert_eq!(p, NATED_UDP);
         assert_eq!(aftr.mappings(), 1);
         assert_eq!(
@@ -1689,7 +1701,7 @@ mod tests {
 
         let mut reply = udp(SERVER, 53, POOL, 5000, 4);
         assert_eq!(
-            aftr.from_tun(&mut reply, now),
+            aftr.handle_tun(&mut reply, now),
             Verdict::ToNetwork(peer(B4_A))
         );
         assert_eq!(endpoints(&reply), (SERVER, 53, LAN_HOST, 5000));
@@ -1701,7 +1713,7 @@ mod tests {
         let mut aftr = aftr();
         let now = Instant::now();
         let mut net =
-            |from: Ipv6Addr, p: &[u8]| aftr.from_network(peer(from), &mut p.to_vec(), now);
+            |from: Ipv6Addr, p: &[u8]| aftr.handle_network(peer(from), &mut p.to_vec(), now);
         assert_eq!(
             net(B4_A, &LAN_UDP[..12]),
             Verdict::Drop(DropReason::Truncated)
@@ -1741,18 +1753,18 @@ mod tests {
         // From the internet: no mapping.
         let mut p = udp(SERVER, 53, POOL, 5000, 4);
         assert_eq!(
-            aftr.from_tun(&mut p, now),
+            aftr.handle_tun(&mut p, now),
             Verdict::Drop(DropReason::NoRoute)
         );
         let mut ping = echo(SERVER, POOL, icmp_echo::Kind::Request, 9);
         assert_eq!(
-            aftr.from_tun(&mut ping, now),
+            aftr.handle_tun(&mut ping, now),
             Verdict::Drop(DropReason::NoRoute)
         );
         let mut v6 = LAN_UDP.to_vec();
         v6[0] = 0x60;
         assert_eq!(
-            aftr.from_tun(&mut v6, now),
+            aftr.handle_tun(&mut v6, now),
             Verdict::Drop(DropReason::WrongProtocol)
         );
     }
@@ -1765,7 +1777,7 @@ mod tests {
         ipv4::Packet::new_unchecked(&mut p[..]).set_more_frags(true);
         fix_checksums(&mut p);
         let sum_before = read_u16(&p, 26);
-        assert_eq!(aftr.from_network(peer(B4_A), &mut p, now), Verdict::ToTun);
+        assert_eq!(aftr.handle_network(peer(B4_A), &mut p, now), Verdict::ToTun);
         assert_eq!(endpoints(&p).0, POOL);
         assert!(ipv4::Packet::new_checked(&p[..]).unwrap().verify_checksum());
         // The port is preserved, so only the address changed the UDP checksum.
@@ -1785,7 +1797,7 @@ mod tests {
             0x1234,
         );
         assert_eq!(
-            aftr.from_network(peer(B4_B), &mut p, now),
+            aftr.handle_network(peer(B4_B), &mut p, now),
             Verdict::ToNetwork(peer(B4_B))
         );
         assert_checksums(&p);
@@ -1816,7 +1828,7 @@ mod tests {
         ip.payload_mut()[6..8].copy_from_slice(&[0, 0]);
         fix_checksums(&mut zero);
         assert_eq!(
-            aftr.from_network(peer(B4_A), &mut zero, now),
+            aftr.handle_network(peer(B4_A), &mut zero, now),
             Verdict::ToNetwork(peer(B4_A))
         );
         assert_eq!(&zero[20..], &[0, 0, 0xff, 0xff, 0, 0, 0, 0]);
@@ -1824,7 +1836,7 @@ mod tests {
         // Anything else to 192.0.0.1 is not served.
         let mut u = udp(B4_SOFTWIRE_ADDR, 1, AFTR_SOFTWIRE_ADDR, 7, 0);
         assert_eq!(
-            aftr.from_network(peer(B4_B), &mut u, now),
+            aftr.handle_network(peer(B4_B), &mut u, now),
             Verdict::Drop(DropReason::Unsupported)
         );
     }
@@ -1836,7 +1848,7 @@ mod tests {
         let mut out = [Vec::new(), Vec::new()];
         for (i, b4) in [B4_A, B4_B].into_iter().enumerate() {
             let mut p = udp(B4_SOFTWIRE_ADDR, 5000, SERVER, 53, 4);
-            assert_eq!(aftr.from_network(peer(b4), &mut p, now), Verdict::ToTun);
+            assert_eq!(aftr.handle_network(peer(b4), &mut p, now), Verdict::ToTun);
             assert_checksums(&p);
             out[i] = p;
         }
@@ -1851,15 +1863,18 @@ mod tests {
         let mut shared = Aftr::new(c).unwrap();
         let mut pa = LAN_UDP.to_vec();
         let mut pb = LAN_UDP.to_vec();
-        shared.from_network(peer(B4_A), &mut pa, now);
-        shared.from_network(peer(B4_B), &mut pb, now);
+        shared.handle_network(peer(B4_A), &mut pa, now);
+        shared.handle_network(peer(B4_B), &mut pb, now);
         assert_ne!(endpoints(&pa).1, endpoints(&pb).1);
 
         // Replies go back to the right B4, to 192.0.0.2:5000 in both.
         for (i, b4) in [B4_A, B4_B].into_iter().enumerate() {
             let (addr, port, ..) = endpoints(&out[i]);
             let mut reply = udp(SERVER, 53, addr, port, 4);
-            assert_eq!(aftr.from_tun(&mut reply, now), Verdict::ToNetwork(peer(b4)));
+            assert_eq!(
+                aftr.handle_tun(&mut reply, now),
+                Verdict::ToNetwork(peer(b4))
+            );
             assert_eq!(endpoints(&reply), (SERVER, 53, B4_SOFTWIRE_ADDR, 5000));
             assert_checksums(&reply);
         }
@@ -1871,8 +1886,8 @@ mod tests {
         let now = Instant::now();
         let mut a = udp(LAN_HOST, 6000, SERVER, 53, 0);
         let mut b = udp(LAN_HOST, 6000, Ipv4Addr::new(192, 0, 2, 77), 123, 0);
-        aftr.from_network(peer(B4_A), &mut a, now);
-        aftr.from_network(peer(B4_A), &mut b, now);
+        aftr.handle_network(peer(B4_A), &mut a, now);
+        aftr.handle_network(peer(B4_A), &mut b, now);
         assert_eq!(endpoints(&a).0, endpoints(&b).0);
         assert_eq!(endpoints(&a).1, endpoints(&b).1);
         assert_eq!(aftr.mappings(), 1);
@@ -1880,12 +1895,12 @@ mod tests {
         // most open choice, which a benchmark wants).
         let mut from_other = udp(Ipv4Addr::new(192, 0, 2, 99), 9, POOL, 6000, 0);
         assert_eq!(
-            aftr.from_tun(&mut from_other, now),
+            aftr.handle_tun(&mut from_other, now),
             Verdict::ToNetwork(peer(B4_A))
         );
         // TCP port 6000 is a different mapping.
         let mut t = tcp(LAN_HOST, 6000, SERVER, 80, l4::TCP_FLAG_SYN, 1400, false);
-        aftr.from_network(peer(B4_A), &mut t, now);
+        aftr.handle_network(peer(B4_A), &mut t, now);
         assert_eq!(aftr.mappings(), 2);
         assert_eq!(endpoints(&t).1, 6000);
     }
@@ -1898,11 +1913,14 @@ mod tests {
 
         // LAN host -> B4 -> AFTR -> internet.
         let mut syn = tcp(LAN_HOST, 40000, SERVER, 443, l4::TCP_FLAG_SYN, 1460, false);
-        let Verdict::ToNetwork(to) = b4.from_tun(&mut syn, t0) else {
+        let Verdict::ToNetwork(to) = b4.handle_tun(&mut syn, t0) else {
             panic!("B4 did not send the SYN");
         };
         assert_eq!(to, peer(AFTR6));
-        assert_eq!(aftr.from_network(peer(B4_A), &mut syn, t0), Verdict::ToTun);
+        assert_eq!(
+            aftr.handle_network(peer(B4_A), &mut syn, t0),
+            Verdict::ToTun
+        );
         let (ext_addr, ext_port, dst, dport) = endpoints(&syn);
         assert_eq!((ext_addr, dst, dport), (POOL, SERVER, 443));
         assert_eq!(mss_of(&syn), 1420);
@@ -1912,12 +1930,12 @@ mod tests {
         let t1 = t0 + Duration::from_millis(30);
         let flags = l4::TCP_FLAG_SYN | l4::TCP_FLAG_ACK;
         let mut syn_ack = tcp(SERVER, 443, ext_addr, ext_port, flags, 1460, false);
-        let Verdict::ToNetwork(to) = aftr.from_tun(&mut syn_ack, t1) else {
+        let Verdict::ToNetwork(to) = aftr.handle_tun(&mut syn_ack, t1) else {
             panic!("AFTR did not send the SYN-ACK");
         };
         assert_eq!(to, peer(B4_A));
         assert_eq!(
-            b4.from_network(peer(AFTR6), &mut syn_ack, t1),
+            b4.handle_network(peer(AFTR6), &mut syn_ack, t1),
             Verdict::ToTun
         );
         assert_eq!(endpoints(&syn_ack), (SERVER, 443, LAN_HOST, 40000));
@@ -1926,13 +1944,25 @@ mod tests {
 
         // A ping goes out and its reply comes back by identifier.
         let mut ping = echo(LAN_HOST, SERVER, icmp_echo::Kind::Request, 77);
-        assert!(matches!(b4.from_tun(&mut ping, t1), Verdict::ToNetwork(_)));
-        assert_eq!(aftr.from_network(peer(B4_A), &mut ping, t1), Verdict::ToTun);
+        assert!(matches!(
+            b4.handle_tun(&mut ping, t1),
+            Verdict::ToNetwork(_)
+        ));
+        assert_eq!(
+            aftr.handle_network(peer(B4_A), &mut ping, t1),
+            Verdict::ToTun
+        );
         assert_checksums(&ping);
         let (src, id, ..) = endpoints(&ping);
         let mut pong = echo(SERVER, src, icmp_echo::Kind::Reply, id);
-        assert_eq!(aftr.from_tun(&mut pong, t1), Verdict::ToNetwork(peer(B4_A)));
-        assert_eq!(b4.from_network(peer(AFTR6), &mut pong, t1), Verdict::ToTun);
+        assert_eq!(
+            aftr.handle_tun(&mut pong, t1),
+            Verdict::ToNetwork(peer(B4_A))
+        );
+        assert_eq!(
+            b4.handle_network(peer(AFTR6), &mut pong, t1),
+            Verdict::ToTun
+        );
         assert_eq!(endpoints(&pong).2, LAN_HOST);
         assert_eq!(endpoints(&pong).3, 77);
         assert_checksums(&pong);
@@ -1943,11 +1973,11 @@ mod tests {
         let mut aftr = aftr();
         let now = Instant::now();
         let mut p = LAN_UDP.to_vec();
-        aftr.from_network(peer(B4_A), &mut p, now);
+        aftr.handle_network(peer(B4_A), &mut p, now);
         let big = udp(SERVER, 53, POOL, 5000, 1500 - 28);
         let mut p = big.clone();
         assert_eq!(
-            aftr.from_tun(&mut p, now),
+            aftr.handle_tun(&mut p, now),
             Verdict::Drop(DropReason::TooBig)
         );
         let (v, icmp) = aftr.poll(now).unwrap();
@@ -1969,7 +1999,7 @@ mod tests {
         ipv4::Packet::new_unchecked(&mut no_df[..]).set_dont_frag(false);
         fix_checksums(&mut no_df);
         assert_eq!(
-            aftr.from_tun(&mut no_df, now),
+            aftr.handle_tun(&mut no_df, now),
             Verdict::ToNetwork(peer(B4_A))
         );
         assert_eq!(aftr.poll(now), None);
@@ -1981,7 +2011,10 @@ mod tests {
         let now = Instant::now();
         let original = udp(Ipv4Addr::new(192, 168, 7, 7), 33434, SERVER, 33435, 12);
         let mut out = original.clone();
-        assert_eq!(aftr.from_network(peer(B4_A), &mut out, now), Verdict::ToTun);
+        assert_eq!(
+            aftr.handle_network(peer(B4_A), &mut out, now),
+            Verdict::ToTun
+        );
         let router = Ipv4Addr::new(192, 0, 2, 254);
         for (msg_type, code) in [(11, 0), (3, 3), (3, 4)] {
             let o = ipv4::Packet::new_checked(&out[..]).unwrap();
@@ -1994,7 +2027,10 @@ mod tests {
             let mut err = vec![0u8; icmpv4_error::MAX_PACKET_LEN];
             let n = icmpv4_error::emit_packet(&repr, &o, router, 1, &mut err);
             err.truncate(n);
-            assert_eq!(aftr.from_tun(&mut err, now), Verdict::ToNetwork(peer(B4_A)));
+            assert_eq!(
+                aftr.handle_tun(&mut err, now),
+                Verdict::ToNetwork(peer(B4_A))
+            );
             let ip = ipv4::Packet::new_checked(&err[..]).unwrap();
             assert!(ip.verify_checksum());
             assert_eq!(
@@ -2018,7 +2054,7 @@ mod tests {
         let n = icmpv4_error::emit_packet(&repr, &o, router, 1, &mut err);
         err.truncate(n);
         assert_eq!(
-            aftr.from_tun(&mut err, now),
+            aftr.handle_tun(&mut err, now),
             Verdict::Drop(DropReason::NoRoute)
         );
         // A broken ICMP checksum is not laundered by the translation.
@@ -2027,7 +2063,7 @@ mod tests {
         err.truncate(n);
         err[30] ^= 1;
         assert_eq!(
-            aftr.from_tun(&mut err, now),
+            aftr.handle_tun(&mut err, now),
             Verdict::Drop(DropReason::Malformed)
         );
     }
@@ -2042,7 +2078,10 @@ mod tests {
             echo(LAN_HOST, SERVER, icmp_echo::Kind::Request, 4242),
         ] {
             let mut out = original.clone();
-            assert_eq!(aftr.from_network(peer(B4_A), &mut out, now), Verdict::ToTun);
+            assert_eq!(
+                aftr.handle_network(peer(B4_A), &mut out, now),
+                Verdict::ToTun
+            );
             let o = ipv4::Packet::new_checked(&out[..]).unwrap();
             let mut err = vec![0u8; icmpv4_error::MAX_PACKET_LEN];
             let repr = icmpv4_error::Repr {
@@ -2053,7 +2092,10 @@ mod tests {
             };
             let n = icmpv4_error::emit_packet(&repr, &o, router, 1, &mut err);
             err.truncate(n);
-            assert_eq!(aftr.from_tun(&mut err, now), Verdict::ToNetwork(peer(B4_A)));
+            assert_eq!(
+                aftr.handle_tun(&mut err, now),
+                Verdict::ToNetwork(peer(B4_A))
+            );
             let ip = ipv4::Packet::new_checked(&err[..]).unwrap();
             let e = icmpv4_error::Packet::new_checked(ip.payload()).unwrap();
             assert!(ip.verify_checksum() && e.verify_checksum());
@@ -2069,16 +2111,16 @@ mod tests {
         let mut aftr = Aftr::new(c).unwrap();
         for port in [1, 2] {
             let mut p = udp(LAN_HOST, port, SERVER, 53, 0);
-            assert_eq!(aftr.from_network(peer(B4_A), &mut p, now), Verdict::ToTun);
+            assert_eq!(aftr.handle_network(peer(B4_A), &mut p, now), Verdict::ToTun);
         }
         let mut p = udp(LAN_HOST, 3, SERVER, 53, 0);
         assert_eq!(
-            aftr.from_network(peer(B4_A), &mut p, now),
+            aftr.handle_network(peer(B4_A), &mut p, now),
             Verdict::Drop(DropReason::NatExhausted)
         );
         // Existing mappings still pass.
         let mut p = udp(LAN_HOST, 1, SERVER, 53, 0);
-        assert_eq!(aftr.from_network(peer(B4_A), &mut p, now), Verdict::ToTun);
+        assert_eq!(aftr.handle_network(peer(B4_A), &mut p, now), Verdict::ToTun);
 
         // Out of ports: two ports for three flows.
         let mut c = aftr_config();
@@ -2087,7 +2129,7 @@ mod tests {
         let mut got = Vec::new();
         for port in [2000, 7, 8] {
             let mut p = udp(LAN_HOST, port, SERVER, 53, 0);
-            let v = aftr.from_network(peer(B4_A), &mut p, now);
+            let v = aftr.handle_network(peer(B4_A), &mut p, now);
             if v == Verdict::ToTun {
                 got.push(endpoints(&p).1);
             } else {
@@ -2103,8 +2145,9 @@ mod tests {
         c.timeouts.udp = Duration::from_secs(60);
         let mut aftr = Aftr::new(c).unwrap();
         let t0 = Instant::now();
-        let send =
-            |aftr: &mut Aftr, mut p: Vec<u8>, t: Instant| aftr.from_network(peer(B4_A), &mut p, t);
+        let send = |aftr: &mut Aftr, mut p: Vec<u8>, t: Instant| {
+            aftr.handle_network(peer(B4_A), &mut p, t)
+        };
         send(&mut aftr, udp(LAN_HOST, 5000, SERVER, 53, 0), t0);
         send(
             &mut aftr,
@@ -2134,13 +2177,13 @@ mod tests {
         assert_eq!(aftr.mappings(), 1, "UDP after 60 s idle");
         let mut reply = udp(SERVER, 53, POOL, 5000, 0);
         assert_eq!(
-            aftr.from_tun(&mut reply, t0 + Duration::from_secs(111)),
+            aftr.handle_tun(&mut reply, t0 + Duration::from_secs(111)),
             Verdict::Drop(DropReason::NoRoute)
         );
         // A reply after the timeout but before any tick finds nothing either.
         let mut reply = tcp(SERVER, 80, POOL, 5001, l4::TCP_FLAG_ACK, 1400, false);
         assert_eq!(
-            aftr.from_tun(&mut reply, t0 + Duration::from_secs(301)),
+            aftr.handle_tun(&mut reply, t0 + Duration::from_secs(301)),
             Verdict::Drop(DropReason::NoRoute)
         );
         assert_eq!(aftr.mappings(), 0);

@@ -1562,7 +1562,12 @@ mod tests {
 /// asking the kernel to complete it (NEEDS_CSUM). A packet a kernel sent with
 /// CHECKSUM_PARTIAL and decapsulated from a raw socket still holds that partial
 /// sum (veths pass partial checksums on), so the field cannot be trusted either
-/// way; this makes both cases right for the cost of summing 40 bytes. Anything
+/// way; this makes both cases right for the cost of summing 40 bytes. The price:
+/// the kernel no longer verifies such a packet's checksum, so corruption inside
+/// the tunnel goes unnoticed -- the trust the kernel's own decapsulation gives a
+/// CHECKSUM_PARTIAL packet from a veth, and the codec has already checked the
+/// IPv4 header checksum. (Telling partial from complete would need the NAT
+/// rewrite to carry that knowledge; it cannot be read off the field.) Anything
 /// else (ICMP, fragments, IPv6 extension headers, an IPv4 UDP checksum of 0)
 /// gets None: write it with a zero header.
 pub fn partial_checksum_for_tun(packet: &mut [u8]) -> Option<VirtioNetHdr> {
