@@ -10,8 +10,6 @@ use crate::topology::tunnel::{Datapath, Role, Tunnel};
 use anyhow::{Context, Result, bail};
 use netns::process::ProcessId;
 use netns::state::{LabState, OwnedProcess};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -108,19 +106,8 @@ fn spawn(
     .stdin(Stdio::null())
     .stdout(log.try_clone()?)
     .stderr(log);
-    let fd = nsfile.as_raw_fd();
-    // SAFETY: setns and setsid are async-signal-safe; the fd stays open until
-    // after spawn. A session of its own: the datapath outlives `up` and ignores
-    // the terminal's Ctrl-C (the lab's `down` stops it).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::setsid();
-            Ok(())
-        });
-    }
+    // A session of its own: the datapath outlives `up`.
+    crate::measure::runner::enter_before_exec(&mut cmd, &nsfile, true);
     let child = cmd
         .spawn()
         .with_context(|| format!("starting the {tunnel} datapath in {ns}"))?;

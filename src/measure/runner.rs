@@ -162,6 +162,27 @@ pub fn target_addresses(
 }
 
 /// A `tunbench server` in the target namespace, owned by the lab and stopped on drop.
+/// Make `cmd` enter the namespace `ns` (an open /run/netns file, kept open by
+/// the caller until after spawn) before it runs; with `own_session`, also start
+/// a session of its own, so it outlives its parent and ignores the terminal's
+/// Ctrl-C (the lab's `down` stops it).
+pub fn enter_before_exec(cmd: &mut Command, ns: &std::fs::File, own_session: bool) {
+    let fd = ns.as_raw_fd();
+    // SAFETY: setns and setsid are async-signal-safe, and fd stays open until
+    // after spawn.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if own_session {
+                libc::setsid();
+            }
+            Ok(())
+        });
+    }
+}
+
 /// The tunbench executable, for the processes a lab starts in its namespaces
 /// (measurement servers, datapaths). `TUNBENCH_EXE` overrides it: library callers
 /// such as the integration tests are not tunbench themselves.
@@ -211,17 +232,7 @@ impl ServerProcess {
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-        let fd = nsfile.as_raw_fd();
-        // SAFETY: setns is async-signal-safe; the fd stays open until after spawn.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setns(fd, libc::CLONE_NEWNET) == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
+        enter_before_exec(&mut cmd, &nsfile, false);
         let child = cmd
             .spawn()
             .with_context(|| format!("starting the measurement server in {ns}"))?;
