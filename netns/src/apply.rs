@@ -352,9 +352,9 @@ pub async fn apply(
                     table,
                     ..
                 } => Request::Route(seg6_encap_message(*to, *segment, index(dev)?, *table)),
-                Op::Seg6Local { sid, dev, table, .. } => {
-                    Request::Route(seg6local_message(*sid, index(dev)?, *table))
-                }
+                Op::Seg6Local {
+                    sid, dev, table, ..
+                } => Request::Route(seg6local_message(*sid, index(dev)?, *table)),
                 Op::Blackhole { to, .. } => {
                     let mut m = route_message(*to, None, None, None);
                     m.header.kind = netlink_packet_route::route::RouteType::BlackHole;
@@ -476,7 +476,8 @@ fn rule_message(
         m.attributes.push(RuleAttribute::Destination(to.ip()));
     }
     if let Some(p) = ipproto {
-        m.attributes.push(RuleAttribute::IpProtocol(IpProtocol::from(p as i32)));
+        m.attributes
+            .push(RuleAttribute::IpProtocol(IpProtocol::from(p as i32)));
     }
     if let Some(mark) = fwmark {
         m.attributes.push(RuleAttribute::FwMark(mark));
@@ -519,7 +520,8 @@ impl Request {
                 const RT_TABLE_LOCAL: u32 = 255;
                 let local = |pref: u32| {
                     let mut m = rule_message(true, pref, None, None, None, RT_TABLE_LOCAL);
-                    m.attributes.retain(|a| !matches!(a, RuleAttribute::Priority(0)));
+                    m.attributes
+                        .retain(|a| !matches!(a, RuleAttribute::Priority(0)));
                     m
                 };
                 let mut add = h.rule().add();

@@ -18,4 +18,3 @@ pub use lab::{LabError, Removed, clean, down, up};
 pub use ops::{Op, Phase, Plan};
 pub use socket::handle_in;
 pub use state::LabState;
-

@@ -257,7 +257,11 @@ impl fmt::Display for Op {
                 fwmark,
                 table,
             } => {
-                write!(f, "ip -n {ns} {} rule add pref {pref}", if *v6 { "-6" } else { "-4" })?;
+                write!(
+                    f,
+                    "ip -n {ns} {} rule add pref {pref}",
+                    if *v6 { "-6" } else { "-4" }
+                )?;
                 if let Some(t) = to {
                     write!(f, " to {t}")?;
                 }
