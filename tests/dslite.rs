@@ -539,3 +539,65 @@ fn dslite_topology_checks_clean_with_both_datapaths() {
         assert_gone(&lab);
     }
 }
+
+/// IPv6 fragments that never complete stay in the kernel's bounded reassembly
+/// (ip6frag_time 5 s in a userspace endpoint's namespace; the kernel's memory
+/// thresholds) and never reach the decapsulator; the softwire keeps working.
+#[test]
+fn incomplete_ipv6_fragments_never_reach_the_userspace_decapsulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("dif");
+    let file = two_b4(dir.path(), "kernel", "userspace", "kernel");
+    let _g = up_ok(&file, &lab);
+    let b4 = format!("{lab}-b4a");
+    let reasm = |ns: &str| -> u64 {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "cat", "/proc/net/snmp6"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("Ip6ReasmReqds"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let before = reasm(&b4);
+    // First fragments (offset 0, more fragments) of protocol-4 packets that
+    // never get their second halves, from the core router (the AFTR's conntrack
+    // would hold its own outgoing fragments back for reassembly).
+    in_ns(&format!("{lab}-core"), || {
+        let s = socket2::Socket::new(
+            socket2::Domain::IPV6,
+            socket2::Type::RAW,
+            Some(socket2::Protocol::from(44)),
+        )
+        .unwrap();
+        s.bind(&"[2001:2:0:a1::1]:0".parse::<SocketAddr>().unwrap().into())
+            .unwrap();
+        let to: socket2::SockAddr = "[2001:2:0:a1::2]:0".parse::<SocketAddr>().unwrap().into();
+        for id in 0..100u32 {
+            // Fragment header: next header 4, reserved, offset 0 + M flag, ident.
+            let mut p = vec![4u8, 0, 0, 1];
+            p.extend_from_slice(&(0x7000_0000 + id).to_be_bytes());
+            p.extend_from_slice(&[0x45; 64]);
+            s.send_to(&p, &to).unwrap();
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        reasm(&b4) >= before + 100,
+        "the kernel did not take the fragments into reassembly"
+    );
+    let stats: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state_dir(&lab).join("datapath-sw-b4a.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        stats["net_rx"]["packets"], 0,
+        "a fragment reached the decapsulator: {stats}"
+    );
+    let server = echo_peer_server(&lab, 1);
+    let a = client(&lab, "h1", 40002);
+    server.join().unwrap();
+    assert!(a.starts_with("h1 "), "{a}");
+}
