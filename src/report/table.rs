@@ -2,7 +2,7 @@
 //! markdown. Both read one [`Matrix`], so they always agree.
 
 use super::{baseline_index, mbit, one_line, ordered_cells, percent, udp_loss, udp_rate, utc};
-use crate::measure::model::{Proto, Results};
+use crate::measure::model::{Cell, Family, Proto, Results};
 use std::fmt::Write;
 
 /// The table before it is laid out: rows = cells; per path best, median,
@@ -64,6 +64,7 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
 
     let mut notes = Vec::new();
     let mut rows = Vec::new();
+    let mut across_family = false;
     for c in &cells {
         let mut row = vec![c.title()];
         for p in &r.paths {
@@ -109,13 +110,37 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
             );
             row.extend(figures);
         }
-        let of_base = r.paths.get(base).and_then(|p| p.cell(c));
+        // A baseline that measures only the other family (native IPv6 against
+        // IPv4 over a softwire, the seed's DS-Lite comparison) is compared with
+        // its cell of the same protocol, direction and streams, marked `*`.
+        let (of_base, across) = match r.paths.get(base) {
+            Some(p) => match p.cell(c) {
+                Some(b) => (Some(b), false),
+                None if !p.cells.iter().any(|x| x.cell.family == c.family) => {
+                    let other = Cell {
+                        family: match c.family {
+                            Family::Ipv4 => Family::Ipv6,
+                            Family::Ipv6 => Family::Ipv4,
+                        },
+                        ..*c
+                    };
+                    (p.cell(&other), true)
+                }
+                None => (None, false),
+            },
+            None => (None, false),
+        };
         for &i in &others {
             let ratio = match (r.paths[i].cell(c), of_base) {
                 (Some(a), Some(b))
                     if a.error.is_none() && b.error.is_none() && b.median_bps > 0.0 =>
                 {
-                    format!("{:.2}", a.median_bps / b.median_bps)
+                    across_family |= across;
+                    format!(
+                        "{:.2}{}",
+                        a.median_bps / b.median_bps,
+                        if across { "*" } else { "" }
+                    )
                 }
                 _ => "-".to_string(),
             };
@@ -147,6 +172,12 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     if !others.is_empty() {
         legend.push(format!(
             "Ratios: a path's median divided by {}'s.",
+            r.paths[base].label()
+        ));
+    }
+    if across_family {
+        legend.push(format!(
+            "*: {} measures only the other family; divided by its cell of the same protocol and direction (IPv4 over a softwire against native IPv6).",
             r.paths[base].label()
         ));
     }
@@ -597,6 +628,24 @@ mod tests {
         let text = render(&fixture::results(), Format::Text, Some("gre"));
         assert!(text.contains("Baseline: no path gre; paths: raw, wg; using the first path."));
         assert!(text.contains("wg/raw"));
+    }
+
+    #[test]
+    fn a_baseline_of_the_other_family_is_compared_across_families() {
+        use crate::measure::model::Family;
+        let mut r = fixture::results();
+        // raw: native IPv6 only; wg: IPv4 only (a softwire's path).
+        r.paths[0].cells.retain(|c| c.cell.family == Family::Ipv6);
+        r.paths[1].cells.retain(|c| c.cell.family == Family::Ipv4);
+        let text = render(&r, Format::Text, None);
+        let v4 = row(&text, "IPv4 TCP Sender");
+        assert!(v4.last().is_some_and(|x| x.ends_with('*')), "{text}");
+        assert!(
+            text.contains("*: raw measures only the other family"),
+            "{text}"
+        );
+        let v6 = row(&text, "IPv6 TCP Sender");
+        assert_eq!(v6.last(), Some(&"-"), "{text}");
     }
 
     #[test]
