@@ -216,34 +216,7 @@ impl VirtioNetHdr {
 
 // ---------------------------------------------------------------- checksums
 
-/// The ones'-complement sum (RFC 1071) of `data` as big-endian 16-bit words, an
-/// odd last byte padded with zero, folded to 16 bits but not complemented. Sums of
-/// parts add up (then [`fold`]) to the sum of the whole when every part but the
-/// last has an even length.
-pub fn sum(data: &[u8]) -> u32 {
-    // Native-endian 32-bit words into a 64-bit accumulator: no carries to track
-    // below 2^32 words, and LLVM turns the loop into vector adds. The ones'-
-    // complement sum does not depend on byte order (RFC 1071 section 2(B)), so the
-    // native-order result only needs its two bytes swapped on a little-endian host.
-    let mut acc: u64 = 0;
-    let mut words = data.chunks_exact(4);
-    for w in &mut words {
-        acc += u32::from_ne_bytes([w[0], w[1], w[2], w[3]]) as u64;
-    }
-    let rest = words.remainder();
-    let mut tail = [0u8; 4];
-    tail[..rest.len()].copy_from_slice(rest);
-    acc += u32::from_ne_bytes(tail) as u64;
-    u16::from_be(fold(acc)) as u32
-}
-
-/// Folds a sum of 16-bit words to 16 bits with end-around carry.
-pub fn fold(mut s: u64) -> u16 {
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
-}
+pub use crate::wire::{fold, sum};
 
 /// The sum of the TCP/UDP pseudo-header (RFC 793 / RFC 8200 section 8.1): both
 /// addresses, the protocol and the transport length.

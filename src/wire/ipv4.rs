@@ -374,25 +374,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
-/// The one's complement sum of `data` as 16-bit big-endian words, an odd last
-/// byte padded with zero (RFC 1071), folded to 16 bits, not complemented.
-pub fn sum_words(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
-    }
-    if let [last] = chunks.remainder() {
-        sum += (*last as u32) << 8;
-    }
-    fold(sum)
-}
-
-fn fold(mut sum: u32) -> u16 {
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
+/// 32-bit accumulations fold through the wire's 64-bit `fold`.
+fn fold(sum: u32) -> u16 {
+    super::fold(sum as u64)
 }
 
 /// The checksum TCP and UDP use over the IPv4 pseudo-header (RFC 9293 section
@@ -400,11 +384,11 @@ fn fold(mut sum: u32) -> u16 {
 /// right one; with the checksum field zeroed, the value to put there.
 pub fn upper_layer_checksum(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, upper: &[u8]) -> u16 {
     let (s, d) = (src.octets(), dst.octets());
-    let mut sum = sum_words(&s) as u32 + sum_words(&d) as u32;
+    let mut sum = super::sum(&s) as u32 + super::sum(&d) as u32;
     sum += protocol as u32;
     sum += (upper.len() as u32) & 0xffff;
     sum += (upper.len() as u32) >> 16;
-    sum += sum_words(upper) as u32;
+    sum += super::sum(upper) as u32;
     !fold(sum)
 }
 
@@ -451,9 +435,9 @@ impl ChecksumDelta {
     pub fn rewrite(&mut self, buf: &mut [u8], at: usize, new: &[u8]) {
         let start = at & !1;
         let end = ((at + new.len() + 1) & !1).min(buf.len());
-        let old = sum_words(&buf[start..end]);
+        let old = super::sum(&buf[start..end]);
         buf[at..at + new.len()].copy_from_slice(new);
-        let new = sum_words(&buf[start..end]);
+        let new = super::sum(&buf[start..end]);
         self.add(!old);
         self.add(new);
     }
