@@ -116,6 +116,17 @@ fn read_u16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }
 
+/// The TCP or UDP port at `at` (source or destination), if the transport header
+/// is all there.
+fn transport_port(proto: u8, upper: &[u8], at: usize) -> Option<u16> {
+    let need = if proto == protocol::TCP {
+        l4::TCP_HEADER_LEN
+    } else {
+        l4::UDP_HEADER_LEN
+    };
+    (upper.len() >= need).then(|| read_u16(upper, at))
+}
+
 /// Lowers the MSS option of a TCP SYN or SYN-ACK to `clamp` and fixes the
 /// checksum incrementally; true if it did. `packet` passed `check_ipv4`. Clamping
 /// is what keeps TCP working when PMTUD through the tunnel does not (RFC 4459
@@ -904,17 +915,11 @@ impl Codec for Aftr {
         let upper = p.payload();
         let proto = p.protocol();
         let port = match proto {
-            protocol::TCP | protocol::UDP => {
-                let need = if proto == protocol::TCP {
-                    l4::TCP_HEADER_LEN
-                } else {
-                    l4::UDP_HEADER_LEN
-                };
-                if upper.len() < need {
-                    return Verdict::Drop(DropReason::Truncated);
-                }
-                read_u16(upper, l4::DST_PORT.start)
-            }
+            protocol::TCP | protocol::UDP => match transport_port(proto, upper, l4::DST_PORT.start)
+            {
+                Some(port) => port,
+                None => return Verdict::Drop(DropReason::Truncated),
+            },
             protocol::ICMP => {
                 if upper.len() < l4::ICMP_HEADER_LEN {
                     return Verdict::Drop(DropReason::Truncated);
@@ -985,17 +990,11 @@ impl Codec for Aftr {
         let upper = p.payload();
         let proto = p.protocol();
         let port = match proto {
-            protocol::TCP | protocol::UDP => {
-                let need = if proto == protocol::TCP {
-                    l4::TCP_HEADER_LEN
-                } else {
-                    l4::UDP_HEADER_LEN
-                };
-                if upper.len() < need {
-                    return Verdict::Drop(DropReason::Truncated);
-                }
-                read_u16(upper, l4::SRC_PORT.start)
-            }
+            protocol::TCP | protocol::UDP => match transport_port(proto, upper, l4::SRC_PORT.start)
+            {
+                Some(port) => port,
+                None => return Verdict::Drop(DropReason::Truncated),
+            },
             protocol::ICMP => {
                 if upper.len() < l4::ICMP_HEADER_LEN {
                     return Verdict::Drop(DropReason::Truncated);
