@@ -166,7 +166,7 @@ fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
     let lab = lab_name("dst");
     let file = two_b4(dir.path(), "kernel", "kernel", "kernel");
     let _g = up_ok(&file, &lab);
-    let cap = Command::new("ip")
+    let mut cap = Command::new("ip")
         .args([
             "netns",
             "exec",
@@ -197,22 +197,11 @@ fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("tshark (Debian's tshark package; scripts/setup.sh installs it)");
-    // tshark takes a moment to start capturing: send until it has seen one.
-    let pid = cap.id();
-    for _ in 0..60 {
-        in_ns(&format!("{lab}-h1"), || {
-            let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
-            let _ = s.send_to(b"softwire", "198.18.30.10:9");
-        });
-        std::thread::sleep(Duration::from_millis(100));
-        if !Path::new(&format!("/proc/{pid}")).exists()
-            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| s.contains(") Z "))
-                .unwrap_or(true)
-        {
-            break;
-        }
-    }
+    wait_until_capturing(&mut cap);
+    in_ns(&format!("{lab}-h1"), || {
+        let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
+        s.send_to(b"softwire", "198.18.30.10:9").unwrap();
+    });
     let out = cap.wait_with_output().unwrap();
     let line = String::from_utf8_lossy(&out.stdout);
     let f: Vec<&str> = line.trim().split('\t').collect();
@@ -432,7 +421,6 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
     });
     let got = server.join().unwrap();
     let out = cap.wait_with_output().unwrap();
-    let _ = Path::new("");
     let frags = String::from_utf8_lossy(&out.stdout);
     assert_eq!(got, 1472, "the datagram did not arrive whole");
     assert_eq!(
