@@ -107,16 +107,17 @@ fn check_sums(j: &Value, bidir: bool, ctx: &str) -> (u64, u64) {
     (sent, recv)
 }
 
-/// TCP runs long enough that what is in flight when the sender stops (a receiver
-/// that stops at TEST_END does not count it) stays well under 2 %.
+/// Tests run long enough that what is in flight when the sender stops (a receiver
+/// that stops at TEST_END does not count it) stays well under 2 %. For UDP at
+/// 50 Mbit/s one batch of 100 datagrams is 2.3 % of a second: seen to fail a
+/// 1-second test once in CI.
 fn time_for(args: &[&str]) -> &'static str {
     match (args.contains(&"-O"), args.contains(&"-u")) {
         // --bidir: a stock iperf3 stops reading at TEST_END while our sending
         // thread has filled its socket buffers; a longer test keeps that small.
         _ if args.contains(&"--bidir") && !args.contains(&"-u") => "4",
         (true, _) => "3",
-        (false, false) => "2",
-        (false, true) => "1",
+        (false, _) => "2",
     }
 }
 
