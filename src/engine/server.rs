@@ -44,7 +44,10 @@ pub type TestOutcome = Result<TestReport, String>;
 /// A test in progress: data connections with its cookie go to it.
 struct Busy {
     cookie: [u8; COOKIE_LEN],
-    data: Sender<TcpStream>,
+    /// Data connections with their accept order: each reads its cookie on its own
+    /// thread, so they may arrive here out of order, and with --bidir the order says
+    /// which stream sends and which receives.
+    data: Sender<(u64, TcpStream)>,
 }
 
 pub struct Server {
@@ -82,6 +85,7 @@ impl Server {
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let port = self.local_addr()?.port();
         self.listener.set_nonblocking(true)?;
+        let mut accepted: u64 = 0;
         loop {
             if self.opts.one_off && done_rx.try_recv().is_ok() {
                 return Ok(());
@@ -96,6 +100,8 @@ impl Server {
                 Err(_) => continue,
             };
             let _ = conn.set_nonblocking(false);
+            accepted += 1;
+            let seq = accepted;
             let (slot, report, opts, done_tx) = (
                 slot.clone(),
                 report.clone(),
@@ -113,7 +119,7 @@ impl Server {
                 let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
                 match guard.as_ref() {
                     Some(b) if b.cookie == cookie => {
-                        let _ = b.data.send(conn);
+                        let _ = b.data.send((seq, conn));
                     }
                     Some(_) => {
                         drop(guard);
@@ -137,7 +143,7 @@ impl Server {
 fn run_test(
     mut ctl: TcpStream,
     cookie: [u8; COOKIE_LEN],
-    data: Receiver<TcpStream>,
+    data: Receiver<(u64, TcpStream)>,
     opts: &ServerOptions,
     port: u16,
 ) -> TestOutcome {
@@ -292,7 +298,7 @@ fn break_with(s: &mut ServerSession) {
 /// The data streams, in the client's opening order.
 fn accept_streams(
     p: &TestParams,
-    data: &Receiver<TcpStream>,
+    data: &Receiver<(u64, TcpStream)>,
     ctl: &TcpStream,
     opts: &ServerOptions,
     port: u16,
@@ -305,23 +311,28 @@ fn accept_streams(
         Protocol::Tcp => {
             // The listener is the control one, already there.
             announce()?;
-            while v.len() < n {
+            let mut arrived = Vec::with_capacity(n);
+            while arrived.len() < n {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match data.recv_timeout(left) {
-                    Ok(c) => {
-                        let _ = c.set_nodelay(true);
-                        v.push(Socket::from(c));
-                    }
+                    Ok(c) => arrived.push(c),
                     Err(RecvTimeoutError::Timeout) => {
                         return Err(io::Error::new(
                             io::ErrorKind::TimedOut,
-                            format!("{} of {n} TCP streams arrived", v.len()),
+                            format!("{} of {n} TCP streams arrived", arrived.len()),
                         ));
                     }
                     Err(RecvTimeoutError::Disconnected) => {
                         return Err(io::Error::other("listener gone"));
                     }
                 }
+            }
+            // The client connects its streams one after another: accept order is
+            // stream order (with --bidir, its sending streams come first).
+            arrived.sort_by_key(|(seq, _)| *seq);
+            for (_, c) in arrived {
+                let _ = c.set_nodelay(true);
+                v.push(Socket::from(c));
             }
         }
         Protocol::Udp => {
@@ -379,4 +390,39 @@ fn accept_streams(
         }
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A connected loopback pair: the accepted end and the client end.
+    fn pair(l: &TcpListener) -> (TcpStream, TcpStream) {
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        (s, c)
+    }
+
+    #[test]
+    fn tcp_streams_are_taken_in_accept_order_whatever_order_their_cookies_came_in() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (ctl, _ctl_client) = pair(&l);
+        let (first, first_client) = pair(&l);
+        let (second, second_client) = pair(&l);
+        let (tx, rx) = mpsc::channel();
+        // The second stream's cookie reader finished first.
+        tx.send((2, second)).unwrap();
+        tx.send((1, first)).unwrap();
+        let p = TestParams {
+            bidir: true,
+            parallel: 1,
+            ..TestParams::default()
+        };
+        let v =
+            accept_streams(&p, &rx, &ctl, &ServerOptions::default(), 0, &mut || Ok(())).unwrap();
+        let peer = |s: &Socket| s.peer_addr().unwrap().as_socket().unwrap();
+        assert_eq!(peer(&v[0]), first_client.local_addr().unwrap());
+        assert_eq!(peer(&v[1]), second_client.local_addr().unwrap());
+    }
 }
