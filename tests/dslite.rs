@@ -292,76 +292,175 @@ fn wait_until_capturing(cap: &mut std::process::Child) {
 
 const IP_MTU: libc::c_int = 14;
 
-/// A DF datagram bigger than the softwire's 1460 bytes gets ICMP fragmentation
-/// needed from the userspace B4, and the sender's path MTU converges to 1460.
-#[test]
-fn userspace_b4_answers_df_packets_too_big_and_pmtu_converges() {
-    let dir = tempfile::tempdir().unwrap();
-    let lab = lab_name("dpm");
-    let file = two_b4(dir.path(), "kernel", "userspace", "kernel");
-    let _g = up_ok(&file, &lab);
-    let mtu = in_ns(&format!("{lab}-h1"), || {
-        use std::os::fd::AsRawFd;
-        let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
-        s.connect("198.18.30.10:9").unwrap();
-        let fd = s.as_raw_fd();
-        let set = |opt: libc::c_int, v: libc::c_int| unsafe {
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_IP,
-                opt,
-                &v as *const _ as *const libc::c_void,
-                4,
-            )
-        };
-        assert_eq!(set(libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO), 0);
-        let mtu = || {
-            let mut v: libc::c_int = 0;
-            let mut len: libc::socklen_t = 4;
-            unsafe {
-                libc::getsockopt(
-                    fd,
-                    libc::IPPROTO_IP,
-                    IP_MTU,
-                    &mut v as *mut _ as *mut libc::c_void,
-                    &mut len,
-                )
-            };
-            v
-        };
-        let before = mtu();
-        for _ in 0..30 {
-            let _ = s.send(&[0u8; 1472]);
-            std::thread::sleep(Duration::from_millis(50));
-            if mtu() < before {
-                break;
-            }
-        }
-        // Once converged the big datagram is refused locally and a fitting one goes.
-        // (A port unreachable from the far end may surface as ECONNREFUSED on
-        // any send; only EMSGSIZE says the datagram is too big.)
-        let too_big = |r: std::io::Result<usize>| matches!(r, Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE));
-        let refused = too_big(s.send(&[0u8; 1472]));
-        // A send may first report an error queued by an earlier ICMP message.
-        let fits = (0..3).any(|_| s.send(&[0u8; 1432]).is_ok());
-        (before, mtu(), refused, fits)
-    });
-    assert_eq!(mtu.0, 1500, "path MTU before: {mtu:?}");
-    assert_eq!(
-        mtu.1, 1460,
-        "path MTU after ICMP fragmentation needed: {mtu:?}"
-    );
-    assert!(mtu.2 && mtu.3, "{mtu:?}");
+/// A UDP socket with path MTU discovery set to `mode` (IP_PMTUDISC_DO: DF set
+/// and the path MTU learnt; IP_PMTUDISC_DONT: DF clear).
+fn udp_with_pmtu(bind: &str, mode: libc::c_int) -> std::net::UdpSocket {
+    let s = std::net::UdpSocket::bind(bind).unwrap();
+    set_pmtu(&s, mode);
+    s
 }
 
-/// With DF clear, the userspace B4 sends a too-big inner packet whole: the IPv6
-/// packet is fragmented after encapsulation (RFC 2473 7.2), never the IPv4 one,
-/// and the far side gets the datagram intact.
-#[test]
-fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
+fn set_pmtu(s: &std::net::UdpSocket, mode: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket and a c_int-sized option.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            &mode as *const _ as *const libc::c_void,
+            4,
+        )
+    };
+    assert_eq!(r, 0, "IP_MTU_DISCOVER");
+}
+
+fn path_mtu(s: &std::net::UdpSocket) -> libc::c_int {
+    use std::os::fd::AsRawFd;
+    let mut v: libc::c_int = 0;
+    let mut len: libc::socklen_t = 4;
+    // SAFETY: a valid, connected socket and a c_int-sized buffer.
+    unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_IP,
+            IP_MTU,
+            &mut v as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    v
+}
+
+/// Sends DF datagrams of 1472 bytes (a 1500-byte packet) on a connected socket
+/// until its path MTU drops; returns (before, after, 1472 now refused locally,
+/// 1432 still goes).
+fn converge(s: &std::net::UdpSocket) -> (libc::c_int, libc::c_int, bool, bool) {
+    let before = path_mtu(s);
+    for _ in 0..30 {
+        let _ = s.send(&[0u8; 1472]);
+        std::thread::sleep(Duration::from_millis(50));
+        if path_mtu(s) < before {
+            break;
+        }
+    }
+    // Once converged the big datagram is refused locally and a fitting one goes.
+    // (A port unreachable from the far end may surface as ECONNREFUSED on any
+    // send; only EMSGSIZE says the datagram is too big.)
+    let too_big =
+        |r: std::io::Result<usize>| matches!(r, Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE));
+    let refused = too_big(s.send(&[0u8; 1472]));
+    // A send may first report an error queued by an earlier ICMP message.
+    let fits = (0..3).any(|_| s.send(&[0u8; 1432]).is_ok());
+    (before, path_mtu(s), refused, fits)
+}
+
+/// A DF datagram bigger than the softwire's 1460 bytes gets ICMP fragmentation
+/// needed from the B4, and the sender's path MTU converges to 1460.
+fn b4_answers_df_packets_too_big(b4: &str, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let lab = lab_name("dfr");
-    let file = two_b4(dir.path(), "userspace", "userspace", "kernel");
+    let lab = lab_name(tag);
+    let file = two_b4(dir.path(), "kernel", b4, "kernel");
+    let _g = up_ok(&file, &lab);
+    let mtu = in_ns(&format!("{lab}-h1"), || {
+        let s = udp_with_pmtu("198.18.40.2:0", libc::IP_PMTUDISC_DO);
+        s.connect("198.18.30.10:9").unwrap();
+        converge(&s)
+    });
+    assert_eq!(mtu.0, 1500, "{b4} B4: path MTU before: {mtu:?}");
+    assert_eq!(
+        mtu.1, 1460,
+        "{b4} B4: path MTU after ICMP fragmentation needed: {mtu:?}"
+    );
+    assert!(mtu.2 && mtu.3, "{b4} B4: {mtu:?}");
+}
+
+#[test]
+fn userspace_b4_answers_df_packets_too_big_and_pmtu_converges() {
+    b4_answers_df_packets_too_big("userspace", "dpm");
+}
+
+#[test]
+fn kernel_b4_answers_df_packets_too_big_and_pmtu_converges() {
+    b4_answers_df_packets_too_big("kernel", "dpk");
+}
+
+/// The other way: a server on the internet answers a customer with a DF-clear
+/// datagram too big for the softwire, which arrives whole; then with DF ones,
+/// which the AFTR answers with ICMP fragmentation needed (its quoted packet
+/// translated back through the NAT44), and the server's path MTU to the pool
+/// address converges.
+fn aftr_answers_df_packets_too_big(aftr: &str, tag: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name(tag);
+    let file = two_b4(dir.path(), aftr, "kernel", "kernel");
+    let _g = up_ok(&file, &lab);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let ns = format!("{lab}-inet");
+    let server = std::thread::spawn(move || {
+        netns::namespace::enter(&ns).unwrap();
+        let s = udp_with_pmtu("0.0.0.0:7003", libc::IP_PMTUDISC_DO);
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        tx.send(()).unwrap();
+        let mut buf = [0u8; 64];
+        let (_, customer) = s.recv_from(&mut buf).expect("the customer's hello");
+        s.connect(customer).unwrap();
+        // From the same socket: the NAT44 lets only the customer's peer back in.
+        set_pmtu(&s, libc::IP_PMTUDISC_DONT);
+        s.send(&[9u8; 1472]).unwrap();
+        // The customer has it (or never will) before DF probes follow.
+        s.recv(&mut buf).ok();
+        set_pmtu(&s, libc::IP_PMTUDISC_DO);
+        (customer, converge(&s))
+    });
+    rx.recv().unwrap();
+    let got = in_ns(&format!("{lab}-h1"), || {
+        let s = std::net::UdpSocket::bind("198.18.40.2:40001").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.send_to(b"hello", "198.18.30.10:7003").unwrap();
+        let mut buf = [0u8; 4000];
+        let got = s.recv(&mut buf).ok();
+        s.send_to(b"done", "198.18.30.10:7003").unwrap();
+        got
+    });
+    let (customer, mtu) = server.join().unwrap();
+    assert_eq!(customer.ip(), std::net::IpAddr::V4(POOL), "{customer}");
+    assert_eq!(mtu.0, 1500, "{aftr} AFTR: path MTU before: {mtu:?}");
+    assert_eq!(
+        mtu.1, 1460,
+        "{aftr} AFTR: server's path MTU after ICMP fragmentation needed: {mtu:?}"
+    );
+    assert!(mtu.2 && mtu.3, "{aftr} AFTR: {mtu:?}");
+    assert_eq!(
+        got,
+        Some(1472),
+        "{aftr} AFTR: the DF-clear datagram did not arrive whole"
+    );
+}
+
+#[test]
+fn kernel_aftr_answers_df_packets_too_big_and_pmtu_converges() {
+    aftr_answers_df_packets_too_big("kernel", "dak");
+}
+
+#[test]
+fn userspace_aftr_answers_df_packets_too_big_and_pmtu_converges() {
+    aftr_answers_df_packets_too_big("userspace", "dau");
+}
+
+/// Sends one DF-clear datagram of 1472 bytes from h1 through the softwire and
+/// captures the underlay between b4a and the core with tshark, reassembly off:
+/// returns (bytes the server got, one line per captured packet of `field`).
+fn df_clear_through_b4(
+    aftr: &str,
+    b4: &str,
+    tag: &str,
+    filter: &str,
+    field: &str,
+) -> (usize, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name(tag);
+    let file = two_b4(dir.path(), aftr, b4, "kernel");
     let _g = up_ok(&file, &lab);
     let ns = format!("{lab}-inet");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -371,10 +470,15 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         tx.send(()).unwrap();
         let mut buf = [0u8; 4000];
-        s.recv(&mut buf).unwrap_or(0)
+        match s.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                assert_eq!(from.ip(), std::net::IpAddr::V4(POOL), "not NATed: {from}");
+                n
+            }
+            Err(_) => 0,
+        }
     });
     rx.recv().unwrap();
-    // Raw frames, no reassembly: every fragment on its own line.
     let mut cap = Command::new("ip")
         .args([
             "netns",
@@ -390,14 +494,16 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
         .args([
             "-o",
             "ipv6.defragment:FALSE",
+            "-o",
+            "ip.defragment:FALSE",
             "-a",
             "duration:8",
             "-f",
-            "ip6 proto 44",
+            filter,
             "-T",
             "fields",
             "-e",
-            "ipv6.fraghdr.offset",
+            field,
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -405,28 +511,58 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
         .expect("tshark");
     wait_until_capturing(&mut cap);
     in_ns(&format!("{lab}-h1"), || {
-        use std::os::fd::AsRawFd;
-        let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
-        let v: libc::c_int = libc::IP_PMTUDISC_DONT;
-        unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::IPPROTO_IP,
-                libc::IP_MTU_DISCOVER,
-                &v as *const _ as *const libc::c_void,
-                4,
-            )
-        };
+        let s = udp_with_pmtu("198.18.40.2:0", libc::IP_PMTUDISC_DONT);
         s.send_to(&[7u8; 1472], "198.18.30.10:7002").unwrap();
     });
     let got = server.join().unwrap();
     let out = cap.wait_with_output().unwrap();
-    let frags = String::from_utf8_lossy(&out.stdout);
+    (got, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// With DF clear, the userspace B4 sends a too-big inner packet whole: the IPv6
+/// packet is fragmented after encapsulation (RFC 2473 7.2), never the IPv4 one,
+/// and the far side gets the datagram intact.
+#[test]
+fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
+    for aftr in ["userspace", "kernel"] {
+        let (got, frags) = df_clear_through_b4(
+            aftr,
+            "userspace",
+            &format!("dfr{}", &aftr[..1]),
+            "ip6 proto 44",
+            "ipv6.fraghdr.offset",
+        );
+        assert_eq!(
+            got, 1472,
+            "{aftr} AFTR: the datagram did not arrive whole (reassembled before decapsulation)"
+        );
+        assert_eq!(
+            frags.lines().count(),
+            2,
+            "expected two IPv6 fragments on the underlay: {frags:?}"
+        );
+    }
+}
+
+/// The kernel datapath cannot fragment after encapsulation (ip6_forward never
+/// fragments a forwarded packet), so its MTU gate fragments the DF-clear IPv4
+/// packet before it enters the softwire: two whole IPv6 packets, each carrying an
+/// IPv4 fragment, and the far side gets the datagram intact.
+#[test]
+fn kernel_b4_fragments_a_df_clear_packet_before_the_softwire() {
+    let (got, frags) =
+        df_clear_through_b4("kernel", "kernel", "dfk", "ip6 proto 4", "ip.frag_offset");
     assert_eq!(got, 1472, "the datagram did not arrive whole");
+    let offsets: Vec<&str> = frags.lines().collect();
     assert_eq!(
-        frags.lines().count(),
+        offsets.len(),
         2,
-        "expected two IPv6 fragments on the underlay: {frags:?}"
+        "expected two softwire packets with IPv4 fragments: {frags:?}"
+    );
+    assert_eq!(offsets[0], "0", "{frags:?}");
+    assert_ne!(
+        offsets[1], "0",
+        "the second is not a later fragment: {frags:?}"
     );
 }
 

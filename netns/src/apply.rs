@@ -286,15 +286,19 @@ pub async fn apply(
             .map_err(|e| format!("listing links in {name}: {}", reason(e)))?;
         let mut m = HashMap::new();
         for l in links {
+            let mac = l.attributes.iter().find_map(|a| match a {
+                LinkAttribute::Address(mac) => Some(mac.clone()),
+                _ => None,
+            });
             for a in &l.attributes {
                 if let LinkAttribute::IfName(n) = a {
-                    m.insert(n.clone(), l.header.index);
+                    m.insert(n.clone(), (l.header.index, mac.clone().unwrap_or_default()));
                 }
             }
         }
         Ok::<_, String>((name.clone(), m))
     });
-    let index: HashMap<String, HashMap<String, u32>> = try_join_all(dumps)
+    let index: HashMap<String, HashMap<String, (u32, Vec<u8>)>> = try_join_all(dumps)
         .await
         .map_err(|why| ApplyError::Step {
             step: 0,
@@ -304,12 +308,14 @@ pub async fn apply(
         })?
         .into_iter()
         .collect();
-    let ifindex = |step: usize, op: &Op, ns: &str, name: &str| -> Result<u32, ApplyError> {
+    let link = |step: usize, op: &Op, ns: &str, name: &str| {
         index
             .get(ns)
             .and_then(|m| m.get(name))
-            .copied()
             .ok_or_else(|| fail(step, op, format!("no interface {name} in namespace {ns}")))
+    };
+    let ifindex = |step: usize, op: &Op, ns: &str, name: &str| -> Result<u32, ApplyError> {
+        link(step, op, ns, name).map(|(i, _)| *i)
     };
 
     // Sysctls that name a device: on a thread inside each namespace.
@@ -365,12 +371,46 @@ pub async fn apply(
                 Op::Rule {
                     v6,
                     pref,
+                    iif,
                     to,
                     ipproto,
                     fwmark,
                     table,
                     ..
-                } => Request::Rule(rule_message(*v6, *pref, *to, *ipproto, *fwmark, *table)),
+                } => {
+                    let mut m = rule_message(*v6, *pref, *to, *ipproto, *fwmark, *table);
+                    if let Some(i) = iif {
+                        m.attributes
+                            .push(netlink_packet_route::rule::RuleAttribute::Iifname(
+                                i.clone(),
+                            ));
+                    }
+                    Request::Rule(m)
+                }
+                Op::PairRoute {
+                    to,
+                    gate,
+                    dev,
+                    peer,
+                    table,
+                    ..
+                } => {
+                    let oif = index(dev)?;
+                    let mac = link(step, op, op.ns(), peer)?.1.clone();
+                    let route = RouteMessageBuilder::<std::net::Ipv4Addr>::new()
+                        .destination_prefix(to.network(), to.prefix())
+                        .gateway(*gate)
+                        .output_interface(oif)
+                        .onlink()
+                        .table_id(*table)
+                        .build();
+                    Request::PairRoute {
+                        oif,
+                        gate: *gate,
+                        mac,
+                        route,
+                    }
+                }
                 Op::Address { iface, addr, .. } => Request::Address(index(iface)?, *addr),
                 Op::Route {
                     to,
@@ -493,6 +533,13 @@ enum Request {
     Rule(netlink_packet_route::rule::RuleMessage),
     /// Add `lookup local` at this priority, then delete it at priority 0.
     LocalRuleAt(u32),
+    /// The gateway's permanent neighbour entry, then the route through it.
+    PairRoute {
+        oif: u32,
+        gate: std::net::Ipv4Addr,
+        mac: Vec<u8>,
+        route: netlink_packet_route::route::RouteMessage,
+    },
 }
 
 impl Request {
@@ -510,6 +557,21 @@ impl Request {
                 req.execute().await
             }
             Request::Route(m) => h.route().add(m).execute().await,
+            Request::PairRoute {
+                oif,
+                gate,
+                mac,
+                route,
+            } => {
+                // Replace: several routes (and tables) share one gateway entry.
+                h.neighbours()
+                    .add(oif, IpAddr::V4(gate))
+                    .link_layer_address(&mac)
+                    .replace()
+                    .execute()
+                    .await?;
+                h.route().add(route).execute().await
+            }
             Request::Rule(m) => {
                 let mut req = h.rule().add();
                 *req.message_mut() = m;

@@ -85,9 +85,24 @@ pub enum Op {
         ns: String,
         v6: bool,
         pref: u32,
+        /// Packets that came in on this device only.
+        iif: Option<String>,
         to: Option<IpNetwork>,
         ipproto: Option<u8>,
         fwmark: Option<u32>,
+        table: u32,
+    },
+    /// An IPv4 route out of `dev`, one end of a veth pair whose other end `peer`
+    /// is in the same namespace, so routed packets come straight back in on
+    /// `peer`: `ip route add TO via GATE dev DEV onlink table T` with GATE a
+    /// permanent neighbour at `peer`'s MAC. GATE is never a local address (the
+    /// kernel refuses a local gateway); it only names the next hop.
+    PairRoute {
+        ns: String,
+        to: ipnetwork::Ipv4Network,
+        gate: std::net::Ipv4Addr,
+        dev: String,
+        peer: String,
         table: u32,
     },
     /// An nftables ruleset loaded with `nft -f -` inside the namespace.
@@ -119,7 +134,8 @@ impl Op {
             | Op::Seg6Local { .. }
             | Op::Blackhole { .. }
             | Op::LocalRuleAt { .. }
-            | Op::Rule { .. } => Phase::Routes,
+            | Op::Rule { .. }
+            | Op::PairRoute { .. } => Phase::Routes,
             Op::Tun { .. } => Phase::Links,
             Op::LinkSet { .. } => Phase::Ports,
             Op::Nftables { .. } => Phase::Firewall,
@@ -143,6 +159,7 @@ impl Op {
             | Op::Blackhole { ns, .. }
             | Op::LocalRuleAt { ns, .. }
             | Op::Rule { ns, .. }
+            | Op::PairRoute { ns, .. }
             | Op::Nftables { ns, .. } => ns,
         }
     }
@@ -252,6 +269,7 @@ impl fmt::Display for Op {
                 ns,
                 v6,
                 pref,
+                iif,
                 to,
                 ipproto,
                 fwmark,
@@ -262,6 +280,9 @@ impl fmt::Display for Op {
                     "ip -n {ns} {} rule add pref {pref}",
                     if *v6 { "-6" } else { "-4" }
                 )?;
+                if let Some(i) = iif {
+                    write!(f, " iif {i}")?;
+                }
                 if let Some(t) = to {
                     write!(f, " to {t}")?;
                 }
@@ -273,6 +294,17 @@ impl fmt::Display for Op {
                 }
                 write!(f, " lookup {table}")
             }
+            Op::PairRoute {
+                ns,
+                to,
+                gate,
+                dev,
+                peer,
+                table,
+            } => write!(
+                f,
+                "ip -n {ns} neigh replace {gate} lladdr $(ip -n {ns} -br link show {peer} | awk '{{print $3}}') dev {dev} nud permanent; ip -n {ns} route add {to} via {gate} dev {dev} onlink table {table} proto static"
+            ),
             Op::Nftables { ns, ruleset } => {
                 write!(f, "ip netns exec {ns} nft -f - <<'EOF'\n{}EOF", ruleset)
             }

@@ -11,6 +11,18 @@
 //! so two B4s with the same inner 5-tuple are two connections, and replies go back
 //! into the right softwire by the connection's mark and a policy rule.
 //!
+//! The MTU gate: seg6 encapsulates a forwarded packet from the route's input
+//! hook, before ip_forward, so the kernel would neither check the IPv4 MTU (no
+//! ICMP fragmentation needed) nor decrement the TTL, and ip6_forward drops the
+//! too-big IPv6 packet. So a kernel endpoint first routes IPv4 into the softwire
+//! through a veth pair inside its own namespace (`swa-T` -> `swb-T`, MTU = the
+//! softwire's): ip_forward does the router's work on `swa-T`, and a rule `iif
+//! swb-T` sends what comes back in to the encapsulating route. A DF-clear packet
+//! is fragmented as IPv4 there: ip6_forward never fragments a forwarded packet,
+//! so the kernel datapath cannot fragment after encapsulation (RFC 2473 7.2); the
+//! userspace datapath does. Conntrack skips `swb-T` (its defragmentation would
+//! undo the fragmenting, and the NAT44 was done on the first pass).
+//!
 //! userspace datapath: a persistent TUN the datapath process attaches to; the
 //! kernel routes the softwire's IPv4 into it.
 
@@ -25,7 +37,15 @@ use std::net::IpAddr;
 pub const DECAP_TABLE: u32 = 4600;
 /// Per-softwire return tables at the AFTR: DECAP_TABLE + B4 index + 1.
 const RULE_PREF_DECAP: u32 = 100;
-const RULE_PREF_SOFTWIRE: u32 = 200;
+/// IPv4 rules: what comes back in on the gate's `swb` end (+ softwire id at the
+/// AFTR) goes to the encapsulating table ENCAP_TABLE (+ id).
+const RULE_PREF_ENCAP: u32 = 10_000;
+/// At the AFTR, replies into softwire id go to the gate by table DECAP_TABLE + id.
+const RULE_PREF_SOFTWIRE: u32 = 20_000;
+const ENCAP_TABLE: u32 = 4700;
+/// The gate's next hop: only a name for the neighbour entry at `swb`'s MAC (from
+/// DS-Lite's well-known block; .1 and .2 are the softwire's own addresses).
+const GATE: std::net::Ipv4Addr = std::net::Ipv4Addr::new(192, 0, 0, 3);
 /// Where `lookup local` moves to so the decapsulation rule can come first.
 const LOCAL_RULE_PREF: u32 = 1000;
 const MAIN_TABLE: u32 = 254;
@@ -106,6 +126,7 @@ fn kernel(
         ns: ns.into(),
         v6: true,
         pref: RULE_PREF_DECAP,
+        iif: None,
         to: Some(IpNetwork::new(IpAddr::V6(own), 128).expect("/128")),
         ipproto: Some(4),
         fwmark: None,
@@ -117,23 +138,66 @@ fn kernel(
         dev: dev.clone(),
         table: DECAP_TABLE,
     });
+    let (gate_in, gate_out) = gate_names(&tun.name);
+    ops.push(Op::Veth {
+        ns: ns.into(),
+        name: gate_in.clone(),
+        peer_ns: ns.into(),
+        peer_name: gate_out.clone(),
+        mtu: d.mtu,
+    });
+    ops.push(Op::Up {
+        ns: ns.into(),
+        iface: gate_out.clone(),
+    });
+    // What the endpoint itself sends (192.0.0.x, the AFTR's replies) comes back
+    // in on `swb` with a local source address: not a martian here.
+    ops.push(Op::Sysctl {
+        ns: ns.into(),
+        key: format!("net.ipv4.conf.{gate_out}.accept_local"),
+        value: "1".into(),
+    });
+    let default: ipnetwork::Ipv4Network = "0.0.0.0/0".parse().expect("default");
+    // Into the gate: ip_forward checks the MTU on its way out of `swa`.
+    let into_gate = |to, table| Op::PairRoute {
+        ns: ns.into(),
+        to,
+        gate: GATE,
+        dev: gate_in.clone(),
+        peer: gate_out.clone(),
+        table,
+    };
+    // Back in on `swb` (softwire `id` at the AFTR, by the mark): encapsulated.
+    let encapsulate = |ops: &mut Vec<Op>, id: Option<u32>, segment| {
+        let table = ENCAP_TABLE + id.unwrap_or(0);
+        ops.push(Op::Rule {
+            ns: ns.into(),
+            v6: false,
+            pref: RULE_PREF_ENCAP + id.unwrap_or(0),
+            iif: Some(gate_out.clone()),
+            to: None,
+            ipproto: None,
+            fwmark: id,
+            table,
+        });
+        ops.push(Op::Seg6Encap {
+            ns: ns.into(),
+            to: default,
+            segment,
+            dev: dev.clone(),
+            table,
+        });
+    };
     match role {
         Role::B4(i) => {
             for r in &d.b4s[i].routes {
-                ops.push(Op::Seg6Encap {
-                    ns: ns.into(),
-                    to: *r,
-                    segment: d.aftr.address,
-                    dev: dev.clone(),
-                    table: MAIN_TABLE,
-                });
+                ops.push(into_gate(*r, MAIN_TABLE));
             }
-            if let Some(mss) = d.mss {
-                ops.push(Op::Nftables {
-                    ns: ns.into(),
-                    ruleset: b4_ruleset(&tun.name, mss),
-                });
-            }
+            encapsulate(ops, None, d.aftr.address);
+            ops.push(Op::Nftables {
+                ns: ns.into(),
+                ruleset: b4_ruleset(&tun.name, d.mss),
+            });
         }
         Role::Aftr => {
             for (i, b) in d.b4s.iter().enumerate() {
@@ -142,18 +206,14 @@ fn kernel(
                     ns: ns.into(),
                     v6: false,
                     pref: RULE_PREF_SOFTWIRE + id,
+                    iif: None,
                     to: None,
                     ipproto: None,
                     fwmark: Some(id),
                     table: DECAP_TABLE + id,
                 });
-                ops.push(Op::Seg6Encap {
-                    ns: ns.into(),
-                    to: "0.0.0.0/0".parse().expect("default"),
-                    segment: b.address,
-                    dev: dev.clone(),
-                    table: DECAP_TABLE + id,
-                });
+                ops.push(into_gate(default, DECAP_TABLE + id));
+                encapsulate(ops, Some(id), b.address);
             }
             for p in &d.aftr.pool {
                 ops.push(Op::Blackhole {
@@ -212,6 +272,12 @@ fn userspace(tun: &Tunnel, d: &Dslite, role: Role, ns: &str, ops: &mut Vec<Op>) 
     }
 }
 
+/// The gate's two ends: routes send into `swa-T`, packets come back on `swb-T`
+/// (tunnel names are short enough for `tun-T`, the same length).
+fn gate_names(tunnel: &str) -> (String, String) {
+    (format!("swa-{tunnel}"), format!("swb-{tunnel}"))
+}
+
 /// nftables table names carry the tunnel so a reader of `nft list ruleset` knows
 /// whose rules they are.
 fn table_name(tunnel: &str) -> String {
@@ -219,12 +285,40 @@ fn table_name(tunnel: &str) -> String {
 }
 
 /// The B4 clamps the MSS of SYNs both ways (prerouting sees the LAN side and,
-/// with nf_hooks_lwtunnel, the decapsulated side): seg6's forwarding path skips
-/// the IPv4 MTU check, so TCP must never send more than the softwire carries.
-fn b4_ruleset(tunnel: &str, mss: u16) -> String {
+/// with nf_hooks_lwtunnel, the decapsulated side), so TCP fits the softwire
+/// without a round of path MTU discovery. Conntrack, if anything in the
+/// namespace turns it on, skips the gate's return end.
+fn b4_ruleset(tunnel: &str, mss: Option<u16>) -> String {
+    let mut s = format!("table ip {} {{\n", table_name(tunnel));
+    s += &gate_chain(tunnel);
+    if let Some(mss) = mss {
+        let _ = writeln!(
+            s,
+            "  chain clamp {{\n    type filter hook prerouting priority mangle; policy accept;\n    tcp flags & (syn | rst) == syn tcp option maxseg size > {mss} tcp option maxseg size set {mss}\n  }}"
+        );
+    }
+    s += "}\n";
+    s + &reassembly_table(tunnel)
+}
+
+/// seg6local decapsulates without reassembling (End.DX4 sees next header 44 and
+/// drops), so IPv6 fragments of the softwire (RFC 2473 7.2) need conntrack's
+/// IPv6 defragmentation, which runs once any conntrack expression is loaded in
+/// the namespace (the AFTR's NAT44 has them). At the B4 it is turned on for IPv6
+/// only, and everything but fragments skips it.
+fn reassembly_table(tunnel: &str) -> String {
     format!(
-        "table ip {t} {{\n  chain clamp {{\n    type filter hook prerouting priority mangle; policy accept;\n    tcp flags & (syn | rst) == syn tcp option maxseg size > {mss} tcp option maxseg size set {mss}\n  }}\n}}\n",
-        t = table_name(tunnel)
+        "table ip6 {} {{\n  chain unfragmented {{\n    type filter hook prerouting priority -450; policy accept;\n    ip6 nexthdr != ipv6-frag notrack\n  }}\n  chain reassemble {{\n    type filter hook prerouting priority raw; policy accept;\n    ct state untracked accept\n  }}\n}}\n",
+        table_name(tunnel)
+    )
+}
+
+/// Packets back in on the gate's `swb` end are untracked, before conntrack's
+/// defragmentation (priority -400) can reassemble what the gate fragmented.
+fn gate_chain(tunnel: &str) -> String {
+    format!(
+        "  chain gate {{\n    type filter hook prerouting priority -450; policy accept;\n    iifname \"{}\" notrack\n  }}\n",
+        gate_names(tunnel).1
     )
 }
 
@@ -246,10 +340,13 @@ fn aftr_ruleset(tunnel: &str, d: &Dslite) -> String {
         "  chain outer {{\n    type filter hook prerouting priority -400; policy accept;\n    ip6 daddr {a} ip6 nexthdr 4 meta mark set ip6 saddr map @softwires\n    ip6 daddr {a} ip6 nexthdr 4 meta mark 0 drop\n  }}",
         a = d.aftr.address
     );
-    // Inner packets: only the B4's own prefixes, each softwire its own zone.
+    s += &gate_chain(tunnel);
+    // Inner packets: only the B4's own prefixes, each softwire its own zone. The
+    // gate's return end carries what this already saw once.
     let _ = writeln!(
         s,
-        "  chain inner {{\n    type filter hook prerouting priority raw; policy accept;"
+        "  chain inner {{\n    type filter hook prerouting priority raw; policy accept;\n    iifname \"{}\" accept",
+        gate_names(tunnel).1
     );
     for (i, b) in d.b4s.iter().enumerate() {
         let id = i + 1;
@@ -309,5 +406,46 @@ mod tests {
         assert!(r.contains("2001:2:0:a1::2 : 1, 2001:2:0:a2::2 : 2"), "{r}");
         assert!(r.contains("meta mark 2 ct original zone set 2"), "{r}");
         assert!(r.contains("snat ip to 198.18.31.1"), "{r}");
+    }
+
+    /// A kernel endpoint routes IPv4 into the softwire through its MTU gate, and
+    /// only what comes back in on the gate is encapsulated.
+    #[test]
+    fn kernel_endpoints_route_through_the_mtu_gate() {
+        let t = crate::topology::parse_str(
+            include_str!("../../tests/dslite/two-b4.toml"),
+            std::path::Path::new("two-b4.toml"),
+        )
+        .unwrap();
+        let ops = ops(&t, &t.tunnels[0], &|n| format!("l-{}", t.nodes[n].name));
+        let lines: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
+        let has = |needle: &str| {
+            assert!(
+                lines.iter().any(|l| l.contains(needle)),
+                "no `{needle}` in:\n{}",
+                lines.join("\n")
+            )
+        };
+        has(
+            "ip -n l-b4a link add swa-sw mtu 1460 up type veth peer name swb-sw netns l-b4a mtu 1460",
+        );
+        has("ip -n l-b4a route add 0.0.0.0/0 via 192.0.0.3 dev swa-sw onlink table 254");
+        has("ip -n l-b4a -4 rule add pref 10000 iif swb-sw lookup 4700");
+        has(
+            "ip -n l-b4a route add 0.0.0.0/0 encap seg6 mode encap.red segs 2001:2:0:a0::2 dev wan table 4700",
+        );
+        has("ip -n l-aftr -4 rule add pref 20002 fwmark 2 lookup 4602");
+        has("ip -n l-aftr route add 0.0.0.0/0 via 192.0.0.3 dev swa-sw onlink table 4602");
+        has("ip -n l-aftr -4 rule add pref 10002 iif swb-sw fwmark 2 lookup 4702");
+        has(
+            "ip -n l-aftr route add 0.0.0.0/0 encap seg6 mode encap.red segs 2001:2:0:a2::2 dev ngn table 4702",
+        );
+        assert!(
+            !lines
+                .iter()
+                .any(|l| l.contains("encap seg6") && l.contains("table 254")),
+            "an encapsulating route in main bypasses the gate:\n{}",
+            lines.join("\n")
+        );
     }
 }
