@@ -11,6 +11,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tunbench::tunnel::driver::{Driver, DriverConfig, DriverError, StatsSnapshot, Transport};
+use tunbench::tunnel::packet_tx::RETRY;
 use tunbench::tunnel::tun::{Tun, TunError};
 use tunbench::tunnel::{Codec, DropReason, Verdict};
 
@@ -135,7 +136,14 @@ impl Lab {
         lab
     }
 
-    fn drivers(&self, offloads: bool, udp: bool, queues: usize) -> (Driver<Plain>, Driver<Plain>) {
+    /// `frames`: raw IPv6 sends as Ethernet frames where it can.
+    fn drivers(
+        &self,
+        offloads: bool,
+        udp: bool,
+        queues: usize,
+        frames: bool,
+    ) -> (Driver<Plain>, Driver<Plain>) {
         let start = |ns: &str, local: &str, peer: &str| {
             let local = local.parse().unwrap();
             let peer = peer.parse().unwrap();
@@ -155,6 +163,7 @@ impl Lab {
             let mut c = DriverConfig::new(TUN, transport);
             c.offloads = offloads;
             c.queues = queues;
+            c.frames = frames;
             c.namespace = Some(ns.to_string());
             Driver::start(c, Plain { peer }).expect("starting the driver")
         };
@@ -394,11 +403,11 @@ fn check_stats(what: &str, a: &StatsSnapshot, b: &StatsSnapshot, bytes: usize, o
     assert_eq!(a.net_tx.packets, b.net_rx.packets, "{what} A->B datagrams");
 }
 
-fn run(tag: &str, udp: bool, offloads: bool, tun_mtu: u32, queues: usize) {
+fn run(tag: &str, udp: bool, offloads: bool, tun_mtu: u32, queues: usize, frames: bool) {
     let lab = Lab::new(tag, tun_mtu);
     let prefix = lab.prefix.clone();
     {
-        let (da, db) = lab.drivers(offloads, udp, queues);
+        let (da, db) = lab.drivers(offloads, udp, queues, frames);
         ping(&lab, 20);
         // An idle driver sleeps: a few ticks cost next to no CPU.
         let before = da.stats().cpu_seconds + db.stats().cpu_seconds;
@@ -444,6 +453,31 @@ fn run(tag: &str, udp: bool, offloads: bool, tun_mtu: u32, queues: usize) {
                 assert!(a.udp_gso && b.udp_gso, "{tag} GSO");
             }
         }
+        for (s, side) in [(&a, "A"), (&b, "B")] {
+            let f = s.frames;
+            assert_eq!(f.enabled, frames && !udp, "{tag} {side} {f:?}");
+            if !f.enabled {
+                assert_eq!(
+                    (f.packets, f.fallbacks, f.lookups),
+                    (0, 0, 0),
+                    "{tag} {side}"
+                );
+                continue;
+            }
+            // The first packet to the peer went through the raw socket, which
+            // made the kernel resolve the neighbour.
+            assert!(f.fallbacks >= 1 && f.lookups >= 1, "{tag} {side} {f:?}");
+            assert!(f.packets <= s.net_tx.packets, "{tag} {side} {f:?}");
+            if tun_mtu + 40 > 1500 {
+                // Full-size packets no longer fit the link once encapsulated:
+                // the raw socket sent them, and the kernel fragmented them.
+                assert!(f.fallbacks > 1000, "{tag} {side} {f:?}");
+                assert!(f.packets > 100, "{tag} {side} {f:?}");
+            } else {
+                // Everything fits: frames carried nearly all.
+                assert!(f.packets > s.net_tx.packets * 9 / 10, "{tag} {side} {f:?}");
+            }
+        }
     }
     drop(lab);
     assert_eq!(
@@ -457,22 +491,69 @@ fn run(tag: &str, udp: bool, offloads: bool, tun_mtu: u32, queues: usize) {
 fn raw_ipv6_with_offloads() {
     // TUN MTU 1500 on a 1500-byte link: every full-size packet is fragmented
     // after encapsulation and reassembled before the codec sees it (RFC 2473).
-    run("rawon", false, true, 1500, 1);
+    run("rawon", false, true, 1500, 1, true);
 }
 
 #[test]
 fn raw_ipv6_without_offloads() {
-    run("rawoff", false, false, 1460, 1);
+    run("rawoff", false, false, 1460, 1, true);
+}
+
+/// The raw socket alone, as when no packet socket can be had.
+#[test]
+fn raw_ipv6_without_frames() {
+    run("rawonly", false, true, 1460, 1, false);
 }
 
 #[test]
 fn udp_with_offloads_two_queues() {
-    run("udpon", true, true, 1400, 2);
+    run("udpon", true, true, 1400, 2, true);
 }
 
 #[test]
 fn udp_without_offloads() {
-    run("udpoff", true, false, 1400, 1);
+    run("udpoff", true, false, 1400, 1, true);
+}
+
+/// Frames follow the kernel's neighbour table: when the peer's MAC changes and
+/// the old entry is gone, frames to the old MAC stop within a refresh, the raw
+/// socket's packets make the kernel resolve the new one, and frames resume.
+#[test]
+fn raw_ipv6_frames_follow_a_neighbour_change() {
+    let lab = Lab::new("neigh", 1460);
+    let prefix = lab.prefix.clone();
+    {
+        let (da, db) = lab.drivers(true, false, 1, true);
+        ping(&lab, 20);
+        let before = da.stats().frames;
+        assert!(before.packets >= 15, "{before:?}");
+        ip(&[
+            "-n",
+            &lab.b,
+            "link",
+            "set",
+            "vb",
+            "address",
+            "02:00:5e:10:00:fd",
+        ]);
+        ip(&["-n", &lab.a, "neigh", "flush", "dev", "va"]);
+        // ping waits up to 3 s for the first echo: one refresh (1 s) is enough.
+        ping(&lab, 5);
+        let after = da.stats().frames;
+        assert!(after.fallbacks > before.fallbacks, "{before:?} {after:?}");
+        // Past the retry interval the new neighbour is looked up, and frames
+        // go to its MAC.
+        std::thread::sleep(RETRY * 5);
+        ping(&lab, 20);
+        let last = da.stats().frames;
+        assert!(last.packets >= after.packets + 15, "{after:?} {last:?}");
+        let a = da.stop();
+        let b = db.stop();
+        assert_eq!(a.errors.net_send, 0, "{:?}", a.errors);
+        assert_eq!(b.errors.net_send, 0, "{:?}", b.errors);
+    }
+    drop(lab);
+    assert_eq!(namespaces(&prefix), Vec::<String>::new());
 }
 
 #[test]
@@ -579,8 +660,8 @@ fn iperf3(server: &str, client: &str, server_addr: &str, secs: u32, reverse: boo
 /// iperf3. Run it on purpose, in a release build:
 ///   cargo test --release --test driver -- --ignored measure --nocapture
 /// Environment: TB_SECS (5), TB_TUN_MTU (1460), TB_UDP (raw IP when unset),
-/// TB_OFFLOADS (1), TB_QUEUES (1), TB_BATCH (64), TB_SKIP_VETH (measure the veth
-/// too when unset).
+/// TB_OFFLOADS (1), TB_QUEUES (1), TB_BATCH (64), TB_FRAMES (1: raw IPv6 as
+/// Ethernet frames), TB_SKIP_VETH (measure the veth too when unset).
 #[test]
 #[ignore]
 fn measure() {
@@ -591,6 +672,7 @@ fn measure() {
     let offloads = env("TB_OFFLOADS", "1") == "1";
     let queues: usize = env("TB_QUEUES", "1").parse().unwrap();
     let batch: usize = env("TB_BATCH", "64").parse().unwrap();
+    let frames = env("TB_FRAMES", "1") == "1";
     let lab = Lab::new("bench", mtu);
     ip(&["-n", &lab.a, "addr", "add", "198.18.254.1/24", "dev", "va"]);
     ip(&["-n", &lab.b, "addr", "add", "198.18.254.2/24", "dev", "vb"]);
@@ -625,6 +707,7 @@ fn measure() {
             c.offloads = offloads;
             c.queues = queues;
             c.batch = batch;
+            c.frames = frames;
             c.namespace = Some(ns.to_string());
             Driver::start(c, Plain { peer }).expect("starting the driver")
         };
@@ -643,9 +726,10 @@ fn measure() {
     let (a2, b2) = (da.stats(), db.stats());
     let t2 = Instant::now();
     println!(
-        "transport {}, offloads {}, TUN MTU {mtu}, queues {queues}, batch {batch}",
+        "transport {}, offloads {}, TUN MTU {mtu}, queues {queues}, batch {batch}, frames {}",
         if udp { "UDP" } else { "raw IPv6 (protocol 4)" },
-        if offloads { "on" } else { "off" }
+        if offloads { "on" } else { "off" },
+        if a2.frames.enabled { "on" } else { "off" }
     );
     println!(
         "plain veth (IPv4, MTU 1500): A->B {veth_up:.0} Mbit/s, B->A (-R) {veth_down:.0} Mbit/s"

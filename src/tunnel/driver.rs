@@ -35,9 +35,14 @@
 //! the link once encapsulated is fragmented after encapsulation (RFC 2473 section
 //! 7.2, the inner packet is never touched). IPv4 raw sockets hand over the outer
 //! header too; it is stripped here, so codecs always see the payload.
+//! Over IPv6, what fits the path MTU is sent as Ethernet frames on a packet
+//! socket instead, past the kernel's per-packet IPv6 output path
+//! (`packet_tx`, `DriverConfig::frames`); the raw socket still sends what must
+//! be fragmented and whatever has no resolved next hop, and still receives all.
 
 use super::codec::{Codec, DropReason, Verdict};
 use super::offload::{Coalescer, Group, TunRead, VNET_HDR_LEN, split_tun_read};
+use super::packet_tx::{FrameSender, PacketTx};
 use super::tun::{self, Offloads, Tun, TunError};
 use crate::engine::gso::{enable_gro, set_buffers};
 use serde::{Deserialize, Serialize};
@@ -125,6 +130,15 @@ pub struct DriverConfig {
     /// Open the TUN queues and the socket inside this namespace (from a thread
     /// that enters it); None: the calling thread's namespace.
     pub namespace: Option<String>,
+    /// Raw IPv6 transport: send what fits the path MTU as Ethernet frames on a
+    /// packet socket, past the kernel's IPv6 output path (`packet_tx`);
+    /// the raw socket still sends the rest (default on).
+    #[serde(default = "yes")]
+    pub frames: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl DriverConfig {
@@ -139,6 +153,7 @@ impl DriverConfig {
             transport,
             socket_buffer: DEFAULT_SOCKET_BUFFER,
             namespace: None,
+            frames: true,
         }
     }
 
@@ -226,6 +241,21 @@ pub struct Batches {
     pub waits: u64,
 }
 
+/// Raw IPv6 packets sent as Ethernet frames on a packet socket.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frames {
+    /// Whether the packet socket is open (raw IPv6 transport, `frames` on).
+    pub enabled: bool,
+    /// Packets sent as frames.
+    pub packets: u64,
+    /// Packets that went through the raw socket instead: larger than the path
+    /// MTU, no usable neighbour, or the one per peer and second that keeps the
+    /// kernel's neighbour entry confirmed.
+    pub fallbacks: u64,
+    /// Next-hop lookups over rtnetlink.
+    pub lookups: u64,
+}
+
 /// A driver's counters at one moment. Packets are IP packets on the TUN side
 /// (after segmentation, before coalescing) and datagrams (payload bytes) on the
 /// network side.
@@ -250,6 +280,8 @@ pub struct StatsSnapshot {
     pub offloads: Offloads,
     pub udp_gso: bool,
     pub udp_gro: bool,
+    #[serde(default)]
+    pub frames: Frames,
 }
 
 impl StatsSnapshot {
@@ -284,6 +316,9 @@ enum Ctr {
     OffloadErr,
     CodecPanic,
     GsoRefused,
+    FramePackets,
+    FrameFallbacks,
+    FrameLookups,
     TunBatches,
     NetBatches,
     Waits,
@@ -389,6 +424,8 @@ struct Shared<C> {
     wake: OwnedFd,
     sock: Socket,
     kind: SockKind,
+    /// Raw IPv6 only: the packet socket frames go out on.
+    packet_tx: Option<PacketTx>,
     gso: AtomicBool,
     gro: bool,
     offloads: Offloads,
@@ -515,6 +552,12 @@ impl<C: Codec> Shared<C> {
             offloads: self.offloads,
             udp_gso: self.kind.is_udp() && self.gso.load(Ordering::Relaxed),
             udp_gro: self.gro,
+            frames: Frames {
+                enabled: self.packet_tx.is_some(),
+                packets: c(Ctr::FramePackets),
+                fallbacks: c(Ctr::FrameFallbacks),
+                lookups: c(Ctr::FrameLookups),
+            },
         }
     }
 }
@@ -531,6 +574,7 @@ struct Opened {
     tun: Tun,
     sock: Socket,
     kind: SockKind,
+    packet_tx: Option<PacketTx>,
     gso: bool,
     gro: bool,
 }
@@ -578,10 +622,23 @@ fn open(config: &DriverConfig) -> Result<Opened, DriverError> {
     } else {
         (false, false)
     };
+    let packet_tx = match t {
+        // Without a packet socket (no CAP_NET_RAW for it, no rtnetlink) the
+        // raw socket sends everything, as before.
+        Transport::RawIp {
+            local: IpAddr::V6(local),
+            protocol,
+        } if config.frames => {
+            let hops = sock.unicast_hops_v6().unwrap_or(64).min(255) as u8;
+            PacketTx::open(local, protocol, hops, config.socket_buffer).ok()
+        }
+        _ => None,
+    };
     Ok(Opened {
         tun,
         sock,
         kind,
+        packet_tx,
         gso,
         gro,
     })
@@ -634,6 +691,7 @@ impl<C: Codec + 'static> Driver<C> {
             wake,
             sock: opened.sock,
             kind: opened.kind,
+            packet_tx: opened.packet_tx,
             gso: AtomicBool::new(opened.gso),
             gro: opened.gro,
             offloads,
@@ -887,15 +945,22 @@ struct Sender {
     iov: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
     cmsgs: Vec<Cmsg>,
+    /// With a packet socket: this thread's next hops, and per item the next
+    /// hop's slot it goes out with as a frame (None: the raw socket).
+    frames: Option<FrameSender>,
+    ways: Vec<Option<usize>>,
 }
 
 impl Sender {
-    fn new(batch: usize) -> Sender {
+    fn new<C: Codec>(sh: &Shared<C>) -> Sender {
+        let batch = sh.batch;
         Sender {
             msgs: Vec::with_capacity(batch),
             iov: Vec::with_capacity(batch),
             hdrs: Vec::with_capacity(batch),
             cmsgs: Vec::with_capacity(batch),
+            frames: sh.packet_tx.as_ref().map(|_| FrameSender::new(batch)),
+            ways: Vec::with_capacity(batch),
         }
     }
 
@@ -907,6 +972,10 @@ impl Sender {
         items: &[(usize, SocketAddr)],
         local: &mut Local,
     ) {
+        if let Some(tx) = &sh.packet_tx {
+            self.send_framed(sh, tx, bufs, items, local);
+            return;
+        }
         let mut from = 0;
         while from < items.len() {
             let gso = sh.kind.is_udp() && sh.gso.load(Ordering::Relaxed);
@@ -915,6 +984,55 @@ impl Sender {
                 // GSO refused: the rest goes again without it.
                 Some(done) => from += done,
             }
+        }
+    }
+
+    /// Raw IPv6 with a packet socket: what can go as frames does, the rest
+    /// through the raw socket, each run of either in order.
+    fn send_framed<C: Codec>(
+        &mut self,
+        sh: &Shared<C>,
+        tx: &PacketTx,
+        bufs: &[Vec<u8>],
+        items: &[(usize, SocketAddr)],
+        local: &mut Local,
+    ) {
+        let Some(frames) = self.frames.as_mut() else {
+            let _ = self.send_from(sh, bufs, items, false, local);
+            return;
+        };
+        frames.begin();
+        let now = Instant::now();
+        self.ways.clear();
+        for &(b, peer) in items {
+            self.ways.push(match peer {
+                SocketAddr::V6(p) => frames.route(tx, *p.ip(), bufs[b].len(), now),
+                SocketAddr::V4(_) => None,
+            });
+        }
+        local.add(Ctr::FrameLookups, std::mem::take(&mut frames.lookups));
+        let mut i = 0;
+        while i < items.len() {
+            let framed = self.ways[i].is_some();
+            let end = (i..items.len())
+                .find(|&k| self.ways[k].is_some() != framed)
+                .unwrap_or(items.len());
+            if let (true, Some(frames)) = (framed, self.frames.as_mut()) {
+                let ways = &self.ways;
+                let s = frames.send(
+                    tx,
+                    (i..end).filter_map(|k| Some((ways[k]?, bufs[items[k].0].as_slice()))),
+                );
+                local.add(Ctr::FramePackets, s.packets);
+                local.add(Ctr::NetTxPackets, s.packets);
+                local.add(Ctr::NetTxBytes, s.bytes);
+                local.add(Ctr::NetSendErr, s.failed);
+            } else {
+                local.add(Ctr::FrameFallbacks, (end - i) as u64);
+                // No GSO on a raw socket: one pass sends them all.
+                let _ = self.send_from(sh, bufs, &items[i..end], false, local);
+            }
+            i = end;
         }
     }
 
@@ -1157,7 +1275,7 @@ impl TunToNet {
                 .collect(),
             verdicts: Vec::with_capacity(sh.batch),
             to_net: Vec::with_capacity(sh.batch),
-            sender: Sender::new(sh.batch),
+            sender: Sender::new(sh),
             extras: Extras::new(),
             local: Local::new(),
         }
@@ -1567,7 +1685,7 @@ impl NetToTun {
             to_tun: Vec::with_capacity(n),
             to_net: Vec::with_capacity(n),
             receiver,
-            sender: Sender::new(sh.batch),
+            sender: Sender::new(sh),
             coalescer: Coalescer::new(),
             iov: Vec::with_capacity(2 + crate::tunnel::offload::MAX_COALESCED_SEGMENTS),
             extras: Extras::new(),
