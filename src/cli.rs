@@ -89,14 +89,15 @@ pub enum Command {
     Server(ServerArgs),
     /// An iperf3-compatible client (a stock iperf3 server is a valid peer).
     Client(ClientArgs),
-    /// Run one userspace tunnel endpoint in the current namespace (started by
-    /// `up`; not for direct use).
+    /// Run one userspace tunnel endpoint, or without --tunnel a userspace
+    /// router's slow path, in the current namespace (started by `up`; not for
+    /// direct use).
     #[command(hide = true)]
     Datapath {
         #[arg(long)]
         lab: String,
         #[arg(long)]
-        tunnel: String,
+        tunnel: Option<String>,
         #[arg(long)]
         node: String,
     },
@@ -502,7 +503,10 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Datapath { lab, tunnel, node } => {
-            crate::tunnel::endpoint::run(&lab, &tunnel, &node)?;
+            match tunnel {
+                Some(t) => crate::tunnel::endpoint::run(&lab, &t, &node)?,
+                None => crate::router::process::run(&lab, &node)?,
+            }
             Ok(0)
         }
         Command::Server(a) => {

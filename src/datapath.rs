@@ -1,7 +1,8 @@
-//! Userspace datapath processes: one per userspace tunnel endpoint, started by
-//! `up` inside the endpoint's namespace, recorded in the lab's state (pid + start
-//! time) so `down` and `clean` stop them, with their log and a stats file in the
-//! lab's state directory.
+//! Userspace datapath processes: one per userspace tunnel endpoint and one per
+//! userspace router (its slow path), started by `up` inside the node's
+//! namespace, recorded in the lab's state (pid + start time) so `down` and
+//! `clean` stop them, with their log and a stats file in the lab's state
+//! directory.
 
 use crate::lab::Running;
 use crate::plan::Naming;
@@ -17,13 +18,40 @@ use std::time::{Duration, Instant};
 /// How long `up` waits for a datapath process to attach to its TUN.
 const READY_WAIT: Duration = Duration::from_secs(10);
 
-/// The stats file a datapath process rewrites every second.
-pub fn stats_path(lab: &str, tunnel: &str, node: &str) -> PathBuf {
-    LabState::dir(lab).join(format!("datapath-{tunnel}-{node}.json"))
+/// What one datapath process runs on its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// One endpoint of this tunnel.
+    Tunnel(String),
+    /// The node's slow path (a router with datapath = "userspace").
+    Router,
 }
 
-fn log_path(lab: &str, tunnel: &str, node: &str) -> PathBuf {
-    LabState::log_dir(lab).join(format!("datapath-{tunnel}-{node}.log"))
+impl Job {
+    /// The file name part: `TUNNEL-NODE`, or `router.NODE` (names have no dots,
+    /// so no tunnel's file can be taken for a router's).
+    fn file_stem(&self, node: &str) -> String {
+        match self {
+            Job::Tunnel(t) => format!("datapath-{t}-{node}"),
+            Job::Router => format!("datapath-router.{node}"),
+        }
+    }
+
+    fn describe(&self, node: &str) -> String {
+        match self {
+            Job::Tunnel(t) => format!("the {t} datapath on {node}"),
+            Job::Router => format!("the slow path of router {node}"),
+        }
+    }
+}
+
+/// The stats file a datapath process rewrites every second.
+pub fn stats_path(lab: &str, job: &Job, node: &str) -> PathBuf {
+    LabState::dir(lab).join(format!("{}.json", job.file_stem(node)))
+}
+
+fn log_path(lab: &str, job: &Job, node: &str) -> PathBuf {
+    LabState::log_dir(lab).join(format!("{}.log", job.file_stem(node)))
 }
 
 /// Every userspace endpoint of every tunnel: (tunnel, role, node name).
@@ -39,48 +67,60 @@ pub fn userspace_endpoints(t: &Topology) -> Vec<(&Tunnel, Role, String)> {
     out
 }
 
+/// Every datapath process a lab runs: (job, node name).
+pub fn jobs(t: &Topology) -> Vec<(Job, String)> {
+    let mut out: Vec<(Job, String)> = userspace_endpoints(t)
+        .into_iter()
+        .map(|(tun, _, node)| (Job::Tunnel(tun.name.clone()), node))
+        .collect();
+    for n in &t.nodes {
+        if n.datapath == Datapath::Userspace {
+            out.push((Job::Router, n.name.clone()));
+        }
+    }
+    out
+}
+
 /// Start the datapath processes of a lab that `netns::up` has just built, and
 /// wait until each has attached to its TUN. On error the caller takes the lab
 /// down (which stops whatever was started).
 pub fn start_all(t: &Topology, naming: &Naming, exe: Option<&std::path::Path>) -> Result<usize> {
-    let eps = userspace_endpoints(t);
+    let jobs = jobs(t);
     let mut started = Vec::new();
-    for (tun, _, node) in &eps {
-        let stats = stats_path(&naming.lab, &tun.name, node);
+    for (job, node) in &jobs {
+        let stats = stats_path(&naming.lab, job, node);
         let _ = std::fs::remove_file(&stats);
-        let pid = spawn(naming, &tun.name, node, exe)?;
-        started.push((pid, stats, tun.name.clone(), node.clone()));
+        let pid = spawn(naming, job, node, exe)?;
+        started.push((pid, stats, job, node));
     }
     let deadline = Instant::now() + READY_WAIT;
-    for (pid, stats, tunnel, node) in started {
+    for (pid, stats, job, node) in started {
+        let what = job.describe(node);
         loop {
             if stats.exists() {
                 break;
             }
             if !pid.alive() {
-                let log = std::fs::read_to_string(log_path(&naming.lab, &tunnel, &node))
-                    .unwrap_or_default();
-                bail!(
-                    "the {tunnel} datapath on {node} stopped while starting: {}",
-                    log.trim()
-                );
+                let log =
+                    std::fs::read_to_string(log_path(&naming.lab, job, node)).unwrap_or_default();
+                bail!("{what} stopped while starting: {}", log.trim());
             }
             if Instant::now() > deadline {
                 bail!(
-                    "the {tunnel} datapath on {node} did not start within {} s (log: {})",
+                    "{what} did not start within {} s (log: {})",
                     READY_WAIT.as_secs(),
-                    log_path(&naming.lab, &tunnel, &node).display()
+                    log_path(&naming.lab, job, node).display()
                 );
             }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    Ok(eps.len())
+    Ok(jobs.len())
 }
 
 fn spawn(
     naming: &Naming,
-    tunnel: &str,
+    job: &Job,
     node: &str,
     exe: Option<&std::path::Path>,
 ) -> Result<ProcessId> {
@@ -88,39 +128,29 @@ fn spawn(
     let nsfile = netns::namespace::open(&ns).with_context(|| format!("opening namespace {ns}"))?;
     let logs = LabState::log_dir(&naming.lab);
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-    let log = std::fs::File::create(log_path(&naming.lab, tunnel, node))?;
+    let log = std::fs::File::create(log_path(&naming.lab, job, node))?;
     let exe = match exe {
         Some(e) => e.to_path_buf(),
         None => crate::measure::runner::tunbench_exe()?,
     };
     let mut cmd = Command::new(exe);
-    cmd.args([
-        "datapath",
-        "--lab",
-        &naming.lab,
-        "--tunnel",
-        tunnel,
-        "--node",
-        node,
-    ])
-    .stdin(Stdio::null())
-    .stdout(log.try_clone()?)
-    .stderr(log);
+    cmd.args(["datapath", "--lab", &naming.lab, "--node", node]);
+    if let Job::Tunnel(t) = job {
+        cmd.args(["--tunnel", t]);
+    }
+    let what = job.describe(node);
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
     // A session of its own: the datapath outlives `up`.
     crate::measure::runner::enter_before_exec(&mut cmd, &nsfile, true);
     let child = cmd
         .spawn()
-        .with_context(|| format!("starting the {tunnel} datapath in {ns}"))?;
+        .with_context(|| format!("starting {what} in {ns}"))?;
     let Some(id) = ProcessId::of(child.id() as i32) else {
-        bail!("the {tunnel} datapath in {ns} exited at once");
+        bail!("{what} in {ns} exited at once");
     };
-    LabState::add_process(
-        &naming.lab,
-        OwnedProcess {
-            id,
-            what: format!("{tunnel} datapath on {node}"),
-        },
-    )?;
+    LabState::add_process(&naming.lab, OwnedProcess { id, what })?;
     // Reap it in the background when it ends while we still run (tunbench run).
     std::thread::spawn(move || {
         let mut child = child;
@@ -180,22 +210,33 @@ pub fn describe(d: &serde_json::Value) -> String {
         .filter(|(_, v)| v.as_u64().unwrap_or(0) > 0)
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
+    let drops = if drops.is_empty() {
+        "none".to_string()
+    } else {
+        drops.join(", ")
+    };
+    let cpu = format!(
+        "cpu {:.2} s in {:.0} s",
+        d["cpu_seconds"].as_f64().unwrap_or(0.0),
+        d["uptime_seconds"].as_f64().unwrap_or(0.0)
+    );
+    let node = d["node"].as_str().unwrap_or("?");
+    if d["role"] == "router" {
+        return format!(
+            "slow path of router {node} (pid {}): {} pkts {} B forwarded, drops: {drops}, {cpu}",
+            d["pid"],
+            n("tun_rx", "packets"),
+            n("tun_rx", "bytes"),
+        );
+    }
     format!(
-        "datapath {} {} on {} (pid {}): tun->net {} pkts {} B, net->tun {} pkts {} B, drops: {}, cpu {:.2} s in {:.0} s",
+        "datapath {} {} on {node} (pid {}): tun->net {} pkts {} B, net->tun {} pkts {} B, drops: {drops}, {cpu}",
         d["tunnel"].as_str().unwrap_or("?"),
         d["role"].as_str().unwrap_or("?"),
-        d["node"].as_str().unwrap_or("?"),
         d["pid"],
         n("tun_rx", "packets"),
         n("tun_rx", "bytes"),
         n("net_rx", "packets"),
         n("net_rx", "bytes"),
-        if drops.is_empty() {
-            "none".to_string()
-        } else {
-            drops.join(", ")
-        },
-        d["cpu_seconds"].as_f64().unwrap_or(0.0),
-        d["uptime_seconds"].as_f64().unwrap_or(0.0),
     )
 }

@@ -11,6 +11,7 @@ pub mod lab;
 pub mod measure;
 pub mod plan;
 pub mod report;
+pub mod router;
 pub mod topology;
 pub mod tunnel;
 pub mod wire;

@@ -438,8 +438,12 @@ pub async fn apply(
     // nftables rulesets: `nft -f -` run inside the namespace.
     let rulesets: Vec<(usize, &Op)> = phase(Phase::Firewall).collect();
     for (step, op) in &rulesets {
-        if let Op::Nftables { ns, ruleset } = op {
-            crate::nft::load(ns, ruleset).map_err(|e| fail(*step, op, e))?;
+        match op {
+            Op::Nftables { ns, ruleset } => {
+                crate::nft::load(ns, ruleset).map_err(|e| fail(*step, op, e))?
+            }
+            Op::Tc { ns, batch } => crate::tc::run(ns, batch).map_err(|e| fail(*step, op, e))?,
+            _ => {}
         }
     }
     if !rulesets.is_empty() {

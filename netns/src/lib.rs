@@ -11,6 +11,7 @@ pub mod process;
 mod socket;
 pub mod state;
 pub mod sysctl;
+pub mod tc;
 pub mod tun;
 
 pub use apply::{ApplyError, Cancel};

@@ -107,6 +107,9 @@ pub enum Op {
     },
     /// An nftables ruleset loaded with `nft -f -` inside the namespace.
     Nftables { ns: String, ruleset: String },
+    /// Traffic-control commands (`tc -batch -` lines) in a namespace, once the
+    /// devices they name exist and are up.
+    Tc { ns: String, batch: String },
 }
 
 /// Ops run phase by phase; within a phase they are independent and run at once.
@@ -138,7 +141,7 @@ impl Op {
             | Op::PairRoute { .. } => Phase::Routes,
             Op::Tun { .. } => Phase::Links,
             Op::LinkSet { .. } => Phase::Ports,
-            Op::Nftables { .. } => Phase::Firewall,
+            Op::Nftables { .. } | Op::Tc { .. } => Phase::Firewall,
         }
     }
 
@@ -160,7 +163,8 @@ impl Op {
             | Op::LocalRuleAt { ns, .. }
             | Op::Rule { ns, .. }
             | Op::PairRoute { ns, .. }
-            | Op::Nftables { ns, .. } => ns,
+            | Op::Nftables { ns, .. }
+            | Op::Tc { ns, .. } => ns,
         }
     }
 }
@@ -307,6 +311,9 @@ impl fmt::Display for Op {
             ),
             Op::Nftables { ns, ruleset } => {
                 write!(f, "ip netns exec {ns} nft -f - <<'EOF'\n{}EOF", ruleset)
+            }
+            Op::Tc { ns, batch } => {
+                write!(f, "ip netns exec {ns} tc -batch - <<'EOF'\n{}EOF", batch)
             }
         }
     }

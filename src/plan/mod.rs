@@ -5,6 +5,7 @@ use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
 pub mod dslite;
+pub mod router;
 
 /// How a lab's namespaces are named: `<lab>-<node>` unless a prefix is given.
 #[derive(Debug, Clone)]
@@ -125,6 +126,9 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     }
     for tun in &t.tunnels {
         ops.extend(dslite::ops(t, tun, &ns));
+    }
+    for i in 0..t.nodes.len() {
+        ops.extend(router::ops(t, i, &ns(i)));
     }
     // Tunnel ops join the phases of the rest (a stable sort keeps their order).
     ops.sort_by_key(|o| o.phase());

@@ -101,6 +101,8 @@ pub struct Node {
     pub addresses: Vec<IpNetwork>,
     /// The bridge device of a switch.
     pub bridge: Option<String>,
+    /// How a router forwards: the kernel, or tunbench's slow-path process.
+    pub datapath: super::tunnel::Datapath,
     pub interfaces: Vec<Interface>,
     #[serde(skip)]
     pub at: KeyPath,

@@ -5,6 +5,7 @@
 
 use super::model::*;
 use super::raw::*;
+use super::tunnel::Datapath;
 use super::{KeyPath, Problem};
 use ipnetwork::IpNetwork;
 use std::collections::BTreeMap;
@@ -81,12 +82,7 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             ));
             continue;
         };
-        if rn.datapath.is_some() {
-            p.push(Problem::new(
-                &at.key("datapath"),
-                "datapath is not supported yet by this version of tunbench; routers use the kernel",
-            ));
-        }
+        let datapath = node_datapath(rn.datapath.as_ref(), kind, &at.key("datapath"), &mut p);
         if rn.profile.is_some() {
             p.push(Problem::new(
                 &at.key("profile"),
@@ -151,6 +147,7 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             routes,
             addresses,
             bridge,
+            datapath,
             interfaces: Vec::new(),
             at,
         });
@@ -618,4 +615,38 @@ fn route(r: &RawRoute, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Route> {
         metric,
         at: at.clone(),
     })
+}
+
+/// A router forwards in the kernel (`kernel`, the default) or through
+/// tunbench's own process (`userspace`, the slow path); other kinds have no
+/// datapath to choose.
+fn node_datapath(
+    v: Option<&toml::Value>,
+    kind: NodeKind,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Datapath {
+    let Some(v) = v else {
+        return Datapath::Kernel;
+    };
+    if kind != NodeKind::Router {
+        p.push(Problem::new(
+            at,
+            format!(
+                "datapath applies to routers only; this node is a {}",
+                kind.as_str()
+            ),
+        ));
+        return Datapath::Kernel;
+    }
+    match v.as_str() {
+        Some(s) => super::tunnel::datapath(Some(s), Datapath::Kernel, at, p),
+        None => {
+            p.push(Problem::new(
+                at,
+                "datapath must be a string: \"kernel\" or \"userspace\"",
+            ));
+            Datapath::Kernel
+        }
+    }
 }

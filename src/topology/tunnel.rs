@@ -118,9 +118,10 @@ impl RawB4s {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Datapath {
-    /// The kernel forwards (DS-Lite: seg6 encap.red + seg6local End.DX4, nftables).
+    /// The kernel forwards (DS-Lite: seg6 encap.red + seg6local End.DX4, nftables;
+    /// a router: Linux forwarding).
     Kernel,
-    /// tunbench's own process with a TUN in the endpoint's namespace.
+    /// tunbench's own process with a TUN in the endpoint's (router's) namespace.
     Userspace,
 }
 
@@ -363,7 +364,12 @@ pub fn resolve(
     out
 }
 
-fn datapath(s: Option<&str>, default: Datapath, at: &KeyPath, p: &mut Vec<Problem>) -> Datapath {
+pub(crate) fn datapath(
+    s: Option<&str>,
+    default: Datapath,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Datapath {
     match s {
         None => default,
         Some("kernel") => Datapath::Kernel,

@@ -99,6 +99,9 @@ pub enum Transport {
     RawIp { local: IpAddr, protocol: u8 },
     /// Datagrams over UDP, from `bind`.
     Udp { bind: SocketAddr },
+    /// No socket: the codec writes what it keeps back into the TUN (a router's
+    /// slow path). Its `ToNetwork` verdicts are dropped as `NoRoute`.
+    TunOnly,
 }
 
 impl std::fmt::Display for Transport {
@@ -108,6 +111,7 @@ impl std::fmt::Display for Transport {
                 write!(f, "raw IP protocol {protocol} at {local}")
             }
             Transport::Udp { bind } => write!(f, "UDP at {bind}"),
+            Transport::TunOnly => write!(f, "the TUN itself"),
         }
     }
 }
@@ -422,7 +426,8 @@ struct Shared<C> {
     stop: AtomicBool,
     /// An eventfd that becomes readable on stop, so waiting threads see it at once.
     wake: OwnedFd,
-    sock: Socket,
+    /// None for `Transport::TunOnly`.
+    sock: Option<Socket>,
     kind: SockKind,
     /// Raw IPv6 only: the packet socket frames go out on.
     packet_tx: Option<PacketTx>,
@@ -572,7 +577,7 @@ pub struct Driver<C: Codec + 'static> {
 /// What `start` opens inside the namespace.
 struct Opened {
     tun: Tun,
-    sock: Socket,
+    sock: Option<Socket>,
     kind: SockKind,
     packet_tx: Option<PacketTx>,
     gso: bool,
@@ -590,6 +595,16 @@ fn open(config: &DriverConfig) -> Result<Opened, DriverError> {
         }
     };
     let (sock, kind, bind) = match t {
+        Transport::TunOnly => {
+            return Ok(Opened {
+                tun,
+                sock: None,
+                kind: SockKind::Raw4,
+                packet_tx: None,
+                gso: false,
+                gro: false,
+            });
+        }
         Transport::RawIp { local, protocol } => {
             let (domain, kind) = match local {
                 IpAddr::V4(_) => (Domain::IPV4, SockKind::Raw4),
@@ -636,7 +651,7 @@ fn open(config: &DriverConfig) -> Result<Opened, DriverError> {
     };
     Ok(Opened {
         tun,
-        sock,
+        sock: Some(sock),
         kind,
         packet_tx,
         gso,
@@ -671,10 +686,14 @@ impl<C: Codec + 'static> Driver<C> {
                 })??
             }
         };
-        let local_addr = opened.sock.local_addr().ok().and_then(|a| a.as_socket());
+        let local_addr = (opened.sock.as_ref())
+            .and_then(|s| s.local_addr().ok())
+            .and_then(|a| a.as_socket());
+        // Without a socket nothing comes from the network: one thread per queue.
+        let directions = if opened.sock.is_some() { 2 } else { 1 };
         let offloads = opened.tun.offloads();
         let queues = opened.tun.into_queues();
-        let threads_n = queues.len() * 2;
+        let threads_n = queues.len() * directions;
         let wake = eventfd().map_err(DriverError::Thread)?;
         let now = Instant::now();
         let shared = Arc::new(Shared {
@@ -706,10 +725,10 @@ impl<C: Codec + 'static> Driver<C> {
         };
         let queues: Vec<Arc<OwnedFd>> = queues.into_iter().map(Arc::new).collect();
         for (q, fd) in queues.iter().enumerate() {
-            for dir in 0..2 {
+            for dir in 0..directions {
                 let sh = d.shared.clone();
                 let fd = fd.clone();
-                let slot = q * 2 + dir;
+                let slot = q * directions + dir;
                 let name = if dir == 0 {
                     format!("tb-tun{q}-to-net")
                 } else {
@@ -972,6 +991,13 @@ impl Sender {
         items: &[(usize, SocketAddr)],
         local: &mut Local,
     ) {
+        if sh.sock.is_none() {
+            // TunOnly: there is no network to send to.
+            for _ in items {
+                local.dropped(DropReason::NoRoute);
+            }
+            return;
+        }
         if let Some(tx) = &sh.packet_tx {
             self.send_framed(sh, tx, bufs, items, local);
             return;
@@ -1127,7 +1153,9 @@ impl Sender {
                 }
             }
         }
-        let fd = sh.sock.as_raw_fd();
+        let fd = (sh.sock.as_ref())
+            .expect("send() keeps TunOnly away")
+            .as_raw_fd();
         let mut m = 0;
         while m < n {
             let left = (n - m).min(1024);
@@ -1543,7 +1571,10 @@ impl Receiver {
             // buffers (the area, pkts' spare capacity) that outlive the call.
             let r = unsafe {
                 libc::recvmmsg(
-                    sh.sock.as_raw_fd(),
+                    sh.sock
+                        .as_ref()
+                        .expect("only run with a socket")
+                        .as_raw_fd(),
                     self.hdrs.as_mut_ptr(),
                     self.messages as u32,
                     libc::MSG_DONTWAIT,
@@ -1695,7 +1726,7 @@ impl NetToTun {
 
     fn run<C: Codec>(mut self, sh: &Shared<C>, tun: BorrowedFd<'_>, slot: usize) {
         let mut cpu_at = Instant::now();
-        let sock = sh.sock.as_fd();
+        let sock = sh.sock.as_ref().expect("only run with a socket").as_fd();
         let mut idle = 0;
         while !sh.stopping() {
             let n = self

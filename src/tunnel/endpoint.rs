@@ -3,11 +3,14 @@
 //! from, build this endpoint's codec, run the shared driver until SIGTERM, and
 //! rewrite the stats file every second.
 
+use super::Codec;
 use super::driver::{self, DriverConfig, StatsSnapshot, Transport};
 use super::dslite::{Aftr, AftrConfig, B4, B4Config, MssClamp, Softwire};
+use crate::datapath::Job;
 use crate::topology::tunnel::{Dslite, Role, Tunnel, TunnelKind};
 use anyhow::{Context, Result};
 use std::net::IpAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -29,27 +32,34 @@ struct StatsFile<'a> {
     stats: &'a StatsSnapshot,
 }
 
-pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
-    let running = crate::lab::find(lab)?;
-    let (tun, role) = crate::datapath::endpoint(&running, tunnel, node)?;
-    let TunnelKind::Dslite(d) = &tun.kind;
+/// Who a datapath process is, for its stats file and log.
+#[derive(Debug, Clone, Copy)]
+pub struct Who<'a> {
+    /// The tunnel, or "-" for a router's slow path.
+    pub tunnel: &'a str,
+    pub node: &'a str,
+    pub role: &'a str,
+}
+
+/// Runs the shared driver with `codec` until SIGTERM, SIGINT or SIGHUP,
+/// rewriting the stats file every second; returns the last counters.
+pub fn serve<C: Codec + 'static>(
+    config: DriverConfig,
+    codec: C,
+    stats_path: &Path,
+    who: Who,
+) -> Result<StatsSnapshot> {
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
             libc::signal(s, on_signal as *const () as libc::sighandler_t);
         }
     }
-    let config = driver_config(tun, d, role);
-    let stats_path = crate::datapath::stats_path(lab, tunnel, node);
-    let role_name = match role {
-        Role::Aftr => "aftr",
-        Role::B4(_) => "b4",
-    };
     let write = |s: &StatsSnapshot| {
         let f = StatsFile {
-            tunnel,
-            node,
-            role: role_name,
+            tunnel: who.tunnel,
+            node: who.node,
+            role: who.role,
             pid: std::process::id(),
             stats: s,
         };
@@ -57,32 +67,55 @@ pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
         let tmp = stats_path.with_extension("json.tmp");
         if let Ok(text) = serde_json::to_string_pretty(&f) {
             if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, &stats_path);
+                let _ = std::fs::rename(&tmp, stats_path);
             }
         }
     };
     eprintln!(
-        "tunbench datapath: {tunnel} {role_name} on {node}: TUN {} <-> {}",
-        config.tun, config.transport
+        "tunbench datapath: {} {} on {}: TUN {} <-> {}",
+        who.tunnel, who.role, who.node, config.tun, config.transport
     );
-    let last = match role {
-        Role::Aftr => {
-            let codec = Aftr::new(aftr_config(d)).context("configuring the AFTR")?;
-            driver::run_until(config, codec, &STOP, Duration::from_secs(1), write)
-        }
-        Role::B4(i) => {
-            let codec = B4::new(b4_config(d, i));
-            // The stats file appears once the driver runs: `up` waits for it.
-            driver::run_until(config, codec, &STOP, Duration::from_secs(1), write)
-        }
-    }
-    .with_context(|| format!("running the {tunnel} datapath on {node}"))?;
+    // The stats file appears once the driver runs: `up` waits for it.
+    let last = driver::run_until(config, codec, &STOP, Duration::from_secs(1), write)
+        .with_context(|| {
+            format!(
+                "running the {} {} datapath on {}",
+                who.tunnel, who.role, who.node
+            )
+        })?;
     eprintln!(
         "tunbench datapath: stopped; {} packets in from the TUN, {} from the network, {} dropped",
         last.tun_rx.packets,
         last.net_rx.packets,
         last.dropped()
     );
+    Ok(last)
+}
+
+pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
+    let running = crate::lab::find(lab)?;
+    let (tun, role) = crate::datapath::endpoint(&running, tunnel, node)?;
+    let TunnelKind::Dslite(d) = &tun.kind;
+    let config = driver_config(tun, d, role);
+    let stats_path = crate::datapath::stats_path(lab, &Job::Tunnel(tunnel.to_string()), node);
+    let role_name = match role {
+        Role::Aftr => "aftr",
+        Role::B4(_) => "b4",
+    };
+    let who = Who {
+        tunnel,
+        node,
+        role: role_name,
+    };
+    match role {
+        Role::Aftr => {
+            let codec = Aftr::new(aftr_config(d)).context("configuring the AFTR")?;
+            serve(config, codec, &stats_path, who)?;
+        }
+        Role::B4(i) => {
+            serve(config, B4::new(b4_config(d, i)), &stats_path, who)?;
+        }
+    }
     Ok(())
 }
 
