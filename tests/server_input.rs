@@ -48,10 +48,25 @@ fn connect(port: u16) -> TcpStream {
 
 const COOKIE: &[u8; 37] = b"abcdefghijklmnopqrstuvwxyz234567abcd\0";
 
+/// A cookie of its own per connection, as iperf3 clients make them: a server
+/// still finishing the previous test takes a connection with that test's cookie
+/// for one of its data streams.
+fn fresh_cookie() -> [u8; 37] {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut c = *COOKIE;
+    c[..8].copy_from_slice(format!("{n:08}").as_bytes());
+    c
+}
+
 /// Cookie sent, PARAM_EXCHANGE read.
 fn to_params(port: u16) -> TcpStream {
+    to_params_with(port, &fresh_cookie())
+}
+
+fn to_params_with(port: u16, cookie: &[u8; 37]) -> TcpStream {
     let mut s = connect(port);
-    s.write_all(COOKIE).unwrap();
+    s.write_all(cookie).unwrap();
     let mut b = [0u8; 1];
     s.read_exact(&mut b).unwrap();
     assert_eq!(b[0], 9, "PARAM_EXCHANGE");
@@ -152,7 +167,7 @@ fn unknown_parameters_are_ignored() {
 #[test]
 fn client_vanishing_mid_test_and_a_wrong_data_cookie() {
     let srv = server();
-    let mut s = to_params(srv.port);
+    let mut s = to_params_with(srv.port, COOKIE);
     send_json(
         &mut s,
         r#"{"tcp":true,"time":30,"parallel":1,"len":131072}"#,

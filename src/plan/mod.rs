@@ -130,6 +130,17 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     for i in 0..t.nodes.len() {
         ops.extend(router::ops(t, i, &ns(i)));
     }
+    // A direction's rate shapes the sending end of the veth.
+    for l in &t.links {
+        for (end, imp) in [(&l.a, l.impairments.a_to_b), (&l.b, l.impairments.b_to_a)] {
+            if let Some(rate) = imp.rate {
+                ops.push(Op::Tc {
+                    ns: ns(end.node),
+                    batch: crate::topology::impair::tbf_line(&end.iface, rate) + "\n",
+                });
+            }
+        }
+    }
     // Tunnel ops join the phases of the rest (a stable sort keeps their order).
     ops.sort_by_key(|o| o.phase());
     Plan {

@@ -1,6 +1,7 @@
 //! Topology files: raw serde structs -> resolve (defaults, names, addresses) ->
 //! validate. All of it is pure: nothing here touches the kernel.
 
+pub mod impair;
 pub mod locate;
 pub mod model;
 pub mod raw;

@@ -137,6 +137,8 @@ pub struct Link {
     #[serde(skip)]
     pub mtu_at: KeyPath,
     pub description: Option<String>,
+    /// What the link does to traffic, per direction (rate only, for now).
+    pub impairments: super::impair::LinkImpairments,
     #[serde(skip)]
     pub at: KeyPath,
 }

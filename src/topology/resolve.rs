@@ -161,18 +161,17 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             None => (Some(default_mtu), at.clone()),
             Some(m) => (mtu(m, &at.key("mtu"), &mut p), at.key("mtu")),
         };
-        if rl.impairments.is_some() {
-            p.push(Problem::new(
-                &at.key("impairments"),
-                "link impairments are not supported yet by this version of tunbench",
-            ));
-        }
+        let impairments = match &rl.impairments {
+            Some(v) => super::impair::resolve(v, &at.key("impairments"), &mut p),
+            None => Default::default(),
+        };
         let a = endpoint(&rl.a, &nodes, &at.key("a"), &mut p);
         let b = endpoint(&rl.b, &nodes, &at.key("b"), &mut p);
         if let (Some(a), Some(b), Some(m)) = (a, b, mtu_v) {
             links.push(Link {
                 a,
                 b,
+                impairments,
                 mtu: m,
                 mtu_at,
                 description: rl.description.clone(),

@@ -1,0 +1,88 @@
+//! Link rate impairments, measured with tunbench's own engine in namespaces:
+//! a shaped direction carries its line rate less the Ethernet framing, within
+//! 5 %, for TCP and UDP, at both ends of the range (50 Mbit/s and 2 Gbit/s), and
+//! each direction keeps its own rate.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const RIGHT: &str = "198.18.80.2";
+
+/// Goodput of a shaped Ethernet link: each `payload` bytes cost `headers` more
+/// on the veth (Ethernet 14 + IP + transport) and 24 more on a real wire
+/// (preamble, FCS, inter-frame gap), which the shaper counts too.
+fn goodput(rate: f64, payload: f64, headers: f64) -> f64 {
+    rate * payload / (payload + headers + 24.0)
+}
+
+/// One engine test from left to right (or back with -R): the receiver's bit/s.
+fn measure(lab: &str, port: u16, args: &[&str]) -> f64 {
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-right"), bin()])
+        .args(["server", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the server");
+    std::thread::sleep(Duration::from_millis(300));
+    let o = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-left"), bin()])
+        .args(["client", RIGHT, "-p", &port.to_string(), "-t", "3", "-J"])
+        .args(args)
+        .output()
+        .expect("running the client");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(o.status.success(), "client {args:?}: {}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+fn within(measured: f64, expected: f64, what: &str) {
+    let off = measured / expected - 1.0;
+    assert!(
+        off.abs() <= 0.05,
+        "{what}: {:.1} Mbit/s against {:.1} expected ({:+.1} %)",
+        measured / 1e6,
+        expected / 1e6,
+        off * 100.0
+    );
+}
+
+#[test]
+fn a_shaped_link_carries_its_rate_each_way_for_tcp_and_udp() {
+    let lab = lab_name("imr");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/impair/rate.toml");
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "up: {}", text(&o));
+    // TCP: 1448 bytes of payload per 1500-byte packet (timestamps on).
+    let tcp = |r: f64| goodput(r, 1448.0, 14.0 + 20.0 + 32.0);
+    // UDP: 1400-byte datagrams; offered 40 % above the rate.
+    let udp = |r: f64| goodput(r, 1400.0, 14.0 + 20.0 + 8.0);
+    within(
+        measure(&lab, 5301, &[]),
+        tcp(50e6),
+        "TCP left->right at 50M",
+    );
+    within(
+        measure(&lab, 5302, &["-R"]),
+        tcp(2e9),
+        "TCP right->left at 2G",
+    );
+    within(
+        measure(&lab, 5303, &["-u", "-b", "70M", "-l", "1400"]),
+        udp(50e6),
+        "UDP left->right at 50M",
+    );
+    within(
+        measure(&lab, 5304, &["-R", "-u", "-b", "2800M", "-l", "1400"]),
+        udp(2e9),
+        "UDP right->left at 2G",
+    );
+}
