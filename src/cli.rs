@@ -68,6 +68,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Change a running lab's link impairments without rebuilding it: the link
+    /// is named by one of its ends (NODE:IFACE); `out` is the traffic leaving that
+    /// end, `in` the traffic arriving at it.
+    Impair {
+        lab: String,
+        /// One end of the link, as in the topology file: NODE:IFACE.
+        end: String,
+        /// Line rate in bit/s (K, M, G suffixes), as `impairments.rate`.
+        #[arg(long, value_parser = parse_rate, conflicts_with = "clear", required_unless_present = "clear")]
+        rate: Option<u64>,
+        /// Remove the shaping instead.
+        #[arg(long)]
+        clear: bool,
+        #[arg(long, value_enum, default_value = "both")]
+        direction: crate::impair::Direction,
+    },
     /// The topology as a diagram.
     Graph {
         file: PathBuf,
@@ -483,6 +499,27 @@ pub fn run(cli: Cli) -> Result<i32> {
             node,
             command,
         } => exec(&l, &node, &command),
+        Command::Impair {
+            lab: l,
+            end,
+            rate,
+            clear,
+            direction,
+        } => {
+            let running = lab::find(&l)?;
+            let rate = if clear { None } else { rate };
+            let done = crate::impair::apply(&running, &end, direction, rate).map_err(|e| {
+                if e.downcast_ref::<crate::impair::BadEnd>().is_some() {
+                    bad_input(e.to_string())
+                } else {
+                    e
+                }
+            })?;
+            for line in done {
+                println!("{line}");
+            }
+            Ok(0)
+        }
         Command::Check { lab: l, json } => {
             let running = lab::find(&l)?;
             let report = check::run(&running.topology, &running.naming).context("probing")?;

@@ -7,6 +7,7 @@ pub mod datapath;
 pub mod engine;
 pub mod generate;
 pub mod graph;
+pub mod impair;
 pub mod lab;
 pub mod measure;
 pub mod plan;

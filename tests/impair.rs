@@ -86,3 +86,56 @@ fn a_shaped_link_carries_its_rate_each_way_for_tcp_and_udp() {
         "UDP right->left at 2G",
     );
 }
+
+/// `tunbench impair` reshapes a running lab: the named direction takes the new
+/// rate, the other keeps its own, `--clear` removes the shaping, and a link end
+/// that does not exist is bad input that changes nothing.
+#[test]
+fn impair_changes_a_running_lab() {
+    let lab = lab_name("imc");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/impair/rate.toml");
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "up: {}", text(&o));
+    let tcp = |r: f64| goodput(r, 1448.0, 14.0 + 20.0 + 32.0);
+    let o = tunbench(&[
+        "impair",
+        &lab,
+        "left:eth0",
+        "--rate",
+        "200M",
+        "--direction",
+        "out",
+    ]);
+    assert!(o.status.success(), "impair: {}", text(&o));
+    within(
+        measure(&lab, 5311, &[]),
+        tcp(200e6),
+        "TCP left->right reshaped to 200M",
+    );
+    let qdisc = |node: &str| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &format!("{lab}-{node}")])
+            .args(["tc", "qdisc", "show", "dev", "eth0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(qdisc("right").contains("rate 2Gbit"), "{}", qdisc("right"));
+    let bad = tunbench(&["impair", &lab, "left:eth7", "--rate", "1M"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("no link with an end left:eth7"),
+        "{}",
+        text(&bad)
+    );
+    assert!(qdisc("left").contains("rate 200Mbit"), "{}", qdisc("left"));
+    let o = tunbench(&["impair", &lab, "right:eth0", "--clear", "--direction", "in"]);
+    assert!(o.status.success(), "impair --clear: {}", text(&o));
+    assert!(!qdisc("left").contains("tbf"), "{}", qdisc("left"));
+    let free = measure(&lab, 5312, &[]);
+    assert!(
+        free > 3.0 * tcp(200e6),
+        "unshaped left->right only {:.0} Mbit/s",
+        free / 1e6
+    );
+}

@@ -135,9 +135,18 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
 /// framing overhead, a burst of about 1 ms (at least 16 KB, so low rates still
 /// pass a full-size packet and a little more), and a queue of 50 ms.
 pub fn tbf_line(dev: &str, rate: u64) -> String {
+    tbf("add", dev, rate)
+}
+
+/// The same for a running lab: takes the place of whatever shapes `dev` now.
+pub fn tbf_replace_line(dev: &str, rate: u64) -> String {
+    tbf("replace", dev, rate)
+}
+
+fn tbf(verb: &str, dev: &str, rate: u64) -> String {
     let burst = (rate / 8 / 1000).max(16 * 1024);
     format!(
-        "qdisc add dev {dev} root tbf rate {rate}bit burst {burst} latency 50ms overhead {ETHERNET_OVERHEAD}"
+        "qdisc {verb} dev {dev} root tbf rate {rate}bit burst {burst} latency 50ms overhead {ETHERNET_OVERHEAD}"
     )
 }
 
