@@ -20,7 +20,11 @@ fn goodput(rate: f64, payload: f64, headers: f64) -> f64 {
 }
 
 /// One engine test from left to right (or back with -R): the receiver's bit/s.
+/// One at a time across this file's tests: two at once share the 2 cores, and
+/// an unshaped one would starve a 2 Gbit/s one below its rate.
 fn measure(lab: &str, port: u16, args: &[&str]) -> f64 {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut server = Command::new("ip")
         .args(["netns", "exec", &format!("{lab}-right"), bin()])
         .args(["server", "-1", "-p", &port.to_string()])
