@@ -132,8 +132,12 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
 }
 
 /// The tc line that shapes a veth end's egress to `rate`: TBF with the Ethernet
-/// framing overhead, a burst of about 1 ms (at least 16 KB, so low rates still
-/// pass a full-size packet and a little more), and a queue of 50 ms.
+/// framing overhead, a queue of 50 ms, and a burst of 5 ms of the rate (at least
+/// 32 KB). The burst is what a late TBF timer can make up for: with 16 KB at 50
+/// Mbit/s (2.6 ms) a busy 2-core VM lost 6-14 % of the rate to timer latency.
+/// A burst above a GSO packet's size also means TBF no longer splits it, and
+/// counts the framing overhead once for the whole packet: up to 1.6 % more
+/// goodput than a real link, measured +3 % at 50 Mbit/s.
 pub fn tbf_line(dev: &str, rate: u64) -> String {
     tbf("add", dev, rate)
 }
@@ -144,7 +148,7 @@ pub fn tbf_replace_line(dev: &str, rate: u64) -> String {
 }
 
 fn tbf(verb: &str, dev: &str, rate: u64) -> String {
-    let burst = (rate / 8 / 1000).max(16 * 1024);
+    let burst = (rate / 8 / 200).max(32 * 1024);
     format!(
         "qdisc {verb} dev {dev} root tbf rate {rate}bit burst {burst} latency 50ms overhead {ETHERNET_OVERHEAD}"
     )
@@ -190,8 +194,8 @@ mod tests {
     fn tbf_counts_the_ethernet_framing() {
         assert_eq!(
             tbf_line("eth0", 1_000_000_000),
-            "qdisc add dev eth0 root tbf rate 1000000000bit burst 125000 latency 50ms overhead 24"
+            "qdisc add dev eth0 root tbf rate 1000000000bit burst 625000 latency 50ms overhead 24"
         );
-        assert!(tbf_line("eth0", 50_000_000).contains("burst 16384 "));
+        assert!(tbf_line("eth0", 50_000_000).contains("burst 32768 "));
     }
 }
