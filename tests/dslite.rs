@@ -51,17 +51,6 @@ fn up_ok(file: &Path, lab: &str) -> LabGuard {
     g
 }
 
-/// Run `f` on a thread inside namespace `ns`.
-fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let ns = ns.to_string();
-    std::thread::spawn(move || {
-        netns::namespace::enter(&ns).expect("entering namespace");
-        f()
-    })
-    .join()
-    .expect("namespace thread")
-}
-
 /// A TCP server on the IPv4 internet host that answers each of `n` clients with
 /// the address it saw the client at.
 fn echo_peer_server(lab: &str, n: usize) -> std::thread::JoinHandle<Vec<SocketAddr>> {
@@ -237,19 +226,7 @@ fn kernel_b4_clamps_the_mss_to_the_softwire() {
         let (c, _) = l.accept().unwrap();
         let mss = {
             use std::os::fd::AsRawFd;
-            let mut v: libc::c_int = 0;
-            let mut len: libc::socklen_t = 4;
-            // SAFETY: a valid socket and a c_int-sized buffer.
-            unsafe {
-                libc::getsockopt(
-                    c.as_raw_fd(),
-                    libc::IPPROTO_TCP,
-                    libc::TCP_MAXSEG,
-                    &mut v as *mut _ as *mut libc::c_void,
-                    &mut len,
-                )
-            };
-            v
+            getsockopt_int(c.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_MAXSEG)
         };
         drop(c);
         mss
@@ -302,34 +279,12 @@ fn udp_with_pmtu(bind: &str, mode: libc::c_int) -> std::net::UdpSocket {
 
 fn set_pmtu(s: &std::net::UdpSocket, mode: libc::c_int) {
     use std::os::fd::AsRawFd;
-    // SAFETY: a valid socket and a c_int-sized option.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
-            &mode as *const _ as *const libc::c_void,
-            4,
-        )
-    };
-    assert_eq!(r, 0, "IP_MTU_DISCOVER");
+    setsockopt_int(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, mode);
 }
 
 fn path_mtu(s: &std::net::UdpSocket) -> libc::c_int {
     use std::os::fd::AsRawFd;
-    let mut v: libc::c_int = 0;
-    let mut len: libc::socklen_t = 4;
-    // SAFETY: a valid, connected socket and a c_int-sized buffer.
-    unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_IP,
-            IP_MTU,
-            &mut v as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    v
+    getsockopt_int(s.as_raw_fd(), libc::IPPROTO_IP, IP_MTU)
 }
 
 /// Sends DF datagrams of 1472 bytes (a 1500-byte packet) on a connected socket

@@ -32,37 +32,6 @@ fn lab_with(datapath: &str, tag: &str) -> (LabGuard, String) {
     (g, lab)
 }
 
-fn in_ns<T: Send + 'static>(ns: String, f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::spawn(move || {
-        netns::namespace::enter(&ns).expect("entering namespace");
-        f()
-    })
-    .join()
-    .expect("namespace thread")
-}
-
-fn setsockopt(fd: i32, level: i32, opt: i32, v: i32) {
-    // SAFETY: a valid socket and a c_int-sized option.
-    let r = unsafe { libc::setsockopt(fd, level, opt, &v as *const _ as *const libc::c_void, 4) };
-    assert_eq!(r, 0, "setsockopt {level}/{opt}");
-}
-
-fn getsockopt(fd: i32, level: i32, opt: i32) -> i32 {
-    let mut v: libc::c_int = 0;
-    let mut len: libc::socklen_t = 4;
-    // SAFETY: a valid socket and a c_int-sized buffer.
-    unsafe {
-        libc::getsockopt(
-            fd,
-            level,
-            opt,
-            &mut v as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    v
-}
-
 const RIGHT_V4: &str = "198.18.61.2";
 const RIGHT_V6: &str = "2001:2:0:61::2";
 
@@ -93,7 +62,7 @@ fn slow_path_forwards_both_families_through_its_process() {
         });
         rx.recv().unwrap();
         let addr: SocketAddr = SocketAddr::new(dst.parse().unwrap(), 7100);
-        let echoed = in_ns(format!("{lab}-left"), move || {
+        let echoed = in_ns(&format!("{lab}-left"), move || {
             let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
                 .unwrap_or_else(|e| panic!("connecting to {addr} through r1: {e}"));
             c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -140,21 +109,21 @@ fn ttl_drops_by_exactly_one(datapath: &str, tag: &str) {
         });
         rx.recv().unwrap();
         let to: SocketAddr = SocketAddr::new(dst.parse().unwrap(), 7101);
-        let errno = in_ns(format!("{lab}-left"), move || {
+        let errno = in_ns(&format!("{lab}-left"), move || {
             let s = UdpSocket::bind(if v6 { "[::]:0" } else { "0.0.0.0:0" }).unwrap();
             s.connect(to).unwrap();
             let fd = s.as_raw_fd();
             let ttl = |v: i32| {
                 if v6 {
-                    setsockopt(fd, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, v)
+                    setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, v)
                 } else {
-                    setsockopt(fd, libc::IPPROTO_IP, libc::IP_TTL, v)
+                    setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_TTL, v)
                 }
             };
             if v6 {
-                setsockopt(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, 1);
+                setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, 1);
             } else {
-                setsockopt(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1);
+                setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1);
             }
             ttl(2);
             s.send(&[2]).unwrap();
@@ -198,14 +167,14 @@ fn pmtu_converges(datapath: &str, tag: &str) {
     let (_g, lab) = lab_with(datapath, tag);
     for (dst, v6) in [(RIGHT_V4, false), (RIGHT_V6, true)] {
         let to: SocketAddr = SocketAddr::new(dst.parse().unwrap(), 9);
-        let (before, after) = in_ns(format!("{lab}-left"), move || {
+        let (before, after) = in_ns(&format!("{lab}-left"), move || {
             let s = UdpSocket::bind(if v6 { "[::]:0" } else { "0.0.0.0:0" }).unwrap();
             s.connect(to).unwrap();
             let fd = s.as_raw_fd();
             let (level, opt, payload) = if v6 {
                 (libc::IPPROTO_IPV6, IPV6_MTU, 1500 - 48)
             } else {
-                setsockopt(
+                setsockopt_int(
                     fd,
                     libc::IPPROTO_IP,
                     libc::IP_MTU_DISCOVER,
@@ -213,15 +182,15 @@ fn pmtu_converges(datapath: &str, tag: &str) {
                 );
                 (libc::IPPROTO_IP, IP_MTU, 1500 - 28)
             };
-            let before = getsockopt(fd, level, opt);
+            let before = getsockopt_int(fd, level, opt);
             for _ in 0..30 {
                 let _ = s.send(&vec![0u8; payload]);
                 std::thread::sleep(Duration::from_millis(50));
-                if getsockopt(fd, level, opt) < before {
+                if getsockopt_int(fd, level, opt) < before {
                     break;
                 }
             }
-            (before, getsockopt(fd, level, opt))
+            (before, getsockopt_int(fd, level, opt))
         });
         assert_eq!(before, 1500, "{datapath} {dst}: path MTU before");
         assert_eq!(

@@ -128,3 +128,38 @@ pub fn slow_up_of_chain(lab: &str, nodes: usize, dir: &Path) -> std::process::Ch
     );
     child
 }
+
+/// Runs `f` on a thread inside namespace `ns` and returns what it returns.
+pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        netns::namespace::enter(&ns).expect("entering namespace");
+        f()
+    })
+    .join()
+    .expect("namespace thread")
+}
+
+/// An int socket option set; the test fails if the kernel refuses it.
+pub fn setsockopt_int(fd: i32, level: i32, opt: i32, v: i32) {
+    // SAFETY: a valid socket and a c_int-sized option.
+    let r = unsafe { libc::setsockopt(fd, level, opt, &v as *const _ as *const libc::c_void, 4) };
+    assert_eq!(r, 0, "setsockopt {level}/{opt}");
+}
+
+/// An int socket option's value.
+pub fn getsockopt_int(fd: i32, level: i32, opt: i32) -> i32 {
+    let mut v: libc::c_int = 0;
+    let mut len: libc::socklen_t = 4;
+    // SAFETY: a valid socket and a c_int-sized buffer.
+    unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            opt,
+            &mut v as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    v
+}
