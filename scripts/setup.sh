@@ -13,7 +13,8 @@ done
 
 need_pkgs=()
 have() { command -v "$1" >/dev/null 2>&1; }
-have ip || need_pkgs+=(iproute2)
+# ip and tc (router slow path, link shaping) both come with iproute2.
+{ have ip && have tc; } || need_pkgs+=(iproute2)
 have pgrep || need_pkgs+=(procps)
 have cc || need_pkgs+=(gcc libc6-dev)
 have cargo || need_pkgs+=(cargo rustc)
