@@ -89,19 +89,40 @@ fn agree(a: u64, b: u64, what: &str) {
     );
 }
 
+/// Bytes the receiver accounts for: what arrived, plus, for UDP, the datagrams it
+/// counted as lost. Real loss on a busy shared machine (6.5 % once in CI at 50
+/// Mbit/s over loopback) is not an interop fault; a loss count that does not
+/// match the gap is. Loss above a quarter makes the run meaningless and fails.
+fn accounted(sum: &Value, received: u64, ctx: &str) -> u64 {
+    let lost = sum["lost_packets"].as_u64().unwrap_or(0);
+    let packets = sum["packets"].as_u64().unwrap_or(0);
+    if lost == 0 || packets == 0 {
+        return received;
+    }
+    assert!(
+        lost * 4 < packets,
+        "{ctx}: {lost} of {packets} datagrams lost; the machine is too busy to judge"
+    );
+    let arrived = packets.saturating_sub(lost).max(1);
+    eprintln!("{ctx}: {lost} of {packets} datagrams lost (counted, not a fault)");
+    received + lost * (received / arrived)
+}
+
 /// Checks a -J document: sent and received agree, per direction.
 fn check_sums(j: &Value, bidir: bool, ctx: &str) -> (u64, u64) {
     let end = &j["end"];
     let sent = end["sum_sent"]["bytes"].as_u64().unwrap_or(0);
     let recv = end["sum_received"]["bytes"].as_u64().unwrap_or(0);
-    agree(sent, recv, ctx);
+    agree(sent, accounted(&end["sum"], recv, ctx), ctx);
     if bidir {
+        let rctx = format!("{ctx} (reverse direction)");
+        let rrecv = end["sum_received_bidir_reverse"]["bytes"]
+            .as_u64()
+            .unwrap_or(0);
         agree(
             end["sum_sent_bidir_reverse"]["bytes"].as_u64().unwrap_or(0),
-            end["sum_received_bidir_reverse"]["bytes"]
-                .as_u64()
-                .unwrap_or(0),
-            &format!("{ctx} (reverse direction)"),
+            accounted(&end["sum_bidir_reverse"], rrecv, &rctx),
+            &rctx,
         );
     }
     (sent, recv)

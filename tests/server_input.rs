@@ -207,6 +207,21 @@ fn a_data_connection_without_a_control_connection() {
     drop(s);
 }
 
+/// Established IPv4 TCP connections whose remote port is `port`: a client's
+/// control and data connections to a server on loopback.
+fn client_connections_to(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let remote = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[2].ends_with(&remote) && f[3] == "01"
+        })
+        .count()
+}
+
 #[test]
 fn a_second_client_is_busy_and_the_client_says_so() {
     let srv = server();
@@ -225,7 +240,16 @@ fn a_second_client_is_busy_and_the_client_says_so() {
         }
     }
     let mut first = Reap(first);
-    std::thread::sleep(Duration::from_millis(700));
+    // The server is busy once the first client's control and data connections are
+    // up. (A fixed 700 ms sleep lost that race once on a loaded CI machine.)
+    let t0 = Instant::now();
+    while client_connections_to(srv.port) < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the first client never started its test"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // Raw: ACCESS_DENIED, as iperf3 gives it.
     let mut s = connect(srv.port);
     s.write_all(b"0123456789012345678901234567890123456\0"[..37].as_ref())
