@@ -3,6 +3,7 @@
 
 pub mod impair;
 pub mod locate;
+pub mod profile;
 pub mod model;
 pub mod raw;
 mod resolve;
