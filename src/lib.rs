@@ -13,6 +13,7 @@ pub mod measure;
 pub mod plan;
 pub mod report;
 pub mod router;
+pub mod shape;
 pub mod topology;
 pub mod tunnel;
 pub mod wire;

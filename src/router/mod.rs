@@ -9,6 +9,7 @@
 //! TTL / hop limit, ICMP time exceeded, fragmentation needed, packet too big),
 //! and the per-packet work a device model adds lives in the process.
 
+pub mod model;
 pub mod process;
 pub mod slowpath;
 

@@ -1,7 +1,12 @@
 //! The slow path's codec: checks each packet is IP and hands it back to the
-//! kernel, counting per family. Sans-IO like the tunnel codecs, so the shared
-//! driver runs it (TUN only, no socket).
+//! kernel, counting per family; with a device model, the model's ceilings hold
+//! packets back (handed back through `poll` when their time comes) or drop
+//! them. Sans-IO like the tunnel codecs, so the shared driver runs it (TUN
+//! only, no socket).
 
+use super::model::DeviceShaper;
+use crate::shape::Offer;
+use crate::topology::profile::DeviceModel;
 use crate::tunnel::{Codec, DropReason, Verdict};
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -13,14 +18,27 @@ pub struct Counts {
     pub ipv6: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct SlowPath {
     counts: Counts,
+    model: Option<DeviceShaper>,
 }
 
 impl SlowPath {
     pub fn new() -> SlowPath {
         SlowPath::default()
+    }
+
+    /// A slow path that applies a device model's ceilings.
+    pub fn with_model(model: &DeviceModel, now: Instant) -> SlowPath {
+        SlowPath {
+            counts: Counts::default(),
+            model: Some(DeviceShaper::new(model, now)),
+        }
+    }
+
+    pub fn model(&self) -> Option<&DeviceShaper> {
+        self.model.as_ref()
     }
 
     pub fn counts(&self) -> Counts {
@@ -32,7 +50,7 @@ const IPV4_MIN_HEADER: usize = 20;
 const IPV6_HEADER: usize = 40;
 
 impl Codec for SlowPath {
-    fn handle_tun(&mut self, packet: &mut Vec<u8>, _now: Instant) -> Verdict {
+    fn handle_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict {
         let Some(first) = packet.first() else {
             return Verdict::Drop(DropReason::Truncated);
         };
@@ -42,7 +60,25 @@ impl Codec for SlowPath {
             4 | 6 => return Verdict::Drop(DropReason::Truncated),
             _ => return Verdict::Drop(DropReason::Malformed),
         }
-        Verdict::ToTun
+        match self.model.as_mut().map(|m| m.offer(now, packet)) {
+            None | Some(Offer::Pass) => Verdict::ToTun,
+            Some(Offer::Queued) => Verdict::Queued,
+            Some(Offer::Dropped) => Verdict::Drop(DropReason::QueueFull),
+        }
+    }
+
+    fn poll(&mut self, now: Instant) -> Option<(Verdict, Vec<u8>)> {
+        self.model.as_mut()?.poll(now).map(|p| (Verdict::ToTun, p))
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.model.as_ref()?.deadline()
+    }
+
+    fn tick(&mut self, now: Instant) {
+        if let Some(m) = self.model.as_mut() {
+            m.expire(now);
+        }
     }
 
     /// The slow path has no socket; nothing arrives here.

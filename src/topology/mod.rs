@@ -3,8 +3,8 @@
 
 pub mod impair;
 pub mod locate;
-pub mod profile;
 pub mod model;
+pub mod profile;
 pub mod raw;
 mod resolve;
 pub mod routing;

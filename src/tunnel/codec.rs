@@ -23,6 +23,8 @@ pub enum DropReason {
     /// Larger than the tunnel MTU with DF set; the codec answered with an ICMP
     /// error through `poll`.
     TooBig,
+    /// A device model's or link's queue was full (tail drop).
+    QueueFull,
     /// No free external address/port left for a new NAT mapping.
     NatExhausted,
     /// Well formed but not handled (IPv4 fragments after the first at a NAT, an
@@ -31,7 +33,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 9] = [
+    pub const ALL: [DropReason; 10] = [
         DropReason::Truncated,
         DropReason::Malformed,
         DropReason::WrongProtocol,
@@ -39,6 +41,7 @@ impl DropReason {
         DropReason::Spoofed,
         DropReason::NoRoute,
         DropReason::TooBig,
+        DropReason::QueueFull,
         DropReason::NatExhausted,
         DropReason::Unsupported,
     ];
@@ -53,6 +56,7 @@ impl DropReason {
             DropReason::Spoofed => "spoofed",
             DropReason::NoRoute => "no_route",
             DropReason::TooBig => "too_big",
+            DropReason::QueueFull => "queue_full",
             DropReason::NatExhausted => "nat_exhausted",
             DropReason::Unsupported => "unsupported",
         }
@@ -71,6 +75,9 @@ pub enum Verdict {
     ToTun,
     /// Dropped; the driver counts it under this reason.
     Drop(DropReason),
+    /// The codec kept the packet (it took the buffer's contents): a queue of its
+    /// own hands it back through `poll` when its time comes.
+    Queued,
 }
 
 /// One tunnel kind's packet logic, with no IO and time passed in.
@@ -95,4 +102,10 @@ pub trait Codec: Send {
 
     /// Called about every 250 ms: expire state, run timers.
     fn tick(&mut self, _now: Instant) {}
+
+    /// When `poll` next has something to give (a held packet's time): the
+    /// driver wakes then, not only on the next tick.
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
 }

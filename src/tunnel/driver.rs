@@ -438,6 +438,8 @@ struct Shared<C> {
     started: Instant,
     /// When the next tick is due, in ns since `started` (read without the lock).
     next_tick_ns: AtomicU64,
+    /// The codec's deadline, in ns since `started`; u64::MAX for none.
+    next_due_ns: AtomicU64,
 }
 
 impl<C: Codec> Shared<C> {
@@ -460,11 +462,25 @@ impl<C: Codec> Shared<C> {
         }
     }
 
-    /// How long a thread may sleep in poll(2): until the next tick is due.
+    /// Records the codec's deadline; the caller holds the lock.
+    fn note_deadline(&self, codec: &C) {
+        let due = codec.deadline().map_or(u64::MAX, |d| {
+            d.saturating_duration_since(self.started).as_nanos() as u64
+        });
+        self.next_due_ns.store(due, Ordering::Relaxed);
+    }
+
+    /// How long a thread may sleep in poll(2): until the next tick is due, or
+    /// the codec's deadline (a held packet's time) if sooner.
     fn until_tick(&self) -> Duration {
         let now = self.started.elapsed().as_nanos() as u64;
-        let due = self.next_tick_ns.load(Ordering::Relaxed);
-        Duration::from_nanos(due.saturating_sub(now)).clamp(Duration::from_micros(100), TICK)
+        let tick = self.next_tick_ns.load(Ordering::Relaxed);
+        let due = self.next_due_ns.load(Ordering::Relaxed);
+        if due < tick {
+            return Duration::from_nanos(due.saturating_sub(now))
+                .clamp(Duration::from_micros(10), TICK);
+        }
+        Duration::from_nanos(tick.saturating_sub(now)).clamp(Duration::from_micros(100), TICK)
     }
 
     /// Waits until `fd` is readable, the next tick is due, or stop.
@@ -717,6 +733,7 @@ impl<C: Codec + 'static> Driver<C> {
             batch: config.batch,
             started: now,
             next_tick_ns: AtomicU64::new(TICK.as_nanos() as u64),
+            next_due_ns: AtomicU64::new(u64::MAX),
         });
         let mut d = Driver {
             shared,
@@ -1251,6 +1268,7 @@ impl Extras {
                     self.bufs.push(buf);
                 }
                 Verdict::Drop(r) => local.dropped(r),
+                Verdict::Queued => {}
             }
         }
     }
@@ -1426,7 +1444,7 @@ impl TunToNet {
         n: usize,
     ) {
         let now = Instant::now();
-        if n == 0 && now < sh_tick_due(sh) {
+        if n == 0 && now < sh_due(sh) {
             local.flush(&sh.stats);
             return;
         }
@@ -1443,6 +1461,7 @@ impl TunToNet {
                 }
                 sh.tick_if_due(slot, now);
                 extras.collect(&mut slot.codec, now, local);
+                sh.note_deadline(&slot.codec);
             }));
             if r.is_err() {
                 local.add(Ctr::CodecPanic, 1);
@@ -1455,6 +1474,7 @@ impl TunToNet {
                 Verdict::ToNetwork(a) => to_net.push((i, a)),
                 Verdict::ToTun => write_single(tun, &pkts[i], local),
                 Verdict::Drop(r) => local.dropped(r),
+                Verdict::Queued => {}
             }
         }
         sender.send(sh, pkts, to_net, local);
@@ -1463,8 +1483,12 @@ impl TunToNet {
     }
 }
 
-fn sh_tick_due<C>(sh: &Shared<C>) -> Instant {
-    sh.started + Duration::from_nanos(sh.next_tick_ns.load(Ordering::Relaxed))
+/// When a thread with nothing to read must still run the codec: the next tick,
+/// or the codec's deadline if sooner.
+fn sh_due<C>(sh: &Shared<C>) -> Instant {
+    let tick = sh.next_tick_ns.load(Ordering::Relaxed);
+    let due = sh.next_due_ns.load(Ordering::Relaxed);
+    sh.started + Duration::from_nanos(tick.min(due))
 }
 
 // ----------------------------------------------------------- network -> TUN
@@ -1733,7 +1757,7 @@ impl NetToTun {
                 .receiver
                 .recv(sh, &mut self.pkts, &mut self.peers, &mut self.local);
             let now = Instant::now();
-            if n > 0 || now >= sh_tick_due(sh) {
+            if n > 0 || now >= sh_due(sh) {
                 self.batch(sh, tun, n, now);
             }
             record_cpu(&sh.stats, slot, &mut cpu_at, now, false);
@@ -1775,6 +1799,7 @@ impl NetToTun {
                 }
                 sh.tick_if_due(slot, now);
                 extras.collect(&mut slot.codec, now, local);
+                sh.note_deadline(&slot.codec);
             }));
             if r.is_err() {
                 self.local.add(Ctr::CodecPanic, 1);
@@ -1788,7 +1813,7 @@ impl NetToTun {
                 Some(Verdict::ToTun) => self.to_tun.push(i),
                 Some(Verdict::ToNetwork(a)) => self.to_net.push((i, a)),
                 Some(Verdict::Drop(r)) => self.local.dropped(r),
-                None => {}
+                Some(Verdict::Queued) | None => {}
             }
         }
         if sh.offloads.tso && self.to_tun.len() > 1 {

@@ -1,0 +1,462 @@
+//! Rate ceilings with queues, sans-IO: packets are offered with the time, and
+//! polled out when their departure time has come. The datapath asks for the
+//! next deadline and sleeps until it.
+//!
+//! Two stages, both FIFO tail-drop queues paced in virtual time (a packet's
+//! departure is computed from the previous one's, not from when the datapath
+//! happened to wake, so late wake-ups cost latency but not rate):
+//! 1. per flow (when the class has a flow ceiling): a flow's packets leave at
+//!    its rate;
+//! 2. per class (when it has an aggregate ceiling): all the class's packets, in
+//!    the order they left stage 1, leave at the aggregate rate.
+//!
+//! A packet's cost is given by the caller in bits (a device model meters
+//! transport payload; a link meters the frame).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+/// One class's ceilings in bit/s; None is no ceiling.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    pub aggregate_bps: Option<f64>,
+    pub flow_bps: Option<f64>,
+}
+
+/// What became of an offered packet.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Offer {
+    /// Within its ceilings now: send it at once (the caller keeps it).
+    Pass,
+    /// Held; it comes out of `poll`.
+    Queued,
+    /// Its flow's or class's queue was full.
+    Dropped,
+}
+
+/// Flows idle this long are forgotten.
+const FLOW_IDLE: Duration = Duration::from_secs(10);
+/// At most this many flows are tracked; beyond, new flows share one entry.
+const MAX_FLOWS: usize = 65_536;
+
+struct Pace {
+    /// When the stage is free for the next packet (virtual time).
+    free_at: Instant,
+    /// Packets waiting in this stage.
+    queued: u32,
+}
+
+struct Flow {
+    pace: Pace,
+    last_seen: Instant,
+}
+
+/// A held packet, ordered by its time, then by arrival.
+struct Held<K> {
+    at: Instant,
+    seq: u64,
+    class: usize,
+    flow: Option<K>,
+    bits: f64,
+    /// Counted in its class's queue (it had to wait for the class).
+    class_queued: bool,
+    packet: Vec<u8>,
+}
+
+impl<K> PartialEq for Held<K> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl<K> Eq for Held<K> {}
+impl<K> PartialOrd for Held<K> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<K> Ord for Held<K> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// Counters, for stats and tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ShaperCounts {
+    pub passed: u64,
+    pub queued: u64,
+    pub dropped: u64,
+}
+
+pub struct Shaper<K: Hash + Eq + Clone> {
+    limits: Vec<Limits>,
+    classes: Vec<Pace>,
+    flows: HashMap<(usize, K), Flow>,
+    /// Stage 1: packets waiting for their flow's turn.
+    flow_stage: BinaryHeap<Reverse<Held<K>>>,
+    /// Stage 2: packets waiting for their class's turn, ready to leave at `at`.
+    out: BinaryHeap<Reverse<Held<K>>>,
+    queue_packets: u32,
+    seq: u64,
+    counts: ShaperCounts,
+}
+
+fn bits_time(bits: f64, bps: f64) -> Duration {
+    Duration::from_secs_f64(bits / bps)
+}
+
+impl<K: Hash + Eq + Clone> Shaper<K> {
+    /// One entry of `limits` per class; `queue_packets` bounds each flow's and
+    /// each class's queue.
+    pub fn new(limits: Vec<Limits>, queue_packets: u32, now: Instant) -> Shaper<K> {
+        let classes = limits
+            .iter()
+            .map(|_| Pace {
+                free_at: now,
+                queued: 0,
+            })
+            .collect();
+        Shaper {
+            limits,
+            classes,
+            flows: HashMap::new(),
+            flow_stage: BinaryHeap::new(),
+            out: BinaryHeap::new(),
+            queue_packets: queue_packets.max(1),
+            seq: 0,
+            counts: ShaperCounts::default(),
+        }
+    }
+
+    pub fn counts(&self) -> ShaperCounts {
+        self.counts
+    }
+
+    /// Packets held in either stage.
+    pub fn held(&self) -> usize {
+        self.flow_stage.len() + self.out.len()
+    }
+
+    /// Offers a packet of class `class` (an index into the limits) and flow
+    /// `flow`, costing `bits`. On `Queued` the shaper has taken the packet's
+    /// contents (the vector is left empty).
+    pub fn offer(
+        &mut self,
+        now: Instant,
+        class: usize,
+        flow: K,
+        bits: f64,
+        packet: &mut Vec<u8>,
+    ) -> Offer {
+        let Some(limits) = self.limits.get(class).copied() else {
+            return Offer::Pass;
+        };
+        // Stage-1 packets due by now enter stage 2 before this one.
+        self.advance(now);
+        let mut at = now;
+        if let Some(rate) = limits.flow_bps {
+            if !self.flows.contains_key(&(class, flow.clone())) && self.flows.len() >= MAX_FLOWS {
+                self.counts.dropped += 1;
+                return Offer::Dropped;
+            }
+            let f = self.flows.entry((class, flow.clone())).or_insert(Flow {
+                pace: Pace {
+                    free_at: now,
+                    queued: 0,
+                },
+                last_seen: now,
+            });
+            f.last_seen = now;
+            let start = f.pace.free_at.max(now);
+            if start > now {
+                if f.pace.queued >= self.queue_packets {
+                    self.counts.dropped += 1;
+                    return Offer::Dropped;
+                }
+                f.pace.queued += 1;
+            }
+            f.pace.free_at = start + bits_time(bits, rate);
+            if start > now {
+                self.seq += 1;
+                self.flow_stage.push(Reverse(Held {
+                    at: start,
+                    seq: self.seq,
+                    class,
+                    flow: Some(flow),
+                    bits,
+                    class_queued: false,
+                    packet: std::mem::take(packet),
+                }));
+                self.counts.queued += 1;
+                return Offer::Queued;
+            }
+            at = start;
+        }
+        match self.enter_class(class, at, now, bits) {
+            None => {
+                self.counts.dropped += 1;
+                Offer::Dropped
+            }
+            Some(leave) if leave <= now => {
+                self.counts.passed += 1;
+                Offer::Pass
+            }
+            Some(leave) => {
+                self.seq += 1;
+                self.out.push(Reverse(Held {
+                    at: leave,
+                    seq: self.seq,
+                    class,
+                    flow: None,
+                    bits,
+                    class_queued: true,
+                    packet: std::mem::take(packet),
+                }));
+                self.counts.queued += 1;
+                Offer::Queued
+            }
+        }
+    }
+
+    /// A packet reaching stage 2 at `at`: when it may leave, or None when the
+    /// class's queue is full. Counts it as queued when it must wait.
+    fn enter_class(
+        &mut self,
+        class: usize,
+        at: Instant,
+        now: Instant,
+        bits: f64,
+    ) -> Option<Instant> {
+        let Some(rate) = self.limits[class].aggregate_bps else {
+            return Some(at);
+        };
+        let c = &mut self.classes[class];
+        let leave = c.free_at.max(at);
+        if leave > now {
+            if c.queued >= self.queue_packets {
+                return None;
+            }
+            c.queued += 1;
+        }
+        c.free_at = leave + bits_time(bits, rate);
+        Some(leave)
+    }
+
+    /// Moves stage-1 packets whose flow turn has come into stage 2.
+    fn advance(&mut self, now: Instant) {
+        while self.flow_stage.peek().is_some_and(|h| h.0.at <= now) {
+            let Reverse(mut h) = self.flow_stage.pop().unwrap();
+            if let Some(f) = h
+                .flow
+                .take()
+                .and_then(|k| self.flows.get_mut(&(h.class, k)))
+            {
+                f.pace.queued = f.pace.queued.saturating_sub(1);
+            }
+            match self.enter_class(h.class, h.at, now, h.bits) {
+                None => self.counts.dropped += 1,
+                Some(leave) => {
+                    h.class_queued = leave > now;
+                    h.at = leave;
+                    self.out.push(Reverse(h));
+                }
+            }
+        }
+    }
+
+    /// The next packet whose time has come.
+    pub fn poll(&mut self, now: Instant) -> Option<Vec<u8>> {
+        self.advance(now);
+        if self.out.peek().is_none_or(|h| h.0.at > now) {
+            return None;
+        }
+        let Reverse(h) = self.out.pop().unwrap();
+        if h.class_queued {
+            let c = &mut self.classes[h.class];
+            c.queued = c.queued.saturating_sub(1);
+        }
+        Some(h.packet)
+    }
+
+    /// When `poll` next has something (None: nothing held).
+    pub fn deadline(&self) -> Option<Instant> {
+        let a = self.flow_stage.peek().map(|h| h.0.at);
+        let b = self.out.peek().map(|h| h.0.at);
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Forgets idle flows.
+    pub fn expire(&mut self, now: Instant) {
+        self.flows
+            .retain(|_, f| f.pace.queued > 0 || now.duration_since(f.last_seen) < FLOW_IDLE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BITS: f64 = 12_000.0; // a 1500-byte packet
+
+    /// Offers `flows` flows, each at `offered_bps`, for `secs` simulated seconds
+    /// in 100 us steps, polling as it goes; the delivered rate per flow over
+    /// the last half (past the queue filling).
+    fn simulate(
+        limits: Limits,
+        flows: usize,
+        offered_bps: f64,
+        secs: f64,
+    ) -> (Vec<f64>, ShaperCounts) {
+        let t0 = Instant::now();
+        let mut s: Shaper<usize> = Shaper::new(vec![limits], 100, t0);
+        let step = Duration::from_micros(100);
+        let steps = (secs / step.as_secs_f64()) as usize;
+        let mut credit = vec![0.0; flows];
+        let mut got = vec![0.0; flows];
+        let count_from = steps / 2;
+        for i in 0..steps {
+            let now = t0 + step * i as u32;
+            for (f, c) in credit.iter_mut().enumerate() {
+                *c += offered_bps * step.as_secs_f64();
+                while *c >= BITS {
+                    *c -= BITS;
+                    let mut p = vec![f as u8; 1500];
+                    if s.offer(now, 0, f, BITS, &mut p) == Offer::Pass && i >= count_from {
+                        got[f] += BITS;
+                    }
+                }
+            }
+            while let Some(p) = s.poll(now) {
+                if i >= count_from {
+                    got[p[0] as usize] += BITS;
+                }
+            }
+        }
+        let window = secs - count_from as f64 * step.as_secs_f64();
+        (got.iter().map(|b| b / window).collect(), s.counts())
+    }
+
+    fn near(x: f64, want: f64, tol: f64) -> bool {
+        (x - want).abs() <= want * tol
+    }
+
+    #[test]
+    fn an_aggregate_ceiling_holds_the_rate_and_drops_the_excess() {
+        let l = Limits {
+            aggregate_bps: Some(100e6),
+            flow_bps: None,
+        };
+        let (r, c) = simulate(l, 2, 100e6, 1.0);
+        let total: f64 = r.iter().sum();
+        assert!(near(total, 100e6, 0.02), "{total}");
+        assert!(c.dropped > 0, "twice the rate offered: the queue overflows");
+    }
+
+    #[test]
+    fn under_the_ceiling_everything_passes_at_once() {
+        let l = Limits {
+            aggregate_bps: Some(100e6),
+            flow_bps: Some(60e6),
+        };
+        let (r, c) = simulate(l, 1, 40e6, 0.5);
+        assert!(near(r[0], 40e6, 0.02), "{r:?}");
+        assert_eq!((c.queued, c.dropped), (0, 0));
+    }
+
+    #[test]
+    fn a_flow_ceiling_gives_each_flow_f_and_all_of_them_at_most_the_aggregate() {
+        let l = Limits {
+            aggregate_bps: Some(250e6),
+            flow_bps: Some(100e6),
+        };
+        // One flow: F.
+        let (r, _) = simulate(l, 1, 400e6, 1.0);
+        assert!(near(r[0], 100e6, 0.02), "{r:?}");
+        // Two flows: 2F < A.
+        let (r, _) = simulate(l, 2, 400e6, 1.0);
+        for x in &r {
+            assert!(near(*x, 100e6, 0.02), "{r:?}");
+        }
+        // Four flows: min(A, 4F) = A. (Shared as a tail-drop FIFO shares
+        // among unresponsive senders: not alike, but each gets some.)
+        let (r, _) = simulate(l, 4, 400e6, 1.0);
+        let total: f64 = r.iter().sum();
+        assert!(near(total, 250e6, 0.02), "{total}");
+        assert!(r.iter().all(|x| *x > 0.0 && *x <= 100.1e6), "{r:?}");
+    }
+
+    #[test]
+    fn held_packets_keep_their_order_and_the_deadline_says_when() {
+        let t0 = Instant::now();
+        let l = Limits {
+            aggregate_bps: Some(12e6), // a 1500-byte packet per ms
+            flow_bps: None,
+        };
+        let mut s: Shaper<u8> = Shaper::new(vec![l], 10, t0);
+        assert_eq!(s.deadline(), None);
+        for i in 0..3u8 {
+            let mut p = vec![i];
+            let want = if i == 0 { Offer::Pass } else { Offer::Queued };
+            assert_eq!(s.offer(t0, 0, 0, BITS, &mut p), want);
+        }
+        assert_eq!(s.held(), 2);
+        assert_eq!(s.deadline(), Some(t0 + Duration::from_millis(1)));
+        assert_eq!(s.poll(t0), None, "not yet");
+        assert_eq!(s.poll(t0 + Duration::from_millis(1)), Some(vec![1]));
+        // Late: both are due, in order.
+        let late = t0 + Duration::from_millis(5);
+        assert_eq!(s.poll(late), None.or(Some(vec![2])));
+        assert_eq!(s.poll(late), None);
+        assert_eq!(s.deadline(), None);
+    }
+
+    #[test]
+    fn a_full_queue_drops_and_a_class_without_limits_passes() {
+        let t0 = Instant::now();
+        let l = Limits {
+            aggregate_bps: Some(1e6),
+            flow_bps: None,
+        };
+        let mut s: Shaper<u8> = Shaper::new(vec![l, Limits::default()], 2, t0);
+        let outcomes: Vec<Offer> = (0..5)
+            .map(|_| s.offer(t0, 0, 0, BITS, &mut vec![0]))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                Offer::Pass,
+                Offer::Queued,
+                Offer::Queued,
+                Offer::Dropped,
+                Offer::Dropped
+            ]
+        );
+        assert_eq!(s.offer(t0, 1, 0, BITS, &mut vec![0]), Offer::Pass);
+        assert_eq!(
+            s.offer(t0, 7, 0, BITS, &mut vec![0]),
+            Offer::Pass,
+            "no such class"
+        );
+    }
+
+    #[test]
+    fn idle_flows_are_forgotten() {
+        let t0 = Instant::now();
+        let l = Limits {
+            aggregate_bps: None,
+            flow_bps: Some(1e9),
+        };
+        let mut s: Shaper<u8> = Shaper::new(vec![l], 2, t0);
+        s.offer(t0, 0, 1, BITS, &mut vec![0]);
+        assert_eq!(s.flows.len(), 1);
+        s.expire(t0 + Duration::from_secs(5));
+        assert_eq!(s.flows.len(), 1);
+        s.expire(t0 + FLOW_IDLE + Duration::from_secs(1));
+        assert_eq!(s.flows.len(), 0);
+    }
+}
