@@ -13,6 +13,8 @@
 //! A packet's cost is given by the caller in bits (a device model meters
 //! transport payload; a link meters the frame).
 
+pub mod link;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::Hash;

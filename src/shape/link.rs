@@ -1,0 +1,321 @@
+//! A link's impairments in one direction, sans-IO: delay, jitter, loss,
+//! duplication, reordering and a queue limit, decided per packet as it is
+//! offered, with the time passed in and randomness from a seeded generator (so
+//! tests replay exactly).
+//!
+//! Semantics, close to netem's where a network engineer would expect them:
+//! - every packet waits `delay` plus a uniform draw from `-jitter..=jitter`
+//!   (never below zero), so the mean stays `delay`; as in netem, packets leave
+//!   in the order of their times, so a jitter larger than the gap between two
+//!   packets reorders them;
+//! - `loss` percent of packets are dropped, independently;
+//! - `duplicate` percent are sent twice (the copy right behind the original);
+//! - `reorder` percent are sent at once, jumping the packets still in the delay
+//!   line (so reordering needs a delay, as in netem);
+//! - at most `queue_packets` packets (and `queue_bytes` bytes) are held; beyond
+//!   that the newest is dropped, as a tail-drop queue would.
+//!
+//! The rate of a link is not here: the kernel shapes it (TBF on the sending
+//! end), before the packets reach this stage.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// One direction's impairments; all zero is a plain wire.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Impairments {
+    pub delay: Duration,
+    pub jitter: Duration,
+    /// Percent, 0..=100.
+    pub loss: f64,
+    pub duplicate: f64,
+    pub reorder: f64,
+    pub queue_packets: Option<u32>,
+    pub queue_bytes: Option<u64>,
+}
+
+/// What became of an offered packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Send it now (the caller keeps it).
+    Pass,
+    /// Send it now, twice.
+    PassTwice,
+    /// Held; it comes out of `poll` (twice when duplicated).
+    Held,
+    /// Lost on purpose.
+    Lost,
+    /// The queue was full.
+    QueueFull,
+}
+
+/// Counters for stats and tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LinkCounts {
+    pub offered: u64,
+    pub lost: u64,
+    pub duplicated: u64,
+    pub reordered: u64,
+    pub queue_full: u64,
+}
+
+pub struct LinkShaper {
+    imp: Impairments,
+    rng: fastrand::Rng,
+    /// The delay line, in departure order.
+    line: VecDeque<(Instant, Vec<u8>)>,
+    held_bytes: u64,
+    counts: LinkCounts,
+}
+
+fn percent(rng: &mut fastrand::Rng, p: f64) -> bool {
+    p > 0.0 && rng.f64() * 100.0 < p
+}
+
+impl LinkShaper {
+    pub fn new(imp: Impairments, seed: u64) -> LinkShaper {
+        LinkShaper {
+            imp,
+            rng: fastrand::Rng::with_seed(seed),
+            line: VecDeque::new(),
+            held_bytes: 0,
+            counts: LinkCounts::default(),
+        }
+    }
+
+    pub fn impairments(&self) -> Impairments {
+        self.imp
+    }
+
+    /// New settings (`tunbench impair` on a running lab); what is held keeps
+    /// its departure time.
+    pub fn set(&mut self, imp: Impairments) {
+        self.imp = imp;
+    }
+
+    pub fn counts(&self) -> LinkCounts {
+        self.counts
+    }
+
+    pub fn held(&self) -> usize {
+        self.line.len()
+    }
+
+    fn room_for(&self, len: usize, copies: usize) -> bool {
+        let packets = self.line.len() + copies;
+        let bytes = self.held_bytes + (len * copies) as u64;
+        self.imp.queue_packets.is_none_or(|q| packets <= q as usize)
+            && self.imp.queue_bytes.is_none_or(|q| bytes <= q)
+    }
+
+    /// Decides one packet's fate; on `Held` the shaper has taken its contents.
+    pub fn offer(&mut self, now: Instant, packet: &mut Vec<u8>) -> Fate {
+        self.counts.offered += 1;
+        if percent(&mut self.rng, self.imp.loss) {
+            self.counts.lost += 1;
+            return Fate::Lost;
+        }
+        let twice = percent(&mut self.rng, self.imp.duplicate);
+        if twice {
+            self.counts.duplicated += 1;
+        }
+        let delayed = !self.imp.delay.is_zero() || !self.imp.jitter.is_zero();
+        if delayed && percent(&mut self.rng, self.imp.reorder) {
+            // Jumps the line: leaves now, ahead of what is held.
+            self.counts.reordered += 1;
+            return if twice { Fate::PassTwice } else { Fate::Pass };
+        }
+        if !delayed && self.line.is_empty() {
+            return if twice { Fate::PassTwice } else { Fate::Pass };
+        }
+        let copies = if twice { 2 } else { 1 };
+        if !self.room_for(packet.len(), copies) {
+            self.counts.queue_full += 1;
+            return Fate::QueueFull;
+        }
+        let mut wait = self.imp.delay.as_secs_f64();
+        if !self.imp.jitter.is_zero() {
+            let j = self.imp.jitter.as_secs_f64();
+            wait += (self.rng.f64() * 2.0 - 1.0) * j;
+        }
+        let leave = now + Duration::from_secs_f64(wait.max(0.0));
+        let p = std::mem::take(packet);
+        self.held_bytes += (p.len() * copies) as u64;
+        // In time order, after any packet of the same time; usually at the back.
+        let at = self.line.len()
+            - self
+                .line
+                .iter()
+                .rev()
+                .take_while(|(t, _)| *t > leave)
+                .count();
+        if twice {
+            self.line.insert(at, (leave, p.clone()));
+        }
+        self.line.insert(at, (leave, p));
+        Fate::Held
+    }
+
+    /// The next held packet whose time has come.
+    pub fn poll(&mut self, now: Instant) -> Option<Vec<u8>> {
+        if self.line.front().is_none_or(|(t, _)| *t > now) {
+            return None;
+        }
+        let (_, p) = self.line.pop_front()?;
+        self.held_bytes -= p.len() as u64;
+        Some(p)
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.line.front().map(|(t, _)| *t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(imp: Impairments, n: usize, gap: Duration) -> (Vec<(u32, Duration)>, LinkCounts) {
+        let t0 = Instant::now();
+        let mut s = LinkShaper::new(imp, 7);
+        let mut out = Vec::new();
+        let mut sent_at = Vec::new();
+        for i in 0..n as u32 {
+            let now = t0 + gap * i;
+            sent_at.push(now);
+            let mut p = i.to_be_bytes().to_vec();
+            match s.offer(now, &mut p) {
+                Fate::Pass => out.push((i, Duration::ZERO)),
+                Fate::PassTwice => {
+                    out.push((i, Duration::ZERO));
+                    out.push((i, Duration::ZERO));
+                }
+                _ => {}
+            }
+            while let Some(p) = s.poll(now) {
+                let id = u32::from_be_bytes(p[..4].try_into().unwrap());
+                out.push((id, now - sent_at[id as usize]));
+            }
+        }
+        let end = t0 + gap * n as u32 + Duration::from_secs(10);
+        while let Some(p) = s.poll(end) {
+            let id = u32::from_be_bytes(p[..4].try_into().unwrap());
+            out.push((id, Duration::MAX));
+        }
+        (out, s.counts())
+    }
+
+    #[test]
+    fn nothing_set_is_a_plain_wire() {
+        let (out, c) = run(Impairments::default(), 1000, Duration::from_micros(10));
+        assert_eq!(out.len(), 1000);
+        assert!(
+            out.iter()
+                .enumerate()
+                .all(|(i, (id, d))| *id == i as u32 && d.is_zero())
+        );
+        assert_eq!(c.lost + c.duplicated + c.reordered + c.queue_full, 0);
+    }
+
+    #[test]
+    fn delay_holds_each_packet_in_order_and_jitter_spreads_it() {
+        let imp = Impairments {
+            delay: Duration::from_millis(20),
+            jitter: Duration::from_millis(5),
+            ..Default::default()
+        };
+        // Without jitter, order is kept.
+        let fixed = Impairments {
+            jitter: Duration::ZERO,
+            ..imp
+        };
+        let (out, _) = run(fixed, 2_000, Duration::from_micros(100));
+        assert_eq!(out.len(), 2_000);
+        assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(
+            out.iter().filter(|x| x.1 != Duration::MAX).all(|x| {
+                x.1 >= Duration::from_millis(20) && x.1 < Duration::from_micros(20_100)
+            })
+        );
+        // Polled every 100 us: a packet leaves within 100 us of its time.
+        let (out, _) = run(imp, 20_000, Duration::from_micros(100));
+        assert_eq!(out.len(), 20_000);
+        let done: Vec<f64> = out
+            .iter()
+            .filter(|x| x.1 != Duration::MAX)
+            .map(|x| x.1.as_secs_f64() * 1e3)
+            .collect();
+        let mean = done.iter().sum::<f64>() / done.len() as f64;
+        let (lo, hi) = done
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), x| (a.min(*x), b.max(*x)));
+        assert!((mean - 20.0).abs() < 1.0, "mean {mean} ms");
+        assert!(lo >= 15.0 && hi <= 25.2, "{lo}..{hi} ms");
+        assert!(hi - lo > 5.0, "jitter spreads the delay: {lo}..{hi}");
+    }
+
+    #[test]
+    fn loss_duplication_and_reordering_happen_at_their_rates() {
+        let imp = Impairments {
+            delay: Duration::from_millis(1),
+            loss: 1.0,
+            duplicate: 2.0,
+            reorder: 5.0,
+            ..Default::default()
+        };
+        let n = 100_000;
+        let (out, c) = run(imp, n, Duration::from_micros(50));
+        let rate = |x: u64| x as f64 * 100.0 / n as f64;
+        assert!((0.9..=1.1).contains(&rate(c.lost)), "loss {}", rate(c.lost));
+        assert!(
+            (1.8..=2.2).contains(&rate(c.duplicated)),
+            "dup {}",
+            rate(c.duplicated)
+        );
+        // Reordering is drawn from what was not lost.
+        assert!(
+            (4.6..=5.4).contains(&rate(c.reordered)),
+            "reorder {}",
+            rate(c.reordered)
+        );
+        assert_eq!(out.len() as u64, n as u64 - c.lost + c.duplicated);
+        let late = out.windows(2).filter(|w| w[1].0 < w[0].0).count();
+        assert!(late > 0, "reordered packets arrive ahead of older ones");
+    }
+
+    #[test]
+    fn a_full_queue_drops_the_newest() {
+        let imp = Impairments {
+            delay: Duration::from_millis(10),
+            queue_packets: Some(3),
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let mut s = LinkShaper::new(imp, 1);
+        let fates: Vec<Fate> = (0..5).map(|_| s.offer(t0, &mut vec![0; 100])).collect();
+        assert_eq!(
+            fates,
+            [
+                Fate::Held,
+                Fate::Held,
+                Fate::Held,
+                Fate::QueueFull,
+                Fate::QueueFull
+            ]
+        );
+        assert_eq!(s.deadline(), Some(t0 + Duration::from_millis(10)));
+        let bytes = Impairments {
+            queue_packets: None,
+            queue_bytes: Some(250),
+            ..imp
+        };
+        let mut s = LinkShaper::new(bytes, 1);
+        let fates: Vec<Fate> = (0..3).map(|_| s.offer(t0, &mut vec![0; 100])).collect();
+        assert_eq!(fates, [Fate::Held, Fate::Held, Fate::QueueFull]);
+        assert_eq!(
+            s.poll(t0 + Duration::from_millis(10)).map(|p| p.len()),
+            Some(100)
+        );
+        assert_eq!(s.held(), 1);
+    }
+}
