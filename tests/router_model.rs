@@ -1,0 +1,91 @@
+//! A router's device model in the slow path, measured with tunbench's own
+//! engine: a per-flow ceiling F with an aggregate A gives about F to one flow
+//! and about min(A, n x F) to n flows; an aggregate UDP ceiling holds offered
+//! load above it to the ceiling; what no ceiling names is not held back.
+//! Ceilings meter transport payload, which is what the engine reports.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// One engine test from left to right (or back with -R) to `to`: the
+/// receiver's bit/s. One at a time: two at once would share the 2 cores.
+fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-right"), bin()])
+        .args(["server", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the server");
+    std::thread::sleep(Duration::from_millis(300));
+    let o = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-left"), bin()])
+        .args(["client", to, "-p", &port.to_string(), "-t", "3", "-J"])
+        .args(args)
+        .output()
+        .expect("running the client");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(o.status.success(), "client {args:?}: {}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+fn about(measured: f64, expected: f64, what: &str) {
+    let off = measured / expected - 1.0;
+    eprintln!("{what}: {:.1} Mbit/s ({:+.1} %)", measured / 1e6, off * 100.0);
+    assert!(
+        off.abs() <= 0.10,
+        "{what}: {:.1} Mbit/s against {:.1} expected ({:+.1} %)",
+        measured / 1e6,
+        expected / 1e6,
+        off * 100.0
+    );
+}
+
+#[test]
+fn flow_and_aggregate_ceilings_hold_per_direction_and_protocol() {
+    let lab = lab_name("rmod");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/router/model.toml");
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "up: {}", text(&o));
+    for (to, fam) in [("198.18.63.2", "IPv4"), ("2001:2:0:63::2", "IPv6")] {
+        // Download: flow 40M, aggregate 100M.
+        about(
+            measure(&lab, to, 5401, &["-R"]),
+            40e6,
+            &format!("{fam} TCP download, 1 flow"),
+        );
+        about(
+            measure(&lab, to, 5402, &["-R", "-P", "2"]),
+            80e6,
+            &format!("{fam} TCP download, 2 flows"),
+        );
+        about(
+            measure(&lab, to, 5403, &["-R", "-P", "4"]),
+            100e6,
+            &format!("{fam} TCP download, 4 flows"),
+        );
+    }
+    // UDP upload: 60M offered into a 30M aggregate.
+    about(
+        measure(&lab, "198.18.63.2", 5404, &["-u", "-b", "60M", "-l", "1400"]),
+        30e6,
+        "IPv4 UDP upload at twice the ceiling",
+    );
+    // TCP upload has no ceiling: well above every one above.
+    let free = measure(&lab, "198.18.63.2", 5405, &[]);
+    assert!(free > 300e6, "TCP upload is not held back: {:.0} Mbit/s", free / 1e6);
+    // The model's drops are counted as such in the slow path's stats.
+    let o = tunbench(&["datapath", "--lab", &lab, "--node", "r1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("queue_full"), "{}", text(&o));
+}
