@@ -3,9 +3,10 @@
 
 pub mod impair;
 pub mod locate;
-pub mod profile;
 pub mod model;
+pub mod profile;
 pub mod raw;
+pub mod reference;
 mod resolve;
 pub mod routing;
 pub mod scenario;
