@@ -141,7 +141,16 @@ pub struct OutputArgs {
     /// any that fails makes the exit code 1. Repeatable.
     #[arg(long = "expect")]
     pub expect: Vec<String>,
+    /// Exit 1 when a cell the topology's [reference] publishes a figure for was
+    /// measured outside the tolerance (or failed); 2 when there are no published
+    /// figures to check.
+    #[arg(long)]
+    pub expect_reference: bool,
 }
+
+/// The error of `--expect-reference` on results without published figures.
+const NO_REFERENCE: &str = "--expect-reference: no published figures to check against; \
+     add a [reference] section to the topology";
 
 #[derive(clap::Args, Debug)]
 pub struct MeasureArgs {
@@ -642,6 +651,9 @@ fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Result<i32> {
         .collect::<Result<Vec<_>>>()?;
     crate::report::baseline_index(r, out.baseline.as_deref())
         .map_err(|m| bad_input(format!("--baseline: {m}")))?;
+    if out.expect_reference && r.reference.is_none() {
+        return Err(bad_input(NO_REFERENCE));
+    }
     if let Some(p) = &out.save {
         std::fs::write(p, serde_json::to_string_pretty(r)?)
             .with_context(|| format!("saving results to {}", p.display()))?;
@@ -651,8 +663,11 @@ fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Result<i32> {
         Some(p) => std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?,
         None => print!("{text}"),
     }
-    let failures =
+    let mut failures =
         crate::report::expect::check_with_baseline(r, &expectations, out.baseline.as_deref());
+    if out.expect_reference {
+        failures.extend(crate::report::reference::check(r));
+    }
     for f in &failures {
         eprintln!("tunbench: expectation failed: {f}");
     }
@@ -728,6 +743,11 @@ fn measure(a: MeasureArgs) -> Result<i32> {
             "--runs must be at least 1, --duration and --trial-duration 1 to 3600 s, --udp-loss 0 to 100, --streams 1 to 128",
         ));
     }
+    if a.out.expect_reference {
+        return Err(bad_input(
+            "--expect-reference: `tunbench measure` has no published figures; use `tunbench run` with a topology that has a [reference] section",
+        ));
+    }
     let running = lab::find(&a.lab)?;
     let mut spec = MeasureSpec {
         path: a.path.clone(),
@@ -760,6 +780,10 @@ fn measure(a: MeasureArgs) -> Result<i32> {
 
 fn run_file(a: RunArgs) -> Result<i32> {
     let t = topology::load(&a.file)?;
+    // Said before the lab is built, not after the run.
+    if a.out.expect_reference && t.reference.is_none() {
+        return Err(bad_input(format!("{NO_REFERENCE} ({})", a.file.display())));
+    }
     let lab_name = a.name.clone().unwrap_or_else(|| t.name.clone());
     if !topology::valid_name(&lab_name) {
         return Err(bad_input(format!(

@@ -135,6 +135,134 @@ fn commands_on_a_lab_that_is_not_up_say_so() {
     );
 }
 
+/// Saved results of one path, raw, with TCP upload at 900 Mbit/s and the
+/// published figure for it.
+fn results_with_reference(published: &str) -> String {
+    use tunbench::measure::model::*;
+    let cell = Cell::parse_key("ipv4.tcp.sender").unwrap();
+    let run = Run {
+        bits_per_second: 900e6,
+        bytes: 1_125_000_000,
+        seconds: 10.0,
+        retransmits: Some(0),
+        offered_bps: None,
+        lost_percent: None,
+        jitter_ms: None,
+        out_of_order: None,
+        cpu_client: 20.0,
+        cpu_server: 30.0,
+    };
+    let r = Results {
+        tool: "tunbench 0.1.0".into(),
+        lab: "ref".into(),
+        topology: None,
+        started: 0,
+        seconds: 10.0,
+        runs_per_cell: 1,
+        duration_per_run: 10.0,
+        paths: vec![PathResult {
+            path: "raw".into(),
+            scenario: None,
+            from: "a".into(),
+            to: "b".into(),
+            ipv4: Some("198.18.0.2".into()),
+            ipv6: None,
+            cells: vec![CellResult::from_runs(cell, vec![run], None)],
+        }],
+        reference: Some(Reference {
+            source: Some("the seed".into()),
+            tolerance: Tolerance::DEFAULT,
+            figures: vec![PublishedFigure {
+                path: "raw".into(),
+                cell,
+                published_bps: published.parse::<f64>().unwrap() * 1e6,
+            }],
+        }),
+        notes: vec!["the router is a model".into()],
+    };
+    serde_json::to_string_pretty(&r).unwrap()
+}
+
+#[test]
+fn expect_reference_gates_on_the_published_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+
+    // 900 against 941: -4 %, within 15 %.
+    std::fs::write(path("ok.json"), results_with_reference("941")).unwrap();
+    let o = tunbench(&["report", &path("ok.json"), "--expect-reference"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("\nPublished (the seed) vs measured\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nraw   IPv4 TCP Sender        941       900   0.96  ok\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n1 of 1 cells within tolerance (TCP +-15 %, UDP +-25 %)\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("\nNote: the router is a model\n"), "{out}");
+
+    // 900 against 1200: -25 %, out.
+    std::fs::write(path("out.json"), results_with_reference("1200")).unwrap();
+    let o = tunbench(&["report", &path("out.json"), "--expect-reference"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "tunbench: expectation failed: reference raw: ipv4.tcp.sender: measured 900.0 Mbit/s \
+             against published 1.200 Gbit/s (ratio 0.750, -25 %, outside +-15 %)"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("OUT (-25 %)"),
+        "{}",
+        text(&o)
+    );
+    // Without the flag the report is the same and the exit code 0.
+    let o = tunbench(&["report", &path("out.json")]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // Results without published figures: nothing to gate on is bad input.
+    let mut plain: serde_json::Value =
+        serde_json::from_str(&results_with_reference("941")).unwrap();
+    plain.as_object_mut().unwrap().remove("reference");
+    std::fs::write(path("plain.json"), plain.to_string()).unwrap();
+    let o = tunbench(&["report", &path("plain.json"), "--expect-reference"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--expect-reference: no published figures to check against"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn run_with_expect_reference_and_no_reference_stops_before_building() {
+    // No [[measure]] either: were the flag not checked first, `run` would stop
+    // there, still before building anything.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("noref.toml");
+    std::fs::write(
+        &f,
+        "name = \"noref\"\n[nodes.a]\nkind = \"host\"\n[nodes.b]\nkind = \"host\"\n",
+    )
+    .unwrap();
+    let o = tunbench(&["run", f.to_str().unwrap(), "--expect-reference"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("no published figures to check against; add a [reference] section"),
+        "{}",
+        text(&o)
+    );
+    assert!(namespaces("noref-").is_empty());
+}
+
 #[test]
 fn generated_chain_comes_up_routes_end_to_end_and_goes_away() {
     let lab = lab_name("ch");

@@ -84,6 +84,39 @@ impl Cell {
         })
     }
 
+    /// Why `key` is not a cell key: the first part that is wrong, and what it
+    /// could be.
+    pub fn key_problem(key: &str) -> String {
+        Cell::parts_problem(&key.split('.').collect::<Vec<_>>(), key)
+    }
+
+    /// The same for a key already split at its dots; `written` names it.
+    pub(crate) fn parts_problem(parts: &[&str], written: &str) -> String {
+        if parts.len() != 3 && parts.len() != 4 {
+            format!("'{written}' is not a cell")
+        } else if !matches!(parts[0], "ipv4" | "ipv6") {
+            format!(
+                "unknown family '{}' in '{written}' (ipv4 or ipv6)",
+                parts[0]
+            )
+        } else if !matches!(parts[1], "tcp" | "udp") {
+            format!(
+                "unknown protocol '{}' in '{written}' (tcp or udp)",
+                parts[1]
+            )
+        } else if !matches!(parts[2], "sender" | "receiver") {
+            format!(
+                "unknown direction '{}' in '{written}' (sender or receiver)",
+                parts[2]
+            )
+        } else {
+            format!(
+                "bad stream count '{}' in '{written}' (p2, p6, ...; one stream has none)",
+                parts.get(3).copied().unwrap_or_default()
+            )
+        }
+    }
+
     /// The seed's own words: "IPv4 TCP Sender".
     pub fn title(&self) -> String {
         let mut t = format!(
@@ -269,6 +302,58 @@ pub struct Results {
     pub runs_per_cell: u32,
     pub duration_per_run: f64,
     pub paths: Vec<PathResult>,
+    /// Published figures to compare with, from the topology's `[reference]`.
+    /// Absent in results saved before there were any, and left out of the JSON
+    /// when there are none, so such results read and write as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
+    /// Lines the measuring run wants printed under the report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Figures someone published for cells of paths (the seed's table), and how
+/// far a measurement may be from them and still reproduce them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// Where the figures come from, in a few words.
+    pub source: Option<String>,
+    pub tolerance: Tolerance,
+    /// In the order the topology file lists them.
+    pub figures: Vec<PublishedFigure>,
+}
+
+/// How far, in percent either way, a measured figure may be from the
+/// published one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub tcp_percent: f64,
+    pub udp_percent: f64,
+}
+
+impl Tolerance {
+    /// TCP repeats well between rigs; a UDP figure is the edge of a loss
+    /// threshold and moves more.
+    pub const DEFAULT: Tolerance = Tolerance {
+        tcp_percent: 15.0,
+        udp_percent: 25.0,
+    };
+
+    pub fn of(&self, p: Proto) -> f64 {
+        match p {
+            Proto::Tcp => self.tcp_percent,
+            Proto::Udp => self.udp_percent,
+        }
+    }
+}
+
+/// One published figure: a cell of a path, in bit/s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishedFigure {
+    /// The path as reports name it: `PATH`, or `SCENARIO/PATH`.
+    pub path: String,
+    pub cell: Cell,
+    pub published_bps: f64,
 }
 
 #[cfg(test)]

@@ -67,6 +67,8 @@ pub fn measure_lab(
         runs_per_cell: specs.first().map(|s| s.runs).unwrap_or(0),
         duration_per_run: specs.first().map(|s| s.duration).unwrap_or(0.0),
         paths,
+        reference: None,
+        notes: Vec::new(),
     })
 }
 
@@ -92,7 +94,8 @@ pub async fn run_topology(
     let scenarios = crate::topology::scenario::scenarios_str(&text, file)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     if scenarios.is_empty() {
-        return measure_once(t, file, &text, None, naming, o, cancel_up, cancel, progress).await;
+        let r = measure_once(t, file, &text, None, naming, o, cancel_up, cancel, progress).await?;
+        return Ok(with_reference(r, t));
     }
     // Every scenario is its own lab, built, measured and taken down in turn.
     let mut all: Option<Results> = None;
@@ -118,7 +121,14 @@ pub async fn run_topology(
             }
         }
     }
-    Ok(all.expect("at least one scenario"))
+    Ok(with_reference(all.expect("at least one scenario"), t))
+}
+
+/// The file's published figures, once for the whole run (a scenario's lab is
+/// built without them).
+fn with_reference(mut r: Results, t: &Topology) -> Results {
+    r.reference = t.reference.clone();
+    r
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -309,22 +309,11 @@ fn parse_cell(s: &str) -> Result<(Cell, Statistic), String> {
     if let Some(c) = Cell::parse_key(&parts.join(".")) {
         return Ok((c, statistic));
     }
-    Err(if parts.len() != 3 && parts.len() != 4 {
-        format!("'{s}' is not a cell")
-    } else if !matches!(parts[0], "ipv4" | "ipv6") {
-        format!("unknown family '{}' in '{s}' (ipv4 or ipv6)", parts[0])
-    } else if !matches!(parts[1], "tcp" | "udp") {
-        format!("unknown protocol '{}' in '{s}' (tcp or udp)", parts[1])
-    } else if !matches!(parts[2], "sender" | "receiver") {
-        format!(
-            "unknown direction '{}' in '{s}' (sender or receiver)",
-            parts[2]
-        )
+    let problem = Cell::parts_problem(&parts, s);
+    Err(if problem.starts_with("bad stream count") {
+        format!("{problem}, or unknown statistic (best, median, min, max)")
     } else {
-        format!(
-            "bad stream count '{}' in '{s}' (p2, p6, ...; one stream has none), or unknown statistic (best, median, min, max)",
-            parts[3]
-        )
+        problem
     })
 }
 

@@ -132,5 +132,7 @@ pub(crate) fn results() -> Results {
         runs_per_cell: 3,
         duration_per_run: 10.0,
         paths: vec![raw, wg],
+        reference: None,
+        notes: Vec::new(),
     }
 }

@@ -11,12 +11,19 @@
 //! - `json`: [`Results`] itself; [`load`] reads it back.
 //! - `svg`: a grouped bar chart of the medians with min-max whiskers.
 //!
-//! [`expect`] parses and checks CI expectations (`--expect`).
+//! Where the results carry published figures (a topology's `[reference]`),
+//! text and md add a section after the matrix: each figure beside the measured
+//! one, the ratio, and whether it is within tolerance ([`reference`]); the
+//! results' notes follow. Without them every format is as it always was.
+//!
+//! [`expect`] parses and checks CI expectations (`--expect`);
+//! [`reference::check`] is `--expect-reference`.
 //!
 //! Every rendering ends with a newline.
 
 mod csv;
 pub mod expect;
+pub mod reference;
 mod svg;
 mod table;
 

@@ -234,7 +234,24 @@ pub(crate) fn listing(p: &crate::measure::model::PathResult) -> Vec<String> {
         .collect()
 }
 
+/// The text report: the listing and the matrix, then the published figures
+/// and the run's notes where there are any.
 pub(crate) fn text(r: &Results, baseline: Option<&str>) -> String {
+    let mut out = text_matrix(r, baseline);
+    if let Some(section) = super::reference::text(r) {
+        out.push('\n');
+        out.push_str(&section);
+    }
+    if !r.notes.is_empty() {
+        out.push('\n');
+        for n in &r.notes {
+            let _ = writeln!(out, "Note: {n}");
+        }
+    }
+    out
+}
+
+fn text_matrix(r: &Results, baseline: Option<&str>) -> String {
     let mut out = heading(r);
     out.push('\n');
     if r.paths.is_empty() {
@@ -369,7 +386,21 @@ fn widths(m: &Matrix) -> Vec<usize> {
     w
 }
 
+/// The markdown report: the matrix, then the published figures and the run's
+/// notes where there are any.
 pub(crate) fn markdown(r: &Results, baseline: Option<&str>) -> String {
+    let mut out = markdown_matrix(r, baseline);
+    if let Some(section) = super::reference::markdown(r) {
+        out.push('\n');
+        out.push_str(&section);
+    }
+    for n in &r.notes {
+        let _ = write!(out, "\nNote: {}\n", md_escape(n));
+    }
+    out
+}
+
+fn markdown_matrix(r: &Results, baseline: Option<&str>) -> String {
     let mut out = format!("## {}\n", md_escape(&heading(r)));
     if r.paths.is_empty() {
         out.push_str("\nno paths measured\n");
@@ -385,8 +416,27 @@ pub(crate) fn markdown(r: &Results, baseline: Option<&str>) -> String {
         .chain(m.rows.iter().cloned())
         .map(|row| row.iter().map(|s| md_escape(s)).collect())
         .collect();
-    let mut w = vec![3; rows[0].len()];
-    for row in &rows {
+    let mut left = vec![false; rows[0].len()];
+    left[0] = true;
+    out.push_str(&md_table(&rows, &left));
+    if !m.notes.is_empty() {
+        out.push('\n');
+        for (i, n) in m.notes.iter().enumerate() {
+            let _ = writeln!(out, "- \\[{}\\] {}", i + 1, md_escape(n));
+        }
+    }
+    out
+}
+
+/// A GitHub markdown table of already escaped cells, the first row its header,
+/// every column padded to its widest cell; `left` says which columns are
+/// left-aligned (the others are right-aligned).
+pub(crate) fn md_table(rows: &[Vec<String>], left: &[bool]) -> String {
+    let Some(header) = rows.first() else {
+        return String::new();
+    };
+    let mut w = vec![3; header.len()];
+    for row in rows {
         for (i, s) in row.iter().enumerate() {
             w[i] = w[i].max(s.chars().count());
         }
@@ -396,7 +446,7 @@ pub(crate) fn markdown(r: &Results, baseline: Option<&str>) -> String {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                if i == 0 {
+                if left[i] {
                     format!("{s:<0$}", w[i])
                 } else {
                     format!("{s:>0$}", w[i])
@@ -405,12 +455,12 @@ pub(crate) fn markdown(r: &Results, baseline: Option<&str>) -> String {
             .collect();
         format!("| {} |\n", cells.join(" | "))
     };
-    out.push_str(&line(&rows[0]));
+    let mut out = line(header);
     let rule: Vec<String> = w
         .iter()
         .enumerate()
         .map(|(i, &n)| {
-            if i == 0 {
+            if left[i] {
                 format!(":{}", "-".repeat(n - 1))
             } else {
                 format!("{}:", "-".repeat(n - 1))
@@ -421,18 +471,12 @@ pub(crate) fn markdown(r: &Results, baseline: Option<&str>) -> String {
     for row in &rows[1..] {
         out.push_str(&line(row));
     }
-    if !m.notes.is_empty() {
-        out.push('\n');
-        for (i, n) in m.notes.iter().enumerate() {
-            let _ = writeln!(out, "- \\[{}\\] {}", i + 1, md_escape(n));
-        }
-    }
     out
 }
 
 /// Markdown-safe text for a table cell or a line: pipes and the characters
 /// that would start emphasis or HTML are escaped.
-fn md_escape(s: &str) -> String {
+pub(crate) fn md_escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         if matches!(ch, '|' | '\\' | '*' | '_' | '`' | '<' | '>' | '[' | ']') {

@@ -6,6 +6,7 @@ pub mod locate;
 pub mod model;
 pub mod profile;
 pub mod raw;
+pub mod reference;
 mod resolve;
 pub mod routing;
 pub mod scenario;

@@ -63,6 +63,8 @@ pub struct Topology {
     pub links: Vec<Link>,
     pub measurements: Vec<Measurement>,
     pub tunnels: Vec<super::tunnel::Tunnel>,
+    /// `[reference]`: published figures for the paths measured.
+    pub reference: Option<crate::measure::model::Reference>,
 }
 
 /// A `[[measure]]` entry, defaults applied (the seed's method).

@@ -26,6 +26,9 @@ pub struct RawTopology {
     pub tunnels: BTreeMap<String, super::tunnel::RawTunnel>,
     #[serde(default)]
     pub measure: Vec<RawMeasure>,
+    /// Published figures that reports compare the measurement with.
+    #[serde(default)]
+    pub reference: Option<RawReference>,
     // Sections that later work fills in. Accepted by the parser only so that
     // `validate` can say "not supported yet" at the right place.
     #[serde(default)]
@@ -243,4 +246,68 @@ pub struct RawMeasure {
     /// Only in these scenarios (default: every one).
     #[serde(default)]
     pub scenarios: Option<Vec<String>>,
+}
+
+/// `[reference]`: figures published for the paths this file measures.
+///
+/// ```toml
+/// [reference]
+/// source = "the seed document"
+/// tolerance = { tcp = 15, udp = 25 }
+/// [reference.figures."fast/raw"]
+/// "ipv4.tcp.sender" = "824M"
+/// ```
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawReference {
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Percent either way, per protocol.
+    #[serde(default)]
+    pub tolerance: Option<RawTolerance>,
+    /// Path label -> cell key -> published rate, in the file's order.
+    #[serde(default)]
+    pub figures: InOrder<InOrder<toml::Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTolerance {
+    #[serde(default)]
+    pub tcp: Option<f64>,
+    #[serde(default)]
+    pub udp: Option<f64>,
+}
+
+/// A table whose keys keep the order the file writes them in (the published
+/// table's order, which reports keep). The parser hands tables over sorted by
+/// key; each key's place in the text puts them back.
+#[derive(Debug)]
+pub struct InOrder<V>(pub Vec<(String, V)>);
+
+impl<V> Default for InOrder<V> {
+    fn default() -> Self {
+        InOrder(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for InOrder<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Entries<V> {
+            type Value = InOrder<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#"a table, e.g. [reference.figures."raw"] "ipv4.tcp.sender" = "941M""#)
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<InOrder<V>, M::Error> {
+                let mut v = Vec::new();
+                while let Some((k, x)) = m.next_entry::<toml::Spanned<String>, V>()? {
+                    v.push((k.span().start, k.into_inner(), x));
+                }
+                v.sort_by_key(|(at, _, _)| *at);
+                Ok(InOrder(v.into_iter().map(|(_, k, x)| (k, x)).collect()))
+            }
+        }
+        d.deserialize_map(Entries(std::marker::PhantomData))
+    }
 }

@@ -209,6 +209,15 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
         &mut p,
     );
 
+    let reference = raw.reference.as_ref().map(|r| {
+        super::reference::resolve(
+            r,
+            &super::reference::path_labels(raw),
+            &root.key("reference"),
+            &mut p,
+        )
+    });
+
     (
         Topology {
             name: raw.name.clone(),
@@ -217,6 +226,7 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             links,
             measurements,
             tunnels,
+            reference,
         },
         p,
     )

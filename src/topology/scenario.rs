@@ -33,6 +33,9 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
     let Some(scenarios) = doc.remove("scenarios") else {
         return Ok(Vec::new());
     };
+    // The published figures belong to the file, whose results get them once;
+    // each scenario's lab is built without them.
+    doc.remove("reference");
     let loc = locate::Locator::new(text);
     let root = KeyPath::root().key("scenarios");
     let toml::Value::Table(scenarios) = scenarios else {
@@ -73,17 +76,36 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
             Some(toml::Value::String(s)) => Some(s),
             _ => None,
         };
-        for forbidden in ["name", "measure", "scenarios"] {
+        for (forbidden, why) in [
+            (
+                "name",
+                "every scenario measures the same paths in the same lab",
+            ),
+            (
+                "measure",
+                "every scenario measures the same paths in the same lab",
+            ),
+            (
+                "scenarios",
+                "every scenario measures the same paths in the same lab",
+            ),
+            (
+                "reference",
+                "it belongs to the whole file; give figures for this scenario under [reference.figures.\"SCENARIO/PATH\"]",
+            ),
+        ] {
             if overrides.contains_key(forbidden) {
                 let (l, c) = loc.find(&sat.key(forbidden));
                 diags.push(at(
                     l,
                     c,
                     sat.key(forbidden).to_string(),
-                    format!("a scenario cannot change {forbidden}; every scenario measures the same paths in the same lab"),
+                    format!("a scenario cannot change {forbidden}; {why}"),
                 ));
             }
         }
+        // Said once above; merged, it would be checked against this lab alone.
+        overrides.remove("reference");
         let mut merged = doc.clone();
         merge(&mut merged, &overrides);
         keep_measurements_of(&mut merged, &name);
