@@ -129,6 +129,8 @@ pub struct Endpoint {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Link {
+    /// The link's name, if the file gives one (unique in the topology).
+    pub name: Option<String>,
     pub a: Endpoint,
     pub b: Endpoint,
     pub mtu: u32,

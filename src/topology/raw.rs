@@ -89,6 +89,9 @@ pub struct RawRoute {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLink {
+    /// A name scenarios can change the link by (`[scenarios.S.links.NAME]`).
+    #[serde(default)]
+    pub name: Option<String>,
     pub a: RawEndpoint,
     pub b: RawEndpoint,
     #[serde(default)]

@@ -165,10 +165,19 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             Some(v) => super::impair::resolve(v, &at.key("impairments"), &mut p),
             None => Default::default(),
         };
+        if let Some(name) = &rl.name {
+            if !super::valid_name(name) {
+                p.push(Problem::new(
+                    &at.key("name"),
+                    format!("link name \"{name}\" must be 1-32 letters, digits, '-' or '_', starting with a letter or digit"),
+                ));
+            }
+        }
         let a = endpoint(&rl.a, &nodes, &at.key("a"), &mut p);
         let b = endpoint(&rl.b, &nodes, &at.key("b"), &mut p);
         if let (Some(a), Some(b), Some(m)) = (a, b, mtu_v) {
             links.push(Link {
+                name: rl.name.clone(),
                 a,
                 b,
                 impairments,
