@@ -56,14 +56,20 @@ pub async fn up_text(
         }
     };
     let abs = std::fs::canonicalize(source).ok();
-    netns::up(&p, abs, cancel, &progress).await?;
+    netns::up(&p, abs.clone(), cancel, &progress).await?;
     // Userspace datapaths (started below, once the lab's copy of the topology is
     // written) attach to the TUNs the plan made; a lab whose datapath cannot
     // start is taken down again, like any other failed step.
     let copy = LabState::dir(&naming.lab).join(TOPOLOGY_COPY);
     // The lab copy is parsed with the lab's name so `check` finds the same
     // namespaces; the datapath processes read it too, so it is written before
-    // they start.
+    // they start. It lives elsewhere, so profile paths are made absolute.
+    let dir = abs
+        .as_deref()
+        .and_then(Path::parent)
+        .or_else(|| source.parent())
+        .unwrap_or(Path::new(""));
+    let text = topology::absolute_profile_paths(text, dir);
     std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
     if let Err(e) = crate::datapath::start_all(t, naming, None) {
         let _ = netns::down(&naming.lab).await;

@@ -1,10 +1,12 @@
 //! Topology files: raw serde structs -> resolve (defaults, names, addresses) ->
 //! validate. All of it is pure: nothing here touches the kernel.
 
+mod device;
 pub mod impair;
 pub mod locate;
 pub mod model;
 pub mod profile;
+pub mod profile_file;
 pub mod raw;
 pub mod reference;
 mod resolve;
@@ -16,6 +18,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
+pub use device::absolute_profile_paths;
 pub use model::{Endpoint, Interface, Link, Measurement, Node, NodeKind, Route, Topology};
 
 use std::fmt;
@@ -176,7 +179,8 @@ pub(crate) fn parse_with(
             }]));
         }
     };
-    let (topo, mut problems) = resolve::resolve(&raw);
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let (topo, mut problems) = resolve::resolve(&raw, dir);
     if problems.is_empty() {
         problems = validate::validate(&topo);
     }

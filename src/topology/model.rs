@@ -105,6 +105,10 @@ pub struct Node {
     pub bridge: Option<String>,
     /// How a router forwards: the kernel, or tunbench's slow-path process.
     pub datapath: super::tunnel::Datapath,
+    /// A router's device model, from its profile (applied by the slow path).
+    pub model: Option<super::profile::DeviceModel>,
+    /// A host's limits, from its profile (applied in its namespace's kernel).
+    pub host_model: Option<super::profile::HostModel>,
     pub interfaces: Vec<Interface>,
     #[serde(skip)]
     pub at: KeyPath,
@@ -131,6 +135,8 @@ pub struct Endpoint {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Link {
+    /// The link's name, if the file gives one (unique in the topology).
+    pub name: Option<String>,
     pub a: Endpoint,
     pub b: Endpoint,
     pub mtu: u32,

@@ -28,9 +28,12 @@ pub struct Ceiling {
     pub family: Option<Family>,
     /// None: TCP, UDP and anything else.
     pub protocol: Option<Proto>,
-    /// All flows of a class together, bit/s of IP packets.
+    /// All flows of a class together, bit/s of transport payload: TCP or UDP
+    /// payload for those (what iperf3 counts), the IP payload for any other
+    /// protocol.
     pub aggregate_bps: Option<u64>,
-    /// Each flow (5-tuple) of a class on its own, bit/s of IP packets.
+    /// Each flow (5-tuple) of a class on its own, bit/s of transport payload
+    /// (as `aggregate_bps`).
     pub flow_bps: Option<u64>,
 }
 

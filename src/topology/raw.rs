@@ -69,11 +69,18 @@ pub struct RawNode {
     /// Name of the bridge device of a switch (default `br0`).
     #[serde(default)]
     pub bridge: Option<String>,
-    /// Later issues: userspace datapaths and device profiles.
+    /// A router's datapath: "kernel" or "userspace".
     #[serde(default)]
     pub datapath: Option<toml::Value>,
+    /// A device profile: a built-in name or a path relative to the file.
     #[serde(default)]
-    pub profile: Option<toml::Value>,
+    pub profile: Option<String>,
+    /// The router profile's mode.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// The router's interface toward its LAN (for its profile's directions).
+    #[serde(default)]
+    pub lan: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,6 +99,9 @@ pub struct RawRoute {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLink {
+    /// A name scenarios can change the link by (`[scenarios.S.links.NAME]`).
+    #[serde(default)]
+    pub name: Option<String>,
     pub a: RawEndpoint,
     pub b: RawEndpoint,
     #[serde(default)]

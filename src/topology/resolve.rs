@@ -10,6 +10,7 @@ use super::{KeyPath, Problem};
 use ipnetwork::IpNetwork;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::path::Path;
 
 pub const DEFAULT_MTU: u32 = 1500;
 pub const DEFAULT_BRIDGE: &str = "br0";
@@ -24,7 +25,8 @@ const BUILTIN_SYSCTLS: &[(&str, &str)] = &[
     ("net.ipv6.conf.default.accept_dad", "0"),
 ];
 
-pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
+/// `dir`: the topology file's directory, where profile paths start.
+pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
     let mut p = Vec::new();
     let root = KeyPath::root();
 
@@ -82,13 +84,13 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             ));
             continue;
         };
-        let datapath = node_datapath(rn.datapath.as_ref(), kind, &at.key("datapath"), &mut p);
-        if rn.profile.is_some() {
-            p.push(Problem::new(
-                &at.key("profile"),
-                "device profiles are not supported yet by this version of tunbench",
-            ));
-        }
+        let datapath = node_datapath(
+            rn.datapath.as_ref(),
+            kind,
+            rn.profile.is_some(),
+            &at.key("datapath"),
+            &mut p,
+        );
         let kind_layer = raw.kinds.get(kind.as_str()).cloned().unwrap_or_default();
         let forwarding = rn
             .forwarding
@@ -148,6 +150,8 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             addresses,
             bridge,
             datapath,
+            model: None,
+            host_model: None,
             interfaces: Vec::new(),
             at,
         });
@@ -165,10 +169,19 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
             Some(v) => super::impair::resolve(v, &at.key("impairments"), &mut p),
             None => Default::default(),
         };
+        if let Some(name) = &rl.name {
+            if !super::valid_name(name) {
+                p.push(Problem::new(
+                    &at.key("name"),
+                    format!("link name \"{name}\" must be 1-32 letters, digits, '-' or '_', starting with a letter or digit"),
+                ));
+            }
+        }
         let a = endpoint(&rl.a, &nodes, &at.key("a"), &mut p);
         let b = endpoint(&rl.b, &nodes, &at.key("b"), &mut p);
         if let (Some(a), Some(b), Some(m)) = (a, b, mtu_v) {
             links.push(Link {
+                name: rl.name.clone(),
                 a,
                 b,
                 impairments,
@@ -191,6 +204,15 @@ pub fn resolve(raw: &RawTopology) -> (Topology, Vec<Problem>) {
                 peer_node: peer.node,
                 peer_iface: peer.iface.clone(),
             });
+        }
+    }
+
+    // Profiles look at a node's interfaces and routes, so they come last.
+    for n in &mut nodes {
+        if let Some(rn) = raw.nodes.get(&n.name) {
+            let (model, host_model) = super::device::resolve(n, rn, dir, &mut p);
+            n.model = model;
+            n.host_model = host_model;
         }
     }
 
@@ -628,15 +650,23 @@ fn route(r: &RawRoute, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Route> {
 
 /// A router forwards in the kernel (`kernel`, the default) or through
 /// tunbench's own process (`userspace`, the slow path); other kinds have no
-/// datapath to choose.
+/// datapath to choose. A router with a device profile defaults to the slow
+/// path, where its model's ceilings are applied, and cannot take the kernel.
 fn node_datapath(
     v: Option<&toml::Value>,
     kind: NodeKind,
+    profiled: bool,
     at: &KeyPath,
     p: &mut Vec<Problem>,
 ) -> Datapath {
+    let profiled = profiled && kind == NodeKind::Router;
+    let default = if profiled {
+        Datapath::Userspace
+    } else {
+        Datapath::Kernel
+    };
     let Some(v) = v else {
-        return Datapath::Kernel;
+        return default;
     };
     if kind != NodeKind::Router {
         p.push(Problem::new(
@@ -649,13 +679,22 @@ fn node_datapath(
         return Datapath::Kernel;
     }
     match v.as_str() {
-        Some(s) => super::tunnel::datapath(Some(s), Datapath::Kernel, at, p),
+        Some(s) => {
+            let d = super::tunnel::datapath(Some(s), default, at, p);
+            if profiled && d == Datapath::Kernel {
+                p.push(Problem::new(
+                    at,
+                    "a device profile's ceilings are applied by the userspace slow path, which datapath = \"kernel\" would bypass; remove datapath (a router with a profile forwards in userspace) or the profile",
+                ));
+            }
+            d
+        }
         None => {
             p.push(Problem::new(
                 at,
                 "datapath must be a string: \"kernel\" or \"userspace\"",
             ));
-            Datapath::Kernel
+            default
         }
     }
 }

@@ -2,6 +2,9 @@
 //! merged over the file (tables merge key by key, anything else replaces), so
 //! `[scenarios.userspace.tunnels.transix] datapath = "userspace"` changes one
 //! setting and keeps the rest. `tunbench run` measures every scenario.
+//! Links are an array, so a scenario names the ones it changes:
+//! `[scenarios.S.links.lan1]` merges into the `[[links]]` entry with
+//! `name = "lan1"` (an array of links would replace them all).
 
 use super::{Diagnostic, InvalidTopology, KeyPath, Seg, Topology, locate, parse_with};
 use std::path::Path;
@@ -107,7 +110,29 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
         // Said once above; merged, it would be checked against this lab alone.
         overrides.remove("reference");
         let mut merged = doc.clone();
-        merge(&mut merged, &overrides);
+        let by_name = match overrides.get("links") {
+            Some(toml::Value::Table(t)) => t.clone(),
+            _ => toml::Table::new(),
+        };
+        let mut rest = overrides.clone();
+        if matches!(rest.get("links"), Some(toml::Value::Table(_))) {
+            rest.remove("links");
+        }
+        let unmatched = merge_links(&mut merged, &by_name);
+        for (link, why) in &unmatched {
+            let lat = sat.key("links").key(link);
+            let (l, c) = loc.find(&lat);
+            diags.push(at(
+                l,
+                c,
+                lat.to_string(),
+                format!("in scenario {name}: {why}"),
+            ));
+        }
+        if !unmatched.is_empty() {
+            continue;
+        }
+        merge(&mut merged, &rest);
         keep_measurements_of(&mut merged, &name);
         let merged_text = toml::to_string(&merged).unwrap_or_default();
         match parse_with(&merged_text, path, Some(&names)) {
@@ -122,7 +147,11 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
                 // the base file's.
                 for d in ds {
                     let path_in = parse_path(&d.at);
-                    let (l, c) = if has_path(&overrides, &path_in) {
+                    let (l, c) = if let Some(p) = by_link_name(&merged, &by_name, &path_in) {
+                        let mut full = sat.clone();
+                        full.0.extend(p.0);
+                        loc.find(&full)
+                    } else if has_path(&overrides, &path_in) {
                         let mut p = sat.clone();
                         p.0.extend(path_in.0.clone());
                         loc.find(&p)
@@ -157,6 +186,70 @@ fn keep_measurements_of(doc: &mut toml::Table, scenario: &str) {
             t.remove("scenarios");
         }
     }
+}
+
+/// Merges each table of `by_name` into the link of that name; the names that
+/// match no link (or whose value is no table), with why.
+fn merge_links(doc: &mut toml::Table, by_name: &toml::Table) -> Vec<(String, String)> {
+    let mut unmatched = Vec::new();
+    let mut links = match doc.get_mut("links") {
+        Some(toml::Value::Array(a)) => Some(a),
+        _ => None,
+    };
+    let names: Vec<String> = links
+        .iter()
+        .flat_map(|a| a.iter())
+        .filter_map(|l| l.get("name").and_then(|n| n.as_str()).map(String::from))
+        .collect();
+    for (link, over) in by_name {
+        let toml::Value::Table(over) = over else {
+            unmatched.push((
+                link.clone(),
+                format!("links.{link} must be a table of the link's settings to change, e.g. b = \"sw:p5\""),
+            ));
+            continue;
+        };
+        let target = links.as_mut().and_then(|a| {
+            a.iter_mut()
+                .find(|l| l.get("name").and_then(|n| n.as_str()) == Some(link.as_str()))
+        });
+        match target {
+            Some(toml::Value::Table(t)) => merge(t, over),
+            _ => unmatched.push((
+                link.clone(),
+                if names.is_empty() {
+                    format!("no link is named \"{link}\"; the file names no link (give one name = \"{link}\" in its [[links]] entry)")
+                } else {
+                    format!(
+                        "no link is named \"{link}\"; named links: {}",
+                        names.join(", ")
+                    )
+                },
+            )),
+        }
+    }
+    unmatched
+}
+
+/// A problem at `links[i].…` of the merged file, when link i is one the
+/// scenario changed by name and the setting is the scenario's: the same path
+/// inside the scenario (`links.NAME.…`).
+fn by_link_name(merged: &toml::Table, by_name: &toml::Table, path: &KeyPath) -> Option<KeyPath> {
+    let [Seg::Key(k), Seg::Index(i), rest @ ..] = path.0.as_slice() else {
+        return None;
+    };
+    if k != "links" {
+        return None;
+    }
+    let name = merged.get("links")?.get(*i)?.get("name")?.as_str()?;
+    let over = by_name.get(name)?.as_table()?;
+    let rest = KeyPath(rest.to_vec());
+    if !rest.0.is_empty() && !has_path(over, &rest) {
+        return None;
+    }
+    let mut p = KeyPath::root().key("links").key(name);
+    p.0.extend(rest.0);
+    Some(p)
 }
 
 /// Tables merge key by key; any other value replaces.
@@ -266,6 +359,84 @@ b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
         // The merged file is a lab of its own and parses without the scenarios.
         let one = s.iter().find(|x| x.name == "one").unwrap();
         crate::topology::parse_str(&one.text, Path::new("x.toml")).unwrap();
+    }
+
+    const NAMED: &str = r#"
+name = "sc"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "router"
+[nodes.c]
+kind = "router"
+[[links]]
+name = "l1"
+a = { port = "a:eth0", ipv4 = "198.18.0.1/24" }
+b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
+[[links]]
+a = { port = "b:eth1", ipv4 = "198.18.1.1/24" }
+b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
+"#;
+
+    #[test]
+    fn a_scenario_changes_a_link_by_its_name() {
+        let text = format!(
+            "{NAMED}\n[scenarios.toc.links.l1]\nb = {{ port = \"c:eth0\", ipv4 = \"198.18.0.2/24\" }}\nmtu = 1400\n"
+        );
+        let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
+        let t = &s[0].topology;
+        let c = t.node_index("c").unwrap();
+        let l = &t.links[0];
+        assert_eq!((l.b.node, l.b.iface.as_str(), l.mtu), (c, "eth0", 1400));
+        assert_eq!(l.a.iface, "eth0", "the other end stays");
+        assert_eq!(l.name.as_deref(), Some("l1"));
+        assert_eq!(t.links.len(), 2);
+        assert_eq!(t.links[1].mtu, 1500, "other links stay");
+    }
+
+    #[test]
+    fn a_link_name_no_link_has_is_an_error_in_the_scenario() {
+        let text = format!("{NAMED}\n[scenarios.wan.links.l9]\nmtu = 1400\n");
+        let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
+        let d = &e.0[0];
+        assert_eq!(d.at, "scenarios.wan.links.l9");
+        assert_eq!(
+            d.message,
+            "in scenario wan: no link is named \"l9\"; named links: l1"
+        );
+        assert_eq!((d.line, d.column), (17, 22), "{d}");
+        // The whole file fails the same way.
+        assert!(crate::topology::parse_str(&text, Path::new("x.toml")).is_err());
+    }
+
+    #[test]
+    fn a_bad_change_to_a_named_link_is_located_in_the_scenario() {
+        let text = format!("{NAMED}\n[scenarios.loop.links.l1]\nb = \"a:eth1\"\n");
+        let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
+        let d = &e.0[0];
+        assert!(
+            d.message
+                .contains("both ends of the link are on node \"a\""),
+            "{d}"
+        );
+        assert_eq!((d.line, d.column), (18, 5), "{d}");
+    }
+
+    #[test]
+    fn link_names_are_unique() {
+        let text = NAMED.replace(
+            "[[links]]\na = { port = \"b:eth1\"",
+            "[[links]]\nname = \"l1\"\na = { port = \"b:eth1\"",
+        );
+        let e = crate::topology::parse_str(&text, Path::new("x.toml")).unwrap_err();
+        assert_eq!(e.0.len(), 1, "{e}");
+        assert_eq!(e.0[0].at, "links[1].name");
+        assert!(
+            e.0[0]
+                .message
+                .starts_with("link name \"l1\" is already used by links[0]"),
+            "{e}"
+        );
     }
 
     #[test]

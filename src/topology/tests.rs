@@ -133,3 +133,186 @@ fn key_paths_print_like_the_file() {
         "links[3].a"
     );
 }
+
+/// A router with the nvr500 profile between a LAN (a switch with a PC and a
+/// second router on it) and a WAN, and a server with the seed's host profile
+/// beyond the WAN. nvr's `spare` interface has no address.
+const PROFILED: &str = r#"
+name = "prof"
+[nodes.sw]
+kind = "switch"
+[nodes.pc]
+kind = "host"
+routes = [{ to = "default", via = "198.18.11.250" }]
+[nodes.lanr]
+kind = "router"
+[nodes.nvr]
+kind = "router"
+profile = "nvr500"
+mode = "fast"
+lan = "lan1"
+routes = [
+  { to = "198.18.12.0/24", via = "198.18.11.2" },
+  { to = "2001:2:0:12::/64", dev = "lan1" },
+  { to = "default", via = "198.18.1.1" },
+]
+[nodes.isp]
+kind = "router"
+[nodes.server]
+kind = "host"
+profile = "seed-server"
+[[links]]
+a = "sw:p1"
+b = { port = "nvr:lan1", ipv4 = "198.18.11.250/24", ipv6 = "2001:2:0:11::250/64" }
+[[links]]
+a = { port = "pc:eth0", ipv4 = "198.18.11.1/24" }
+b = "sw:p2"
+[[links]]
+a = { port = "lanr:eth0", ipv4 = "198.18.11.2/24" }
+b = "sw:p3"
+[[links]]
+a = "lanr:eth1"
+b = "nvr:spare"
+[[links]]
+a = { port = "nvr:wan", ipv4 = "198.18.1.2/24" }
+b = { port = "isp:eth0", ipv4 = "198.18.1.1/24" }
+[[links]]
+a = { port = "isp:eth1", ipv4 = "198.18.2.1/24" }
+b = { port = "server:eth0", ipv4 = "198.18.2.2/24" }
+"#;
+
+#[test]
+fn a_router_profile_resolves_into_its_lan_and_the_modes_ceilings() {
+    use crate::measure::model::{Family, Proto};
+    use profile::Way;
+    let t = parse(PROFILED);
+    let n = &t.nodes[t.node_index("nvr").unwrap()];
+    let m = n.model.as_ref().expect("nvr has a device model");
+    let lan: Vec<String> = m.lan.iter().map(|p| p.to_string()).collect();
+    // lan1's subnets, then what the router sends through a gateway there or out of lan1;
+    // the default route leaves by the WAN.
+    assert_eq!(
+        lan,
+        [
+            "198.18.11.0/24",
+            "2001:2:0:11::/64",
+            "198.18.12.0/24",
+            "2001:2:0:12::/64"
+        ]
+    );
+    assert_eq!((m.profile.as_str(), m.mode.as_str()), ("nvr500", "fast"));
+    assert_eq!(m.queue_packets, 1000);
+    assert_eq!(m.ceilings.len(), 7);
+    let up4 = &m.ceilings[0];
+    assert_eq!(
+        (
+            up4.direction,
+            up4.family,
+            up4.protocol,
+            up4.aggregate_bps,
+            up4.flow_bps
+        ),
+        (
+            Some(Way::Upload),
+            Some(Family::Ipv4),
+            Some(Proto::Tcp),
+            Some(824_000_000),
+            None
+        )
+    );
+    // The model lives in the slow path.
+    assert_eq!(n.datapath, tunnel::Datapath::Userspace);
+    assert!(n.host_model.is_none());
+    let s = &t.nodes[t.node_index("server").unwrap()];
+    let h = s.host_model.as_ref().expect("server has host limits");
+    assert_eq!(h.udp_receive_ipv4_bps, Some(318_000_000));
+    assert!(s.model.is_none());
+    // Without a profile nothing changes.
+    let pc = &t.nodes[t.node_index("pc").unwrap()];
+    assert!(pc.model.is_none() && pc.host_model.is_none());
+    assert_eq!(
+        t.nodes[t.node_index("lanr").unwrap()].datapath,
+        tunnel::Datapath::Kernel
+    );
+}
+
+#[test]
+fn a_profile_with_one_mode_needs_no_mode_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("one.toml"),
+        "kind = \"router\"\nname = \"one\"\n[modes.only]\nceilings = [{ flow = \"10M\" }]\n",
+    )
+    .unwrap();
+    let file = dir.path().join("t.toml");
+    let text = PROFILED.replace(
+        "profile = \"nvr500\"\nmode = \"fast\"\n",
+        "profile = \"one.toml\"\n",
+    );
+    let t = parse_str(&text, &file).unwrap_or_else(|e| panic!("{e}"));
+    let m = t.nodes[t.node_index("nvr").unwrap()].model.clone().unwrap();
+    assert_eq!((m.profile.as_str(), m.mode.as_str()), ("one", "only"));
+    assert_eq!(m.ceilings[0].flow_bps, Some(10_000_000));
+    assert_eq!(m.ceilings[0].direction, None);
+}
+
+#[test]
+fn profile_problems_point_at_the_node() {
+    let bad = |from: &str, to: &str| -> Vec<String> {
+        let text = PROFILED.replace(from, to);
+        match parse_str(&text, Path::new("t.toml")) {
+            Ok(_) => panic!("accepted with {to:?}"),
+            Err(e) => e.0.iter().map(|d| d.to_string()).collect(),
+        }
+    };
+    let e = bad("mode = \"fast\"", "mode = \"turbo\"");
+    assert!(
+        e[0].contains("nodes.nvr.mode: profile \"nvr500\" has no mode \"turbo\"; its modes: \"fast\", \"normal\""),
+        "{e:?}"
+    );
+    let e = bad("mode = \"fast\"\n", "");
+    assert!(
+        e[0].contains("nodes.nvr.profile: profile \"nvr500\" has several modes"),
+        "{e:?}"
+    );
+    let e = bad("lan = \"lan1\"", "lan = \"eth7\"");
+    assert!(
+        e[0].contains("nodes.nvr.lan: node \"nvr\" has no interface \"eth7\"; its interfaces: lan1, spare, wan"),
+        "{e:?}"
+    );
+    // spare has no address: nothing would be on the LAN side.
+    let e = bad("lan = \"lan1\"", "lan = \"spare\"");
+    assert!(e[0].contains("nvr:spare has no address"), "{e:?}");
+    let e = bad("profile = \"seed-server\"", "profile = \"nvr500\"");
+    assert!(
+        e[0].contains(
+            "nodes.server.profile: \"nvr500\" is a router profile; node \"server\" is a host"
+        ),
+        "{e:?}"
+    );
+    let e = bad(
+        "lan = \"lan1\"\n",
+        "lan = \"lan1\"\ndatapath = \"kernel\"\n",
+    );
+    assert!(
+        e[0].contains(
+            "nodes.nvr.datapath: a device profile's ceilings are applied by the userspace slow path"
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_lab_copy_names_profile_files_by_absolute_path() {
+    let text = "name = \"x\"\n[nodes.r]\nkind = \"router\"\nprofile = \"p/r.toml\" # mine\n[nodes.b]\nkind = \"host\"\nprofile = \"seed-server\"\n[scenarios.s]\nnodes.r.profile = \"other.toml\"\n";
+    let out = absolute_profile_paths(text, Path::new("/etc/labs"));
+    assert!(
+        out.contains("profile = \"/etc/labs/p/r.toml\" # mine\n"),
+        "{out}"
+    );
+    assert!(out.contains("profile = \"seed-server\""), "{out}");
+    assert!(
+        out.contains("nodes.r.profile = \"/etc/labs/other.toml\""),
+        "{out}"
+    );
+}

@@ -140,6 +140,20 @@ fn interfaces(t: &Topology, p: &mut Vec<Problem>) {
 }
 
 fn links(t: &Topology, p: &mut Vec<Problem>) {
+    // Scenarios change a link by its name, so a name means one link.
+    let mut named: BTreeMap<&str, &KeyPath> = BTreeMap::new();
+    for l in &t.links {
+        let Some(name) = &l.name else { continue };
+        match named.get(name.as_str()) {
+            Some(first) => p.push(Problem::new(
+                &l.at.key("name"),
+                format!("link name \"{name}\" is already used by {first}; each link's name must be unique"),
+            )),
+            None => {
+                named.insert(name, &l.at);
+            }
+        }
+    }
     for l in &t.links {
         if l.a.node == l.b.node {
             p.push(Problem::new(

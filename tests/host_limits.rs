@@ -1,0 +1,100 @@
+//! A host profile's UDP receive limits, in namespaces: a server whose profile
+//! (a file named by path) takes 40 Mbit/s of UDP over IPv4 and 30 over IPv6
+//! loses what arrives beyond that, per family, while TCP to it is untouched.
+//! Measured with tunbench's own engine.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// `hp…`: a lab name of this file's, unique to the process.
+fn lab(tag: &str) -> String {
+    format!("hp{tag}{}", std::process::id() % 100000)
+}
+
+/// The receiver's bit/s of one engine test from client to server.
+fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-server"), bin()])
+        .args(["server", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the server");
+    std::thread::sleep(Duration::from_millis(300));
+    let o = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-client"), bin()])
+        .args(["client", to, "-p", &port.to_string(), "-J"])
+        .args(args)
+        .output()
+        .expect("running the client");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(o.status.success(), "client {args:?}: {}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn udp_beyond_the_limit_is_lost_and_tcp_is_not() {
+    let lab = lab("hl");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/host_limits/limits.toml");
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "up: {}", text(&o));
+    // The lab's own copy of the topology, kept elsewhere, still finds the
+    // profile the file names by a relative path.
+    let s = tunbench(&["status", &lab]);
+    assert!(s.status.success(), "status: {}", text(&s));
+    let rules = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-server")])
+        .args(["nft", "list", "table", "inet", "tunbench-host"])
+        .output()
+        .expect("nft list");
+    let rules = String::from_utf8_lossy(&rules.stdout);
+    assert!(
+        rules.contains("limit rate over 5000000 bytes/second"),
+        "{rules}"
+    );
+    const LEN: f64 = 1400.0;
+    for (family, to, limit, ip_header, port) in [
+        ("IPv4", "198.18.90.2", 40e6, 20.0, 5401),
+        ("IPv6", "2001:2:0:90::2", 30e6, 40.0, 5403),
+    ] {
+        // The limit counts IP packets; iperf3 counts UDP payload.
+        let payload = limit * LEN / (LEN + 8.0 + ip_header);
+        // Twice the limit. The first second is omitted: nftables' byte limit
+        // starts with a bucket of one second of its rate (see plan/host.rs).
+        let offered = format!("{}", 2.0 * limit);
+        let udp = measure(
+            &lab,
+            to,
+            port,
+            &["-u", "-b", &offered, "-l", "1400", "-O", "1", "-t", "2"],
+        );
+        let off = udp / payload - 1.0;
+        eprintln!(
+            "{family} UDP at twice the limit: {:.1} Mbit/s received, {:+.1} % off the limit",
+            udp / 1e6,
+            off * 100.0
+        );
+        assert!(
+            off.abs() <= 0.10,
+            "{family} UDP: {:.1} Mbit/s received at twice a limit that leaves {:.1}",
+            udp / 1e6,
+            payload / 1e6
+        );
+        let tcp = measure(&lab, to, port + 1, &["-t", "1"]);
+        eprintln!("{family} TCP: {:.0} Mbit/s", tcp / 1e6);
+        assert!(
+            tcp > 3.0 * limit,
+            "{family} TCP: {:.1} Mbit/s; the UDP limit of {:.0} must not touch it",
+            tcp / 1e6,
+            limit / 1e6
+        );
+    }
+}
