@@ -24,6 +24,10 @@ pub fn run(lab: &str, node: &str) -> Result<()> {
         node,
         role: "router",
     };
-    serve(config, SlowPath::new(), &stats, who)?;
+    let codec = match &n.model {
+        Some(m) => SlowPath::with_model(m, std::time::Instant::now()),
+        None => SlowPath::new(),
+    };
+    serve(config, codec, &stats, who)?;
     Ok(())
 }
