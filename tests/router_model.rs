@@ -41,7 +41,11 @@ fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
 
 fn about(measured: f64, expected: f64, what: &str) {
     let off = measured / expected - 1.0;
-    eprintln!("{what}: {:.1} Mbit/s ({:+.1} %)", measured / 1e6, off * 100.0);
+    eprintln!(
+        "{what}: {:.1} Mbit/s ({:+.1} %)",
+        measured / 1e6,
+        off * 100.0
+    );
     assert!(
         off.abs() <= 0.10,
         "{what}: {:.1} Mbit/s against {:.1} expected ({:+.1} %)",
@@ -77,13 +81,22 @@ fn flow_and_aggregate_ceilings_hold_per_direction_and_protocol() {
     }
     // UDP upload: 60M offered into a 30M aggregate.
     about(
-        measure(&lab, "198.18.63.2", 5404, &["-u", "-b", "60M", "-l", "1400"]),
+        measure(
+            &lab,
+            "198.18.63.2",
+            5404,
+            &["-u", "-b", "60M", "-l", "1400"],
+        ),
         30e6,
         "IPv4 UDP upload at twice the ceiling",
     );
     // TCP upload has no ceiling: well above every one above.
     let free = measure(&lab, "198.18.63.2", 5405, &[]);
-    assert!(free > 300e6, "TCP upload is not held back: {:.0} Mbit/s", free / 1e6);
+    assert!(
+        free > 300e6,
+        "TCP upload is not held back: {:.0} Mbit/s",
+        free / 1e6
+    );
     // The model's drops are counted as such in the slow path's stats (written
     // each second).
     std::thread::sleep(Duration::from_millis(1200));

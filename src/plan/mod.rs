@@ -5,7 +5,6 @@ use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
 pub mod dslite;
-pub mod host;
 pub mod router;
 
 /// How a lab's namespaces are named: `<lab>-<node>` unless a prefix is given.
@@ -130,7 +129,6 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     }
     for i in 0..t.nodes.len() {
         ops.extend(router::ops(t, i, &ns(i)));
-        ops.extend(host::ops(t, i, &ns(i)));
     }
     // A direction's rate shapes the sending end of the veth.
     for l in &t.links {

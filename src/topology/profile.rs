@@ -54,12 +54,48 @@ pub struct DeviceModel {
 }
 
 /// A host's limits from a host profile (the seed blames its server's own UDP
-/// receive path for its low UDP upload figures).
+/// receive path for its low UDP upload figures). They run as a device model in
+/// the host's own slow path: the kernel's policers cannot do it (nftables'
+/// byte limit keeps a second's worth in its bucket, and its packet limit sees
+/// a UDP GSO super-packet as one), and there is no tc police or ifb here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostModel {
     pub profile: String,
     pub description: Option<String>,
-    /// UDP arriving for the host beyond this is lost (bit/s of IP packets).
+    /// UDP arriving for the host beyond this is lost (bit/s of UDP payload).
     pub udp_receive_ipv4_bps: Option<u64>,
     pub udp_receive_ipv6_bps: Option<u64>,
+}
+
+/// What a host holds waiting before it drops: about a socket buffer's worth.
+const HOST_QUEUE_PACKETS: u32 = 256;
+
+impl HostModel {
+    /// The limits as a device model: one UDP aggregate per family, whichever
+    /// way the packet goes (only what arrives for the host passes through).
+    pub fn device_model(&self) -> DeviceModel {
+        let ceilings = [
+            (Family::Ipv4, self.udp_receive_ipv4_bps),
+            (Family::Ipv6, self.udp_receive_ipv6_bps),
+        ]
+        .into_iter()
+        .filter_map(|(family, bps)| {
+            bps.map(|b| Ceiling {
+                direction: None,
+                family: Some(family),
+                protocol: Some(Proto::Udp),
+                aggregate_bps: Some(b),
+                flow_bps: None,
+            })
+        })
+        .collect();
+        DeviceModel {
+            profile: self.profile.clone(),
+            mode: "host".into(),
+            description: self.description.clone(),
+            lan: Vec::new(),
+            ceilings,
+            queue_packets: HOST_QUEUE_PACKETS,
+        }
+    }
 }

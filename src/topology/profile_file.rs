@@ -492,8 +492,8 @@ mod tests {
         let Ok(Profile::Host(h)) = load("seed-server", Path::new("")) else {
             panic!("seed-server is a host profile")
         };
-        assert_eq!(h.udp_receive_ipv4_bps, Some(318_000_000));
-        assert_eq!(h.udp_receive_ipv6_bps, Some(302_000_000));
+        assert_eq!(h.udp_receive_ipv4_bps, Some(312_300_000));
+        assert_eq!(h.udp_receive_ipv6_bps, Some(292_500_000));
     }
 
     #[test]

@@ -212,6 +212,11 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
         if let Some(rn) = raw.nodes.get(&n.name) {
             let (model, host_model) = super::device::resolve(n, rn, dir, &mut p);
             n.model = model;
+            // A host's limits run in its own slow path.
+            if let Some(h) = &host_model {
+                n.model = Some(h.device_model());
+                n.datapath = super::tunnel::Datapath::Userspace;
+            }
             n.host_model = host_model;
         }
     }

@@ -225,8 +225,19 @@ fn a_router_profile_resolves_into_its_lan_and_the_modes_ceilings() {
     assert!(n.host_model.is_none());
     let s = &t.nodes[t.node_index("server").unwrap()];
     let h = s.host_model.as_ref().expect("server has host limits");
-    assert_eq!(h.udp_receive_ipv4_bps, Some(318_000_000));
-    assert!(s.model.is_none());
+    assert_eq!(h.udp_receive_ipv4_bps, Some(312_300_000));
+    // ... which run in the host's own slow path as UDP aggregates per family.
+    assert_eq!(s.datapath, tunnel::Datapath::Userspace);
+    let m = s
+        .model
+        .as_ref()
+        .expect("the host's limits as a device model");
+    assert_eq!(m.ceilings.len(), 2);
+    assert!(
+        m.ceilings
+            .iter()
+            .all(|c| c.protocol == Some(crate::measure::model::Proto::Udp))
+    );
     // Without a profile nothing changes.
     let pc = &t.nodes[t.node_index("pc").unwrap()];
     assert!(pc.model.is_none() && pc.host_model.is_none());
