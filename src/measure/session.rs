@@ -68,8 +68,28 @@ pub fn measure_lab(
         duration_per_run: specs.first().map(|s| s.duration).unwrap_or(0.0),
         paths,
         reference: None,
-        notes: Vec::new(),
+        notes: model_notes(&lab.topology),
     })
+}
+
+/// Says plainly which nodes are models rather than devices: their figures come
+/// from a profile's ceilings, not from anything measured here.
+fn model_notes(t: &Topology) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in &t.nodes {
+        if let Some(h) = &n.host_model {
+            out.push(format!(
+                "{} has the UDP receive limits of host profile {} (a model calibrated from published figures, applied in its userspace slow path).",
+                n.name, h.profile
+            ));
+        } else if let Some(m) = &n.model {
+            out.push(format!(
+                "{} is a model, not the device: profile {} in mode {}, ceilings calibrated from published figures, applied by tunbench's userspace slow path.",
+                n.name, m.profile, m.mode
+            ));
+        }
+    }
+    out
 }
 
 /// up -> every `[[measure]]` -> down. The lab is taken down even when a
@@ -118,6 +138,11 @@ pub async fn run_topology(
             Some(a) => {
                 a.seconds += r.seconds;
                 a.paths.append(&mut r.paths);
+                for n in r.notes.drain(..) {
+                    if !a.notes.contains(&n) {
+                        a.notes.push(n);
+                    }
+                }
             }
         }
     }
