@@ -366,12 +366,20 @@ fn accept_streams(
                         .max(Duration::from_millis(1)),
                 ))?;
                 let mut hello = [std::mem::MaybeUninit::<u8>::uninit(); 64];
-                let (_, from) = s.recv_from(&mut hello).map_err(|e| {
+                let (len, from) = s.recv_from(&mut hello).map_err(|e| {
                     io::Error::new(
                         e.kind(),
                         format!("waiting for UDP stream {} of {n}: {e}", v.len() + 1),
                     )
                 })?;
+                // Only a client's 4-byte hello opens a stream (iperf3's, or an
+                // old iperf3's 123456789): the tail of an earlier test, still
+                // arriving from a queue on the path, would otherwise take the
+                // stream's place and leave the client waiting for a reply that
+                // went to a closed socket.
+                if len != protocol::UDP_CONNECT_MSG.len() {
+                    continue;
+                }
                 s.connect(&from)?;
                 // The next stream's socket is bound before the reply goes out: the
                 // client sends its next hello the moment it has the reply.

@@ -151,6 +151,10 @@ fn class_limits(model: &DeviceModel) -> Vec<Limits> {
     out
 }
 
+/// How long a packet may wait in a model's queue beyond its `queue_packets`:
+/// a queue sized in time, as a router's buffer in front of a slower stage is.
+pub const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
 pub struct DeviceShaper {
     lan: Vec<IpNetwork>,
     shaper: Shaper<FlowKey>,
@@ -160,7 +164,7 @@ impl DeviceShaper {
     pub fn new(model: &DeviceModel, now: Instant) -> DeviceShaper {
         DeviceShaper {
             lan: model.lan.clone(),
-            shaper: Shaper::new(class_limits(model), model.queue_packets, now),
+            shaper: Shaper::new(class_limits(model), model.queue_packets, MAX_WAIT, now),
         }
     }
 

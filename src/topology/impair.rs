@@ -11,29 +11,93 @@
 //! `rate` is the Ethernet line rate in bit/s (K, M, G suffixes, powers of 1000),
 //! counting each frame's preamble, inter-frame gap and FCS as a real link does:
 //! a 1G link carries 941 Mbit/s of TCP goodput at MTU 1500, the seed's figure.
-//! The kernel shapes it (TBF on the sending end of the veth). Delay, jitter,
-//! loss, reordering and duplication need a userspace link path (this kernel has
-//! no netem), which is not in this version: they are refused by name.
+//! The kernel shapes it (TBF on the sending end of the veth).
+//!
+//! `delay` and `jitter` ("20ms", "500us", "1s"), `loss`, `duplicate` and
+//! `reorder` (percent, 0 to 100) and `queue` (packets, or bytes as "64KB") need
+//! the userspace link path, since this kernel has no netem: the link becomes
+//! two veth pairs through a relay namespace of its own, where tunbench's
+//! process holds, drops, copies or reorders each frame of an impaired
+//! direction (`shape::link` has the semantics, netem's). A direction with none
+//! of them crosses the relay in the kernel (tc mirred).
 
 use super::{KeyPath, Problem};
 
 /// One direction's impairments.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Impairment {
     /// Line rate in bit/s.
     pub rate: Option<u64>,
+    /// Microseconds.
+    pub delay_us: Option<u64>,
+    pub jitter_us: Option<u64>,
+    /// Percent.
+    pub loss: Option<f64>,
+    pub duplicate: Option<f64>,
+    pub reorder: Option<f64>,
+    pub queue_packets: Option<u32>,
+    pub queue_bytes: Option<u64>,
 }
 
 impl Impairment {
     pub fn is_none(&self) -> bool {
-        self.rate.is_none()
+        self.rate.is_none() && !self.needs_relay()
+    }
+
+    /// Whether the direction needs the userspace link path.
+    pub fn needs_relay(&self) -> bool {
+        self.delay_us.is_some()
+            || self.jitter_us.is_some()
+            || self.loss.is_some()
+            || self.duplicate.is_some()
+            || self.reorder.is_some()
+            || self.queue_packets.is_some()
+            || self.queue_bytes.is_some()
+    }
+
+    /// What the relay's shaper does with the direction.
+    pub fn shaper(&self) -> crate::shape::link::Impairments {
+        let us = |v: Option<u64>| std::time::Duration::from_micros(v.unwrap_or(0));
+        crate::shape::link::Impairments {
+            delay: us(self.delay_us),
+            jitter: us(self.jitter_us),
+            loss: self.loss.unwrap_or(0.0),
+            duplicate: self.duplicate.unwrap_or(0.0),
+            reorder: self.reorder.unwrap_or(0.0),
+            queue_packets: self.queue_packets,
+            queue_bytes: self.queue_bytes,
+        }
+    }
+
+    /// Takes every setting `over` has.
+    fn overlay(&mut self, over: &Impairment) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
+        }
+        take!(
+            rate,
+            delay_us,
+            jitter_us,
+            loss,
+            duplicate,
+            reorder,
+            queue_packets,
+            queue_bytes
+        );
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LinkImpairments {
     pub a_to_b: Impairment,
     pub b_to_a: Impairment,
+}
+
+impl LinkImpairments {
+    /// Whether the link goes through a relay namespace.
+    pub fn needs_relay(&self) -> bool {
+        self.a_to_b.needs_relay() || self.b_to_a.needs_relay()
+    }
 }
 
 /// Bytes per frame a real Ethernet link spends beyond what the veth counts
@@ -46,7 +110,10 @@ pub const ETHERNET_OVERHEAD: u32 = 24;
 const MIN_RATE: u64 = 8_000;
 const MAX_RATE: u64 = 100_000_000_000;
 
-const LATER: &[&str] = &["delay", "jitter", "loss", "reorder", "duplicate", "queue"];
+/// The longest delay or jitter a link takes.
+const MAX_DELAY_US: u64 = 10_000_000;
+
+const KNOWN: &str = "rate, delay, jitter, loss, duplicate, reorder, queue";
 
 pub fn resolve(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> LinkImpairments {
     let mut out = LinkImpairments::default();
@@ -66,12 +133,21 @@ pub fn resolve(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> LinkImpai
             match d.as_table() {
                 Some(dt) => {
                     let own = direction(dt, &at, false, p);
-                    if own.rate.is_some() {
-                        slot.rate = own.rate;
-                    }
+                    slot.overlay(&own);
                 }
                 None => p.push(Problem::new(&at, format!("{key} must be a table"))),
             }
+        }
+    }
+    for (key, d) in [("a_to_b", &out.a_to_b), ("b_to_a", &out.b_to_a)] {
+        if d.reorder.is_some_and(|r| r > 0.0)
+            && d.delay_us.unwrap_or(0) == 0
+            && d.jitter_us.unwrap_or(0) == 0
+        {
+            p.push(Problem::new(
+                at,
+                format!("{key}: reorder needs a delay (or jitter): reordered packets are the ones sent ahead of the delayed rest, as in netem"),
+            ));
         }
     }
     out
@@ -90,23 +166,140 @@ fn direction(
         let kat = at.key(k);
         match k.as_str() {
             "rate" => imp.rate = rate(v, &kat, p),
+            "delay" => imp.delay_us = duration_us(v, &kat, p),
+            "jitter" => imp.jitter_us = duration_us(v, &kat, p),
+            "loss" => imp.loss = percent(v, &kat, p),
+            "duplicate" => imp.duplicate = percent(v, &kat, p),
+            "reorder" => imp.reorder = percent(v, &kat, p),
+            "queue" => queue(v, &kat, &mut imp, p),
             "a_to_b" | "b_to_a" if top => {}
-            k if LATER.contains(&k) => p.push(Problem::new(
-                &kat,
-                format!(
-                    "{k} is not supported yet: it needs the userspace link path (this kernel has no netem); only rate is shaped in this version"
-                ),
-            )),
             _ => p.push(Problem::new(
                 &kat,
                 format!(
-                    "unknown impairment `{k}`; known: rate{}",
+                    "unknown impairment `{k}`; known: {KNOWN}{}",
                     if top { ", a_to_b, b_to_a" } else { "" }
                 ),
             )),
         }
     }
     imp
+}
+
+/// "20ms", "500us", "1.5s", or a number of milliseconds.
+pub fn parse_duration_us(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("us") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e6)
+    } else {
+        return Err(format!("\"{s}\" needs a unit: us, ms or s (\"20ms\")"));
+    };
+    let x: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a duration such as \"20ms\""))?;
+    if !x.is_finite() || x < 0.0 {
+        return Err(format!("\"{s}\" is negative"));
+    }
+    Ok((x * scale).round() as u64)
+}
+
+fn duration_us(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
+    let r = match v {
+        toml::Value::String(s) => parse_duration_us(s),
+        toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64 * 1000),
+        toml::Value::Float(f) if *f >= 0.0 => Ok((f * 1000.0).round() as u64),
+        _ => Err(
+            "must be a duration such as \"20ms\" (a bare number is milliseconds), not negative"
+                .into(),
+        ),
+    };
+    match r {
+        Ok(us) if us <= MAX_DELAY_US => Some(us),
+        Ok(us) => {
+            p.push(Problem::new(
+                at,
+                format!(
+                    "{} ms is more than the 10 s a link may hold a packet",
+                    us / 1000
+                ),
+            ));
+            None
+        }
+        Err(e) => {
+            p.push(Problem::new(at, e));
+            None
+        }
+    }
+}
+
+fn percent(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<f64> {
+    let x = match v {
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) => *f,
+        toml::Value::String(s) => match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+            Ok(x) => x,
+            Err(_) => {
+                p.push(Problem::new(
+                    at,
+                    format!("\"{s}\" is not a percentage such as 1.5"),
+                ));
+                return None;
+            }
+        },
+        _ => {
+            p.push(Problem::new(at, "must be a percentage such as 1.5"));
+            return None;
+        }
+    };
+    if !(0.0..=100.0).contains(&x) || !x.is_finite() {
+        p.push(Problem::new(at, format!("{x} % is outside 0..100")));
+        return None;
+    }
+    Some(x)
+}
+
+/// `queue = 100` (packets) or `queue = "64KB"` (bytes; K, M: powers of 1000).
+fn queue(v: &toml::Value, at: &KeyPath, imp: &mut Impairment, p: &mut Vec<Problem>) {
+    match v {
+        toml::Value::Integer(i) if *i >= 1 && *i <= 1_000_000 => {
+            imp.queue_packets = Some(*i as u32)
+        }
+        toml::Value::String(s) => {
+            let t = s.trim();
+            let (num, scale) = if let Some(n) = t.strip_suffix("MB") {
+                (n, 1_000_000.0)
+            } else if let Some(n) = t.strip_suffix("KB") {
+                (n, 1000.0)
+            } else if let Some(n) = t.strip_suffix('B') {
+                (n, 1.0)
+            } else {
+                (t, 0.0)
+            };
+            match num.trim().parse::<f64>() {
+                Ok(x) if scale > 0.0 && x * scale >= 1500.0 => {
+                    imp.queue_bytes = Some((x * scale) as u64)
+                }
+                Ok(_) if scale > 0.0 => p.push(Problem::new(
+                    at,
+                    format!("queue \"{s}\" holds not even one 1500-byte frame"),
+                )),
+                _ => p.push(Problem::new(
+                    at,
+                    format!(
+                        "queue \"{s}\" must be packets (100) or bytes with B, KB or MB (\"64KB\")"
+                    ),
+                )),
+            }
+        }
+        _ => p.push(Problem::new(
+            at,
+            "queue must be a number of packets (1..1000000) or bytes such as \"64KB\"",
+        )),
+    }
 }
 
 fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
@@ -176,12 +369,42 @@ mod tests {
     }
 
     #[test]
-    fn what_this_version_cannot_do_is_refused_by_name() {
-        let (_, p) = parse(r#"{ rate = "10M", delay = "20ms" }"#);
-        assert!(p[0].contains("delay is not supported yet"), "{p:?}");
+    fn delay_loss_and_the_rest_parse_and_a_direction_overrides_them() {
+        let (r, p) = parse(
+            r#"{ delay = "20ms", jitter = "500us", loss = 1, b_to_a = { delay = 5, duplicate = "2 %", reorder = 0.5, queue = "64KB" }, a_to_b = { queue = 100 } }"#,
+        );
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(r.a_to_b.delay_us, Some(20_000));
+        assert_eq!(r.a_to_b.jitter_us, Some(500));
+        assert_eq!(r.a_to_b.loss, Some(1.0));
+        assert_eq!(r.a_to_b.queue_packets, Some(100));
+        assert_eq!(r.b_to_a.delay_us, Some(5_000));
+        assert_eq!(r.b_to_a.loss, Some(1.0), "the link's own setting stays");
+        assert_eq!(r.b_to_a.duplicate, Some(2.0));
+        assert_eq!(r.b_to_a.queue_bytes, Some(64_000));
+        assert!(r.needs_relay());
+        let (r, _) = parse(r#"{ rate = "1G" }"#);
+        assert!(!r.needs_relay(), "rate alone stays in the kernel");
+    }
+
+    #[test]
+    fn impossible_values_are_refused_by_name() {
+        for (text, want) in [
+            (r#"{ loss = 101 }"#, "101 % is outside 0..100"),
+            (r#"{ loss = -1 }"#, "outside 0..100"),
+            (r#"{ delay = "20" }"#, "needs a unit"),
+            (r#"{ delay = "-5ms" }"#, "negative"),
+            (r#"{ delay = "11s" }"#, "more than the 10 s"),
+            (r#"{ queue = "1KB" }"#, "not even one"),
+            (r#"{ queue = 0 }"#, "queue must be"),
+            (r#"{ reorder = 5 }"#, "reorder needs a delay"),
+        ] {
+            let (_, p) = parse(text);
+            assert!(p.iter().any(|m| m.contains(want)), "{text}: {p:?}");
+        }
         let (_, p) = parse(r#"{ b_to_a = { lossy = 1 } }"#);
         assert!(
-            p[0].contains("unknown impairment `lossy`; known: rate"),
+            p[0].contains("unknown impairment `lossy`; known: rate, delay"),
             "{p:?}"
         );
         let (_, p) = parse(r#"{ rate = "fast" }"#);

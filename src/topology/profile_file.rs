@@ -470,7 +470,7 @@ mod tests {
         let Ok(Profile::Router(r)) = load("nvr500", Path::new("")) else {
             panic!("nvr500 is a router profile")
         };
-        assert_eq!(r.queue_packets, 1000);
+        assert_eq!(r.queue_packets, 64);
         let fast = &r.modes["fast"];
         let find = |d, f, p| {
             fast.ceilings

@@ -201,7 +201,7 @@ fn a_router_profile_resolves_into_its_lan_and_the_modes_ceilings() {
         ]
     );
     assert_eq!((m.profile.as_str(), m.mode.as_str()), ("nvr500", "fast"));
-    assert_eq!(m.queue_packets, 1000);
+    assert_eq!(m.queue_packets, 64);
     assert_eq!(m.ceilings.len(), 7);
     let up4 = &m.ceilings[0];
     assert_eq!(
