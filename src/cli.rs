@@ -116,6 +116,9 @@ pub enum Command {
         tunnel: Option<String>,
         #[arg(long)]
         node: String,
+        /// A link relay's direction (node `link.N`).
+        #[arg(long, value_enum)]
+        way: Option<crate::plan::link::Way>,
     },
     /// Write a generated topology.
     Gen {
@@ -548,10 +551,16 @@ pub fn run(cli: Cli) -> Result<i32> {
             print!("{}", graph::render(&t, format));
             Ok(0)
         }
-        Command::Datapath { lab, tunnel, node } => {
-            match tunnel {
-                Some(t) => crate::tunnel::endpoint::run(&lab, &t, &node)?,
-                None => crate::router::process::run(&lab, &node)?,
+        Command::Datapath {
+            lab,
+            tunnel,
+            node,
+            way,
+        } => {
+            match (tunnel, way) {
+                (Some(t), _) => crate::tunnel::endpoint::run(&lab, &t, &node)?,
+                (None, Some(w)) => crate::relay::run(&lab, &node, w)?,
+                (None, None) => crate::router::process::run(&lab, &node)?,
             }
             Ok(0)
         }

@@ -25,6 +25,8 @@ pub enum Job {
     Tunnel(String),
     /// The node's slow path (a router with datapath = "userspace").
     Router,
+    /// One impaired direction of a link, in its relay namespace (node `link.N`).
+    Link(crate::plan::link::Way),
 }
 
 impl Job {
@@ -34,6 +36,7 @@ impl Job {
         match self {
             Job::Tunnel(t) => format!("datapath-{t}-{node}"),
             Job::Router => format!("datapath-router.{node}"),
+            Job::Link(w) => format!("datapath-{node}.{}", w.name()),
         }
     }
 
@@ -41,6 +44,7 @@ impl Job {
         match self {
             Job::Tunnel(t) => format!("the {t} datapath on {node}"),
             Job::Router => format!("the slow path of router {node}"),
+            Job::Link(w) => format!("the relay of {node} ({})", w.name()),
         }
     }
 }
@@ -76,6 +80,14 @@ pub fn jobs(t: &Topology) -> Vec<(Job, String)> {
     for n in &t.nodes {
         if n.datapath == Datapath::Userspace {
             out.push((Job::Router, n.name.clone()));
+        }
+    }
+    use crate::plan::link::{Way, relay_node, relayed};
+    for (i, l) in relayed(t) {
+        for w in [Way::AToB, Way::BToA] {
+            if w.impairment(l).needs_relay() {
+                out.push((Job::Link(w), relay_node(i)));
+            }
         }
     }
     out
@@ -135,8 +147,14 @@ fn spawn(
     };
     let mut cmd = Command::new(exe);
     cmd.args(["datapath", "--lab", &naming.lab, "--node", node]);
-    if let Job::Tunnel(t) = job {
-        cmd.args(["--tunnel", t]);
+    match job {
+        Job::Tunnel(t) => {
+            cmd.args(["--tunnel", t]);
+        }
+        Job::Link(w) => {
+            cmd.args(["--way", w.name()]);
+        }
+        Job::Router => {}
     }
     let what = job.describe(node);
     cmd.stdin(Stdio::null())

@@ -11,6 +11,7 @@ pub mod impair;
 pub mod lab;
 pub mod measure;
 pub mod plan;
+pub mod relay;
 pub mod report;
 pub mod router;
 pub mod shape;

@@ -563,19 +563,19 @@ fn tun_device_lifecycle() {
     lab.in_ns(&lab.a, || {
         // Creating it again is harmless.
         netns::tun::create_persistent(TUN)?;
-        let t = Tun::attach(TUN, 3, true).map_err(std::io::Error::other)?;
+        let t = Tun::attach(TUN, 3, true, false).map_err(std::io::Error::other)?;
         assert_eq!(t.queue_count(), 3);
         assert!(t.offloads().tso && t.offloads().csum);
         drop(t);
-        let t = Tun::attach(TUN, 1, false).map_err(std::io::Error::other)?;
+        let t = Tun::attach(TUN, 1, false, false).map_err(std::io::Error::other)?;
         assert_eq!(t.offloads(), Default::default());
         drop(t);
-        match Tun::attach("tbnone0", 1, true) {
+        match Tun::attach("tbnone0", 1, true, false) {
             Err(e @ TunError::Missing(_)) => assert!(e.to_string().contains("tbnone0")),
             other => panic!("attach to a missing device: {other:?}"),
         }
         // A veth is no TUN: the error names it.
-        match Tun::attach("va", 1, true) {
+        match Tun::attach("va", 1, true, false) {
             Err(e) => assert!(e.to_string().contains("va"), "{e}"),
             Ok(_) => panic!("attached to a veth"),
         }

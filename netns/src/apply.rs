@@ -249,9 +249,9 @@ pub async fn apply(
     });
     // TUN devices: an ioctl, made on a thread inside the namespace.
     for (step, op) in phase(Phase::Links) {
-        if let Op::Tun { ns, name } = op {
-            let name = name.clone();
-            namespace::run_in(ns, move || crate::tun::create_persistent(&name))
+        if let Op::Tun { ns, name, tap } = op {
+            let (name, tap) = (name.clone(), *tap);
+            namespace::run_in(ns, move || crate::tun::create(&name, tap))
                 .map_err(|e| fail(step, op, e.to_string()))?;
         }
     }

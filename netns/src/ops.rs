@@ -56,7 +56,13 @@ pub enum Op {
     },
     /// A persistent multi-queue TUN with virtio-net headers, for a userspace
     /// datapath process to attach to later; routes can point at it at once.
-    Tun { ns: String, name: String },
+    /// With `tap`, a TAP (Ethernet frames) instead.
+    Tun {
+        ns: String,
+        name: String,
+        #[serde(default)]
+        tap: bool,
+    },
     /// Set a device's MTU and bring it up.
     LinkSet { ns: String, iface: String, mtu: u32 },
     /// IPv4 route into an SRv6 reduced encapsulation with one segment: on the
@@ -236,9 +242,10 @@ impl fmt::Display for Op {
                 // What rtnetlink installs; a bare `ip route add` would say proto boot.
                 write!(f, " proto static")
             }
-            Op::Tun { ns, name } => write!(
+            Op::Tun { ns, name, tap } => write!(
                 f,
-                "ip -n {ns} tuntap add dev {name} mode tun multi_queue vnet_hdr"
+                "ip -n {ns} tuntap add dev {name} mode {} multi_queue vnet_hdr",
+                if *tap { "tap" } else { "tun" }
             ),
             Op::LinkSet { ns, iface, mtu } => {
                 write!(f, "ip -n {ns} link set {iface} mtu {mtu} up")

@@ -26,6 +26,16 @@ pub const CLONE_DEVICE: &str = "/dev/net/tun";
 pub const FLAGS: libc::c_short =
     (libc::IFF_TUN | libc::IFF_NO_PI | libc::IFF_VNET_HDR | libc::IFF_MULTI_QUEUE) as libc::c_short;
 
+/// The same for a TAP (layer 2: one Ethernet frame per read and write), which a
+/// link's relay uses.
+pub const TAP_FLAGS: libc::c_short =
+    (libc::IFF_TAP | libc::IFF_NO_PI | libc::IFF_VNET_HDR | libc::IFF_MULTI_QUEUE) as libc::c_short;
+
+/// The flags of a TUN (`tap` false) or a TAP.
+pub fn flags(tap: bool) -> libc::c_short {
+    if tap { TAP_FLAGS } else { FLAGS }
+}
+
 /// `struct ifreq` as TUNSETIFF reads it: the name, then the flags (a short) at
 /// the start of the 24-byte union.
 #[repr(C)]
@@ -111,7 +121,13 @@ fn set_persist(f: &File, name: &str, on: bool) -> io::Result<()> {
 /// [`FLAGS`]. An existing device of that name with the same flags is taken as
 /// made (TUNSETIFF attaches to it), so calling this twice is harmless.
 pub fn create_persistent(name: &str) -> io::Result<()> {
-    let f = open_queue(name, FLAGS)?;
+    create(name, false)
+}
+
+/// Creates persistent TUN (or, with `tap`, TAP) device `name` in the calling
+/// thread's namespace.
+pub fn create(name: &str, tap: bool) -> io::Result<()> {
+    let f = open_queue(name, flags(tap))?;
     set_persist(&f, name, true)
     // Closing `f` detaches the queue; the device stays.
 }

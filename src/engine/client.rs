@@ -79,17 +79,22 @@ fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
     let mut w: &Socket = &s;
     w.write_all(&protocol::UDP_CONNECT_MSG)
         .map_err(io_err("sending the UDP connect datagram"))?;
-    let mut reply = [0u8; 4];
+    // With -R the server's first data may overtake its reply on a path that
+    // reorders (a link's `reorder`): only a 4-byte datagram is the reply.
+    let mut buf = vec![0u8; 65536];
     let mut r: &Socket = &s;
-    let n = r
-        .read(&mut reply)
-        .map_err(io_err("waiting for the server's UDP connect reply"))?;
-    if n != 4
-        || (reply != protocol::UDP_CONNECT_REPLY && reply != protocol::UDP_CONNECT_REPLY_LEGACY)
-    {
+    let n = loop {
+        let n = r
+            .read(&mut buf)
+            .map_err(io_err("waiting for the server's UDP connect reply"))?;
+        if n == protocol::UDP_CONNECT_REPLY.len() {
+            break n;
+        }
+    };
+    let reply = &buf[..n];
+    if reply != protocol::UDP_CONNECT_REPLY && reply != protocol::UDP_CONNECT_REPLY_LEGACY {
         return Err(RunError::Protocol(ClientError::Protocol(format!(
-            "unexpected UDP connect reply {:02x?}",
-            &reply[..n]
+            "unexpected UDP connect reply {reply:02x?}"
         ))));
     }
     Ok(s)

@@ -232,6 +232,7 @@ fn kernel(
 fn userspace(tun: &Tunnel, d: &Dslite, role: Role, ns: &str, ops: &mut Vec<Op>) {
     let dev = tun.tun_name();
     ops.push(Op::Tun {
+        tap: false,
         ns: ns.into(),
         name: dev.clone(),
     });

@@ -5,6 +5,7 @@ use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
 pub mod dslite;
+pub mod link;
 pub mod router;
 
 /// How a lab's namespaces are named: `<lab>-<node>` unless a prefix is given.
@@ -57,6 +58,12 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             sysctls: early,
         });
     }
+    for (i, _) in link::relayed(t) {
+        ops.push(link::namespace_op(
+            &naming.namespace(&link::relay_node(i)),
+            &netns::apply::marker(&naming.lab),
+        ));
+    }
     for (i, n) in t.nodes.iter().enumerate() {
         if let Some(br) = &n.bridge {
             // A bridge takes the smallest MTU of its ports anyway; say so up front.
@@ -68,7 +75,12 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
-    for l in &t.links {
+    for (i, l) in t.links.iter().enumerate() {
+        if l.impairments.needs_relay() {
+            let relay = naming.namespace(&link::relay_node(i));
+            ops.extend(link::veth_ops(l, &ns(l.a.node), &ns(l.b.node), &relay));
+            continue;
+        }
         ops.push(Op::Veth {
             ns: ns(l.a.node),
             name: l.a.iface.clone(),
@@ -129,6 +141,9 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     }
     for i in 0..t.nodes.len() {
         ops.extend(router::ops(t, i, &ns(i)));
+    }
+    for (i, l) in link::relayed(t) {
+        ops.extend(link::ops(l, &naming.namespace(&link::relay_node(i))));
     }
     // A direction's rate shapes the sending end of the veth.
     for l in &t.links {

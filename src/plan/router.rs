@@ -17,6 +17,7 @@ pub fn ops(t: &Topology, node: usize, ns: &str) -> Vec<Op> {
         return Vec::new();
     }
     let mut ops = vec![Op::Tun {
+        tap: false,
         ns: ns.into(),
         name: SLOWPATH_TUN.into(),
     }];

@@ -25,6 +25,8 @@ pub enum DropReason {
     TooBig,
     /// A device model's or link's queue was full (tail drop).
     QueueFull,
+    /// Lost on purpose: a link's `loss` setting.
+    Lost,
     /// No free external address/port left for a new NAT mapping.
     NatExhausted,
     /// Well formed but not handled (IPv4 fragments after the first at a NAT, an
@@ -33,7 +35,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 11] = [
         DropReason::Truncated,
         DropReason::Malformed,
         DropReason::WrongProtocol,
@@ -42,6 +44,7 @@ impl DropReason {
         DropReason::NoRoute,
         DropReason::TooBig,
         DropReason::QueueFull,
+        DropReason::Lost,
         DropReason::NatExhausted,
         DropReason::Unsupported,
     ];
@@ -57,6 +60,7 @@ impl DropReason {
             DropReason::NoRoute => "no_route",
             DropReason::TooBig => "too_big",
             DropReason::QueueFull => "queue_full",
+            DropReason::Lost => "lost",
             DropReason::NatExhausted => "nat_exhausted",
             DropReason::Unsupported => "unsupported",
         }

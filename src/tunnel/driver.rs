@@ -139,6 +139,9 @@ pub struct DriverConfig {
     /// the raw socket still sends the rest (default on).
     #[serde(default = "yes")]
     pub frames: bool,
+    /// The device is a TAP: the codec sees Ethernet frames (a link's relay).
+    #[serde(default)]
+    pub tap: bool,
 }
 
 fn yes() -> bool {
@@ -158,6 +161,7 @@ impl DriverConfig {
             socket_buffer: DEFAULT_SOCKET_BUFFER,
             namespace: None,
             frames: true,
+            tap: false,
         }
     }
 
@@ -601,7 +605,7 @@ struct Opened {
 }
 
 fn open(config: &DriverConfig) -> Result<Opened, DriverError> {
-    let tun = Tun::attach(&config.tun, config.queues, config.offloads)?;
+    let tun = Tun::attach(&config.tun, config.queues, config.offloads, config.tap)?;
     let t = config.transport;
     let err = |what: &'static str| {
         move |source| DriverError::Socket {

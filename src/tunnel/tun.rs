@@ -9,7 +9,7 @@
 //! accepts such packets when written. With offloads off every packet is plain and
 //! complete, and the header is all zeros.
 
-use netns::tun::{FLAGS, exists, open_queue};
+use netns::tun::{exists, flags, open_queue};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
@@ -93,7 +93,7 @@ impl Tun {
     /// Attaches `queues` queues (at least one) to the existing TUN `name` in the
     /// calling thread's namespace, nonblocking, with 10-byte virtio headers, and
     /// offloads on (TSO and checksum; USO too where the kernel has it) or off.
-    pub fn attach(name: &str, queues: usize, offloads: bool) -> Result<Tun, TunError> {
+    pub fn attach(name: &str, queues: usize, offloads: bool, tap: bool) -> Result<Tun, TunError> {
         if !exists(name) {
             return Err(TunError::Missing(name.to_string()));
         }
@@ -106,7 +106,7 @@ impl Tun {
         };
         let mut fds = Vec::with_capacity(queues.max(1));
         for _ in 0..queues.max(1) {
-            let f = open_queue(name, FLAGS).map_err(TunError::Attach)?;
+            let f = open_queue(name, flags(tap)).map_err(TunError::Attach)?;
             let fd = OwnedFd::from(f);
             set_vnet_hdr_size(&fd)
                 .map_err(err("setting the virtio header size (TUNSETVNETHDRSZ)"))?;
