@@ -76,9 +76,27 @@ pub enum Command {
         /// One end of the link, as in the topology file: NODE:IFACE.
         end: String,
         /// Line rate in bit/s (K, M, G suffixes), as `impairments.rate`.
-        #[arg(long, value_parser = parse_rate, conflicts_with = "clear", required_unless_present = "clear")]
+        #[arg(long, value_parser = parse_rate, conflicts_with = "clear")]
         rate: Option<u64>,
-        /// Remove the shaping instead.
+        /// Delay ("20ms", "500us"), on a direction built with the userspace link path.
+        #[arg(long, value_parser = crate::topology::impair::parse_duration_us)]
+        delay: Option<u64>,
+        /// Jitter, as delay.
+        #[arg(long, value_parser = crate::topology::impair::parse_duration_us)]
+        jitter: Option<u64>,
+        /// Loss, percent.
+        #[arg(long, value_parser = parse_percent)]
+        loss: Option<f64>,
+        /// Duplication, percent.
+        #[arg(long, value_parser = parse_percent)]
+        duplicate: Option<f64>,
+        /// Reordering, percent (needs a delay).
+        #[arg(long, value_parser = parse_percent)]
+        reorder: Option<f64>,
+        /// Queue limit in packets.
+        #[arg(long)]
+        queue: Option<u32>,
+        /// Remove the rate shaping (set --delay 0ms, --loss 0 ... to undo the rest).
         #[arg(long)]
         clear: bool,
         #[arg(long, value_enum, default_value = "both")]
@@ -290,6 +308,20 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 /// "100M", "1G": 1000-based, as iperf3 reads rates.
+/// A percentage 0..=100, for impairments.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a percentage such as 1.5"))?;
+    if !(0.0..=100.0).contains(&x) {
+        return Err(format!("{x} % is outside 0..100"));
+    }
+    Ok(x)
+}
+
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     parse_scaled(s, 1000)
 }
@@ -515,12 +547,37 @@ pub fn run(cli: Cli) -> Result<i32> {
             lab: l,
             end,
             rate,
+            delay,
+            jitter,
+            loss,
+            duplicate,
+            reorder,
+            queue,
             clear,
             direction,
         } => {
+            let relay = crate::topology::impair::Impairment {
+                rate: None,
+                delay_us: delay,
+                jitter_us: jitter,
+                loss,
+                duplicate,
+                reorder,
+                queue_packets: queue,
+                queue_bytes: None,
+            };
+            if !clear && rate.is_none() && !relay.needs_relay() {
+                return Err(bad_input(
+                    "nothing to change: give --rate, --delay, --jitter, --loss, --duplicate, --reorder, --queue or --clear",
+                ));
+            }
             let running = lab::find(&l)?;
-            let rate = if clear { None } else { rate };
-            let done = crate::impair::apply(&running, &end, direction, rate).map_err(|e| {
+            let change = crate::impair::Change {
+                rate: if clear { Some(None) } else { rate.map(Some) },
+                relay,
+                clear_relay: false,
+            };
+            let done = crate::impair::apply(&running, &end, direction, &change).map_err(|e| {
                 if e.downcast_ref::<crate::impair::BadEnd>().is_some() {
                     bad_input(e.to_string())
                 } else {

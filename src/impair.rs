@@ -1,9 +1,13 @@
-//! `tunbench impair`: a running lab's link impairments changed in place (tc on
-//! the veth ends), without rebuilding the lab. The lab's saved topology is not
-//! rewritten: `down` and `up` start again from the file.
+//! `tunbench impair`: a running lab's link impairments changed in place,
+//! without rebuilding the lab: the rate by tc on the veth ends, delay, jitter,
+//! loss, duplication, reordering and the queue by new settings for the link's
+//! relay process (which looks every second). A direction built without the
+//! relay cannot get it at runtime. The lab's saved topology is not rewritten:
+//! `down` and `up` start again from the file.
 
 use crate::lab::Running;
-use crate::topology::impair::tbf_replace_line;
+use crate::plan::link::Way;
+use crate::topology::impair::{Impairment, tbf_replace_line};
 use anyhow::{Context, Result};
 
 /// Which traffic of a link, seen from the end the user named.
@@ -21,12 +25,29 @@ pub enum Direction {
 #[error("{0}")]
 pub struct BadEnd(String);
 
-/// Sets (`rate`) or removes (None) the shaping; returns a line per change.
+/// What to change on a link's directions.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    /// Some(Some(r)): shape to r; Some(None): remove the shaping.
+    pub rate: Option<Option<u64>>,
+    /// Relay settings given (rate unused), laid over the current ones.
+    pub relay: Impairment,
+    /// Start the relay settings from nothing (with `--clear`).
+    pub clear_relay: bool,
+}
+
+impl Change {
+    fn touches_relay(&self) -> bool {
+        self.clear_relay || self.relay.needs_relay()
+    }
+}
+
+/// Applies `change` to the directions `direction` names; returns a line per change.
 pub fn apply(
     lab: &Running,
     end: &str,
     direction: Direction,
-    rate: Option<u64>,
+    change: &Change,
 ) -> Result<Vec<String>> {
     let t = &lab.topology;
     let Some((node, iface)) = end.split_once(':') else {
@@ -34,11 +55,11 @@ pub fn apply(
     };
     let named =
         |e: &crate::topology::model::Endpoint| t.nodes[e.node].name == node && e.iface == iface;
-    let Some((near, far)) = t.links.iter().find_map(|l| {
+    let Some((index, near, far)) = t.links.iter().enumerate().find_map(|(i, l)| {
         if named(&l.a) {
-            Some((&l.a, &l.b))
+            Some((i, &l.a, &l.b))
         } else if named(&l.b) {
-            Some((&l.b, &l.a))
+            Some((i, &l.b, &l.a))
         } else {
             None
         }
@@ -58,6 +79,48 @@ pub fn apply(
         ends.push((far, "arriving at"));
     }
     let mut done = Vec::new();
+    if change.touches_relay() {
+        let link = &t.links[index];
+        // The sending end says which way: a frame leaving `a` travels a_to_b.
+        let ways: Vec<(Way, &str)> = ends
+            .iter()
+            .map(|(e, what)| {
+                let way = if std::ptr::eq(*e, &link.a) {
+                    Way::AToB
+                } else {
+                    Way::BToA
+                };
+                (way, *what)
+            })
+            .collect();
+        // All or nothing: check every direction before changing any.
+        for (way, what) in &ways {
+            if !way.impairment(link).needs_relay() {
+                return Err(BadEnd(format!(
+                    "{end}: traffic {what} it was built without the userspace link path, which delay, jitter, loss, duplicate, reorder and queue need; declare one of them for that direction in the topology (delay = \"0ms\" is enough) and bring the lab up again"
+                ))
+                .into());
+            }
+        }
+        for (way, what) in ways {
+            let mut now = if change.clear_relay {
+                Impairment::default()
+            } else {
+                crate::relay::current(&lab.naming.lab, index, way, link)
+            };
+            now.rate = None;
+            overlay(&mut now, &change.relay);
+            let path = crate::relay::settings_path(&lab.naming.lab, index, way);
+            let tmp = path.with_extension("json.tmp");
+            std::fs::write(&tmp, serde_json::to_string(&now)?)
+                .and_then(|_| std::fs::rename(&tmp, &path))
+                .with_context(|| format!("writing {}", path.display()))?;
+            done.push(format!("{end}: traffic {what} it: {}", describe(&now)));
+        }
+    }
+    let Some(rate) = change.rate else {
+        return Ok(done);
+    };
     for (e, what) in ends {
         let n = &t.nodes[e.node].name;
         let ns = lab.naming.namespace(n);
@@ -75,6 +138,53 @@ pub fn apply(
         }
     }
     Ok(done)
+}
+
+/// Takes every relay setting `over` has.
+fn overlay(now: &mut Impairment, over: &Impairment) {
+    macro_rules! take {
+        ($($f:ident),*) => { $( if over.$f.is_some() { now.$f = over.$f; } )* };
+    }
+    take!(
+        delay_us,
+        jitter_us,
+        loss,
+        duplicate,
+        reorder,
+        queue_packets,
+        queue_bytes
+    );
+}
+
+/// "delay 20 ms, loss 1 %", or "no delay, loss or the like".
+fn describe(i: &Impairment) -> String {
+    let mut parts = Vec::new();
+    if let Some(d) = i.delay_us.filter(|d| *d > 0) {
+        parts.push(format!("delay {} ms", d as f64 / 1000.0));
+    }
+    if let Some(d) = i.jitter_us.filter(|d| *d > 0) {
+        parts.push(format!("jitter {} ms", d as f64 / 1000.0));
+    }
+    for (name, v) in [
+        ("loss", i.loss),
+        ("duplicate", i.duplicate),
+        ("reorder", i.reorder),
+    ] {
+        if let Some(v) = v.filter(|v| *v > 0.0) {
+            parts.push(format!("{name} {v} %"));
+        }
+    }
+    if let Some(q) = i.queue_packets {
+        parts.push(format!("queue {q} packets"));
+    }
+    if let Some(q) = i.queue_bytes {
+        parts.push(format!("queue {q} bytes"));
+    }
+    if parts.is_empty() {
+        "no delay, loss or the like".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// Removes the root qdisc; one that was never there is no error.

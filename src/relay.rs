@@ -7,7 +7,7 @@ use crate::datapath::Job;
 use crate::plan::link::Way;
 use crate::shape::link::{Fate, Impairments, LinkShaper};
 use crate::tunnel::driver::{DriverConfig, Transport};
-use crate::tunnel::endpoint::{Who, serve};
+use crate::tunnel::endpoint::{Who, serve_with};
 use crate::tunnel::{Codec, DropReason, Verdict};
 use anyhow::{Result, bail};
 use std::net::SocketAddr;
@@ -31,6 +31,35 @@ impl LinkRelay {
     pub fn counts(&self) -> crate::shape::link::LinkCounts {
         self.shaper.counts()
     }
+
+    /// New settings (`tunbench impair` on a running lab).
+    pub fn set(&mut self, imp: Impairments) {
+        self.shaper.set(imp);
+    }
+}
+
+/// Where `tunbench impair` leaves a relay direction's new settings (the
+/// topology's `Impairment`, as JSON); the relay process looks every second.
+pub fn settings_path(lab: &str, link: usize, way: Way) -> std::path::PathBuf {
+    netns::state::LabState::dir(lab).join(format!(
+        "relay-{}.{}.json",
+        crate::plan::link::relay_node(link),
+        way.name()
+    ))
+}
+
+/// The settings a relay direction runs with now: the last `tunbench impair`,
+/// or the topology's.
+pub fn current(
+    lab: &str,
+    link: usize,
+    way: Way,
+    l: &crate::topology::Link,
+) -> crate::topology::impair::Impairment {
+    std::fs::read_to_string(settings_path(lab, link, way))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| way.impairment(l))
 }
 
 impl Codec for LinkRelay {
@@ -110,11 +139,22 @@ pub fn run(lab: &str, node: &str, way: Way) -> Result<()> {
         node,
         role: way.name(),
     };
-    serve(
+    let settings = settings_path(lab, i, way);
+    let mut seen = None;
+    serve_with(
         config,
         LinkRelay::new(imp.shaper(), seed(lab, i, way)),
         &stats,
         who,
+        |d| {
+            let mtime = std::fs::metadata(&settings).and_then(|m| m.modified()).ok();
+            if mtime.is_some() && mtime != seen {
+                seen = mtime;
+                let new = current(lab, i, way, l);
+                d.with_codec(|c| c.set(new.shaper()));
+                eprintln!("tunbench datapath: new settings {new:?}");
+            }
+        },
     )?;
     Ok(())
 }

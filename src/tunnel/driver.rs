@@ -834,13 +834,27 @@ pub fn run_until<C: Codec + 'static>(
     codec: C,
     stop: &AtomicBool,
     interval: Duration,
+    on_stats: impl FnMut(&StatsSnapshot),
+) -> Result<StatsSnapshot, DriverError> {
+    run_until_with(config, codec, stop, interval, on_stats, |_| {})
+}
+
+/// `run_until`, also handing the running driver to `each` every `interval`
+/// (a relay process takes new settings into its codec this way).
+pub fn run_until_with<C: Codec + 'static>(
+    config: DriverConfig,
+    codec: C,
+    stop: &AtomicBool,
+    interval: Duration,
     mut on_stats: impl FnMut(&StatsSnapshot),
+    mut each: impl FnMut(&Driver<C>),
 ) -> Result<StatsSnapshot, DriverError> {
     let d = Driver::start(config, codec)?;
     let mut next = Instant::now() + interval;
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         if now >= next {
+            each(&d);
             on_stats(&d.stats());
             next = now + interval;
         }

@@ -49,6 +49,17 @@ pub fn serve<C: Codec + 'static>(
     stats_path: &Path,
     who: Who,
 ) -> Result<StatsSnapshot> {
+    serve_with(config, codec, stats_path, who, |_| {})
+}
+
+/// `serve`, also handing the running driver to `each` every second.
+pub fn serve_with<C: Codec + 'static>(
+    config: DriverConfig,
+    codec: C,
+    stats_path: &Path,
+    who: Who,
+    each: impl FnMut(&driver::Driver<C>),
+) -> Result<StatsSnapshot> {
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
@@ -76,7 +87,7 @@ pub fn serve<C: Codec + 'static>(
         who.tunnel, who.role, who.node, config.tun, config.transport
     );
     // The stats file appears once the driver runs: `up` waits for it.
-    let last = driver::run_until(config, codec, &STOP, Duration::from_secs(1), write)
+    let last = driver::run_until_with(config, codec, &STOP, Duration::from_secs(1), write, each)
         .with_context(|| {
             format!(
                 "running the {} {} datapath on {}",
