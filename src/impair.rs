@@ -108,8 +108,10 @@ pub fn apply(
             } else {
                 crate::relay::current(&lab.naming.lab, index, way, link)
             };
+            let mut over = change.relay;
+            over.rate = None;
             now.rate = None;
-            overlay(&mut now, &change.relay);
+            now.overlay(&over);
             let path = crate::relay::settings_path(&lab.naming.lab, index, way);
             let tmp = path.with_extension("json.tmp");
             std::fs::write(&tmp, serde_json::to_string(&now)?)
@@ -138,22 +140,6 @@ pub fn apply(
         }
     }
     Ok(done)
-}
-
-/// Takes every relay setting `over` has.
-fn overlay(now: &mut Impairment, over: &Impairment) {
-    macro_rules! take {
-        ($($f:ident),*) => { $( if over.$f.is_some() { now.$f = over.$f; } )* };
-    }
-    take!(
-        delay_us,
-        jitter_us,
-        loss,
-        duplicate,
-        reorder,
-        queue_packets,
-        queue_bytes
-    );
 }
 
 /// "delay 20 ms, loss 1 %", or "no delay, loss or the like".

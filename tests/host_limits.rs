@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+
 use std::time::Duration;
 
 /// `hp…`: a lab name of this file's, unique to the process.
@@ -18,27 +18,7 @@ fn lab(tag: &str) -> String {
 
 /// The receiver's bit/s of one engine test from client to server.
 fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
-    let mut server = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-server"), bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    std::thread::sleep(Duration::from_millis(300));
-    let o = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-client"), bin()])
-        .args(["client", to, "-p", &port.to_string(), "-J"])
-        .args(args)
-        .output()
-        .expect("running the client");
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(o.status.success(), "client {args:?}: {}", text(&o));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    j["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0)
+    engine_bps(lab, "client", "server", to, port, args)
 }
 
 #[test]

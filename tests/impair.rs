@@ -9,8 +9,7 @@ mod common;
 
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 const RIGHT: &str = "198.18.80.2";
 
@@ -24,32 +23,10 @@ fn goodput(rate: f64, payload: f64, headers: f64) -> f64 {
 /// One engine test from left to right (or back with -R): the receiver's bit/s.
 /// 4 s: what the shaper still queues at the end (50 ms of the rate) arrives after
 /// the sender stops and counts, +1.2 % at 4 s.
-/// One at a time across this file's tests: two at once share the 2 cores, and
-/// an unshaped one would starve a 2 Gbit/s one below its rate.
 fn measure(lab: &str, port: u16, args: &[&str]) -> f64 {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut server = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-right"), bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    std::thread::sleep(Duration::from_millis(300));
-    let o = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-left"), bin()])
-        .args(["client", RIGHT, "-p", &port.to_string(), "-t", "4", "-J"])
-        .args(args)
-        .output()
-        .expect("running the client");
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(o.status.success(), "client {args:?}: {}", text(&o));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    j["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0)
+    let mut a = vec!["-t", "4"];
+    a.extend_from_slice(args);
+    engine_bps(lab, "left", "right", RIGHT, port, &a)
 }
 
 fn within(measured: f64, expected: f64, what: &str) {

@@ -8,35 +8,15 @@ mod common;
 
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+
 use std::time::Duration;
 
-/// One engine test from left to right (or back with -R) to `to`: the
-/// receiver's bit/s. One at a time: two at once would share the 2 cores.
+/// One engine test from left to right (or back with -R) to `to`, 3 s: the
+/// receiver's bit/s.
 fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut server = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-right"), bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    std::thread::sleep(Duration::from_millis(300));
-    let o = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-left"), bin()])
-        .args(["client", to, "-p", &port.to_string(), "-t", "3", "-J"])
-        .args(args)
-        .output()
-        .expect("running the client");
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(o.status.success(), "client {args:?}: {}", text(&o));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    j["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0)
+    let mut a = vec!["-t", "3"];
+    a.extend_from_slice(args);
+    engine_bps(lab, "left", "right", to, port, &a)
 }
 
 fn about(measured: f64, expected: f64, what: &str) {

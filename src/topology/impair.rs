@@ -70,7 +70,7 @@ impl Impairment {
     }
 
     /// Takes every setting `over` has.
-    fn overlay(&mut self, over: &Impairment) {
+    pub fn overlay(&mut self, over: &Impairment) {
         macro_rules! take {
             ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
         }

@@ -163,3 +163,41 @@ pub fn getsockopt_int(fd: i32, level: i32, opt: i32) -> i32 {
     };
     v
 }
+
+/// One test of tunbench's engine inside a lab: `tunbench server -1` in
+/// `LAB-SERVER`, the client in `LAB-CLIENT` to `to` with `args` and -J; the
+/// receiver's bit/s. One at a time across a test binary: two measurements at
+/// once would share the two cores and miss their rates.
+pub fn engine_bps(
+    lab: &str,
+    client: &str,
+    server: &str,
+    to: &str,
+    port: u16,
+    args: &[&str],
+) -> f64 {
+    use std::process::Stdio;
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut srv = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-{server}"), bin()])
+        .args(["server", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the server");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let o = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-{client}"), bin()])
+        .args(["client", to, "-p", &port.to_string(), "-J"])
+        .args(args)
+        .output()
+        .expect("running the client");
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(o.status.success(), "client {args:?}: {}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
