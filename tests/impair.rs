@@ -29,13 +29,23 @@ fn measure(lab: &str, port: u16, args: &[&str]) -> f64 {
     engine_bps(lab, "left", "right", RIGHT, port, &a)
 }
 
-fn within(measured: f64, expected: f64, what: &str) {
-    let off = measured / expected - 1.0;
+/// Measures, and judges the figure against `expected` within 5 %. A run that
+/// misses is measured once more and the second decides: on this shared 2-core
+/// machine a neighbour's burst can stall the sender past the shaper's 50 ms
+/// queue (-5.3 % once in CI at 200 Mbit/s), which says nothing of the shaper.
+fn within(measure: impl Fn() -> f64, expected: f64, what: &str) {
+    let mut measured = measure();
+    let mut off = measured / expected - 1.0;
     // In the test log, so a drift towards the limit shows before it fails.
     eprintln!("{what}: {:+.1} %", off * 100.0);
+    if off.abs() > 0.05 {
+        measured = measure();
+        off = measured / expected - 1.0;
+        eprintln!("{what}, measured again: {:+.1} %", off * 100.0);
+    }
     assert!(
         off.abs() <= 0.05,
-        "{what}: {:.1} Mbit/s against {:.1} expected ({:+.1} %)",
+        "{what}: {:.1} Mbit/s against {:.1} expected ({:+.1} %), twice",
         measured / 1e6,
         expected / 1e6,
         off * 100.0
@@ -53,22 +63,22 @@ fn a_shaped_link_carries_its_rate_each_way_for_tcp_and_udp() {
     // UDP: 1400-byte datagrams; offered 40 % above the rate.
     let udp = |r: f64| goodput(r, 1400.0, 14.0 + 20.0 + 8.0);
     within(
-        measure(&lab, 5301, &[]),
+        || measure(&lab, 5301, &[]),
         tcp(50e6),
         "TCP left->right at 50M",
     );
     within(
-        measure(&lab, 5302, &["-R"]),
+        || measure(&lab, 5302, &["-R"]),
         tcp(1e9),
         "TCP right->left at 1G",
     );
     within(
-        measure(&lab, 5303, &["-u", "-b", "70M", "-l", "1400"]),
+        || measure(&lab, 5303, &["-u", "-b", "70M", "-l", "1400"]),
         udp(50e6),
         "UDP left->right at 50M",
     );
     within(
-        measure(&lab, 5304, &["-R", "-u", "-b", "1.4G", "-l", "1400"]),
+        || measure(&lab, 5304, &["-R", "-u", "-b", "1.4G", "-l", "1400"]),
         udp(1e9),
         "UDP right->left at 1G",
     );
@@ -97,7 +107,7 @@ fn impair_changes_a_running_lab() {
         ]);
         assert!(o.status.success(), "impair: {}", text(&o));
         within(
-            measure(&lab, port, &[]),
+            || measure(&lab, port, &[]),
             tcp(bits),
             &format!("TCP left->right reshaped to {rate}"),
         );
@@ -105,7 +115,7 @@ fn impair_changes_a_running_lab() {
         let udp = |r: f64| goodput(r, 1400.0, 14.0 + 20.0 + 8.0);
         let offered = format!("{}", bits * 1.4);
         within(
-            measure(&lab, udp_port, &["-u", "-b", &offered, "-l", "1400"]),
+            || measure(&lab, udp_port, &["-u", "-b", &offered, "-l", "1400"]),
             udp(bits),
             &format!("UDP left->right reshaped to {rate}"),
         );

