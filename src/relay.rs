@@ -28,10 +28,6 @@ impl LinkRelay {
         }
     }
 
-    pub fn counts(&self) -> crate::shape::link::LinkCounts {
-        self.shaper.counts()
-    }
-
     /// New settings (`tunbench impair` on a running lab).
     pub fn set(&mut self, imp: Impairments) {
         self.shaper.set(imp);

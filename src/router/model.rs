@@ -197,10 +197,6 @@ impl DeviceShaper {
     pub fn expire(&mut self, now: Instant) {
         self.shaper.expire(now)
     }
-
-    pub fn counts(&self) -> crate::shape::ShaperCounts {
-        self.shaper.counts()
-    }
 }
 
 #[cfg(test)]

@@ -37,10 +37,6 @@ impl SlowPath {
         }
     }
 
-    pub fn model(&self) -> Option<&DeviceShaper> {
-        self.model.as_ref()
-    }
-
     pub fn counts(&self) -> Counts {
         self.counts
     }

@@ -83,10 +83,6 @@ impl LinkShaper {
         }
     }
 
-    pub fn impairments(&self) -> Impairments {
-        self.imp
-    }
-
     /// New settings (`tunbench impair` on a running lab); what is held keeps
     /// its departure time.
     pub fn set(&mut self, imp: Impairments) {

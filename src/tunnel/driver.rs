@@ -1257,11 +1257,18 @@ fn write_with_header(fd: BorrowedFd<'_>, hdr: &[u8; VNET_HDR_LEN], p: &[u8], loc
     }
 }
 
+/// Buffers `Extras` keeps for reuse at most.
+const SPARE_BUFFERS: usize = 256;
+
 /// Outputs of `poll()` and their sending, shared by both directions.
 struct Extras {
     bufs: Vec<Vec<u8>>,
     to_net: Vec<(usize, SocketAddr)>,
     to_tun: Vec<usize>,
+    /// Sent buffers kept for reuse: a codec that holds packets (`Queued`)
+    /// takes the driver's buffers and gives them back through `poll`, so
+    /// the batch slots it emptied are refilled from here, not allocated.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Extras {
@@ -1270,6 +1277,7 @@ impl Extras {
             bufs: Vec::new(),
             to_net: Vec::new(),
             to_tun: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -1307,7 +1315,12 @@ impl Extras {
         sender.send(sh, &self.bufs, &self.to_net, local);
         self.to_net.clear();
         self.to_tun.clear();
-        self.bufs.clear();
+        for mut b in self.bufs.drain(..) {
+            if self.spare.len() < SPARE_BUFFERS {
+                b.clear();
+                self.spare.push(b);
+            }
+        }
     }
 }
 
@@ -1492,7 +1505,11 @@ impl TunToNet {
                 Verdict::ToNetwork(a) => to_net.push((i, a)),
                 Verdict::ToTun => write_single(tun, &pkts[i], local),
                 Verdict::Drop(r) => local.dropped(r),
-                Verdict::Queued => {}
+                Verdict::Queued => {
+                    if let Some(b) = extras.spare.pop() {
+                        pkts[i] = b;
+                    }
+                }
             }
         }
         sender.send(sh, pkts, to_net, local);
