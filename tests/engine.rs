@@ -5,7 +5,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 struct Server(Child, u16);
 impl Drop for Server {
@@ -16,22 +15,13 @@ impl Drop for Server {
 }
 
 fn server() -> Server {
-    let port = std::net::TcpListener::bind("[::]:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let c = Command::new(bin())
-        .args(["server", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (c, port) = spawn_listening(|port| {
+        let mut c = Command::new(bin());
+        c.args(["server", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    });
     Server(c, port)
 }
 

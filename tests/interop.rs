@@ -9,43 +9,6 @@ use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    // Bind TCP and UDP on the same port to be sure both are free now.
-    loop {
-        let l = std::net::TcpListener::bind("[::]:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("::", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-/// Whether something listens on the TCP port, read from /proc so that no probe
-/// connection uses up a one-off server.
-fn listening(port: u16) -> bool {
-    let needle = format!(":{port:04X} ");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f)
-            .unwrap_or_default()
-            .lines()
-            .any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && format!("{} ", cols[1]).ends_with(&needle) && cols[3] == "0A"
-            })
-    })
-}
-
-fn wait_listening(port: u16) {
-    let t0 = Instant::now();
-    while !listening(port) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "server on port {port} never listened"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A server child killed on drop, whatever the test did.
 struct Peer(Option<Child>);
 impl Drop for Peer {
@@ -153,16 +116,14 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 
 fn ours_to_iperf3(host: &str, args: &[&str]) {
     let _turn = one_at_a_time();
-    let port = free_port();
-    let server = Peer(Some(
-        Command::new("iperf3")
-            .args(["-s", "-1", "-J", "-p", &port.to_string()])
+    let (child, port) = spawn_listening(|port| {
+        let mut c = Command::new("iperf3");
+        c.args(["-s", "-1", "-J", "-p", &port.to_string()])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("iperf3 is installed"),
-    ));
-    wait_listening(port);
+            .stderr(Stdio::null());
+        c
+    });
+    let server = Peer(Some(child));
     let mut a = vec![
         "client",
         host,
@@ -205,16 +166,14 @@ fn ours_to_iperf3(host: &str, args: &[&str]) {
 /// `iperf3 -c` against our server in one-off mode.
 fn iperf3_to_ours(host: &str, args: &[&str]) {
     let _turn = one_at_a_time();
-    let port = free_port();
-    let server = Peer(Some(
-        Command::new(bin())
-            .args(["server", "-1", "-J", "-p", &port.to_string()])
+    let (child, port) = spawn_listening(|port| {
+        let mut c = Command::new(bin());
+        c.args(["server", "-1", "-J", "-p", &port.to_string()])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    ));
-    wait_listening(port);
+            .stderr(Stdio::null());
+        c
+    });
+    let server = Peer(Some(child));
     let mut a: Vec<String> = vec![
         "-c",
         host,

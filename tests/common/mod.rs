@@ -201,3 +201,77 @@ pub fn engine_bps(
         .as_f64()
         .unwrap_or(0.0)
 }
+
+/// A port free for TCP and UDP right now (a server still has to win it: see
+/// `spawn_listening`).
+pub fn free_port() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("[::]:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("::", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Socket inodes listening on the TCP port, read from /proc so that no probe
+/// connection uses up a one-off server.
+fn listening_inodes(port: u16) -> Vec<String> {
+    let needle = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let c: Vec<&str> = l.split_whitespace().collect();
+                    (c.len() > 9 && c[1].ends_with(&needle) && c[3] == "0A")
+                        .then(|| c[9].to_string())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether process `pid` holds one of these sockets.
+fn holds_socket(pid: u32, inodes: &[String]) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()).any(|e| {
+                std::fs::read_link(e.path())
+                    .map(|t| {
+                        let t = t.to_string_lossy();
+                        inodes.iter().any(|i| t == format!("socket:[{i}]"))
+                    })
+                    .unwrap_or(false)
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Starts the server `make(port)` builds on a free port and returns once that
+/// very process listens there. Tests in one binary run in parallel: two can be
+/// handed the same free port, and a probe connection would then reach the
+/// other test's server while ours failed to bind. So the listener must belong
+/// to our child; if the child exits (lost the port), it starts again on another.
+pub fn spawn_listening(make: impl Fn(u16) -> std::process::Command) -> (std::process::Child, u16) {
+    let t0 = std::time::Instant::now();
+    loop {
+        let port = free_port();
+        let mut child = make(port).spawn().expect("starting the server");
+        loop {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "no server came up listening (last port {port})"
+            );
+            if holds_socket(child.id(), &listening_inodes(port)) {
+                return (child, port);
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
