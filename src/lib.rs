@@ -17,4 +17,5 @@ pub mod router;
 pub mod shape;
 pub mod topology;
 pub mod tunnel;
+pub mod wgkey;
 pub mod wire;

@@ -32,10 +32,19 @@ pub enum DropReason {
     /// Well formed but not handled (IPv4 fragments after the first at a NAT, an
     /// ICMP type the NAT cannot translate).
     Unsupported,
+    /// Failed its cryptographic check: a MAC, an AEAD tag, a handshake from
+    /// a key this endpoint does not know.
+    Unauthentic,
+    /// A counter or sequence number seen before, or too old for the window.
+    Replayed,
+    /// No session to encrypt or decrypt with (yet, or any more).
+    NoSession,
+    /// Turned away by a rate limiter (handshakes under load).
+    RateLimited,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 15] = [
         DropReason::Truncated,
         DropReason::Malformed,
         DropReason::WrongProtocol,
@@ -47,6 +56,10 @@ impl DropReason {
         DropReason::Lost,
         DropReason::NatExhausted,
         DropReason::Unsupported,
+        DropReason::Unauthentic,
+        DropReason::Replayed,
+        DropReason::NoSession,
+        DropReason::RateLimited,
     ];
 
     /// A short snake_case name for stats files and reports.
@@ -63,6 +76,10 @@ impl DropReason {
             DropReason::Lost => "lost",
             DropReason::NatExhausted => "nat_exhausted",
             DropReason::Unsupported => "unsupported",
+            DropReason::Unauthentic => "unauthentic",
+            DropReason::Replayed => "replayed",
+            DropReason::NoSession => "no_session",
+            DropReason::RateLimited => "rate_limited",
         }
     }
 }
@@ -82,6 +99,9 @@ pub enum Verdict {
     /// The codec kept the packet (it took the buffer's contents): a queue of its
     /// own hands it back through `poll` when its time comes.
     Queued,
+    /// The packet was for the codec itself (a handshake, a keepalive) and is
+    /// used up: nothing to write, nothing dropped.
+    Consumed,
 }
 
 /// One tunnel kind's packet logic, with no IO and time passed in.

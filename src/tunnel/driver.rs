@@ -1294,7 +1294,7 @@ impl Extras {
                     self.bufs.push(buf);
                 }
                 Verdict::Drop(r) => local.dropped(r),
-                Verdict::Queued => {}
+                Verdict::Queued | Verdict::Consumed => {}
             }
         }
     }
@@ -1510,6 +1510,7 @@ impl TunToNet {
                         pkts[i] = b;
                     }
                 }
+                Verdict::Consumed => {}
             }
         }
         sender.send(sh, pkts, to_net, local);
@@ -1848,7 +1849,7 @@ impl NetToTun {
                 Some(Verdict::ToTun) => self.to_tun.push(i),
                 Some(Verdict::ToNetwork(a)) => self.to_net.push((i, a)),
                 Some(Verdict::Drop(r)) => self.local.dropped(r),
-                Some(Verdict::Queued) | None => {}
+                Some(Verdict::Queued) | Some(Verdict::Consumed) | None => {}
             }
         }
         if sh.offloads.tso && self.to_tun.len() > 1 {

@@ -11,5 +11,6 @@ pub mod endpoint;
 pub mod offload;
 pub mod packet_tx;
 pub mod tun;
+pub mod wireguard;
 
 pub use codec::{Codec, DropReason, Verdict};
