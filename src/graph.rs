@@ -59,20 +59,39 @@ fn dot(t: &Topology) -> String {
         );
     }
     // Softwires: a dashed edge from each B4 to its AFTR, over the IPv6 underlay.
-    for (tunnel, b4, aftr, dp) in softwires(t) {
-        s += &format!(
-            "  \"{b4}\" -- \"{aftr}\" [style=dashed, label=\"dslite {tunnel} ({dp})\"];\n"
-        );
+    for (label, b4, aftr) in tunnel_edges(t) {
+        s += &format!("  \"{b4}\" -- \"{aftr}\" [style=dashed, label=\"{label}\"];\n");
     }
     s += "}\n";
     s
 }
 
-/// (tunnel, B4 node, AFTR node, datapaths) for every softwire.
-fn softwires(t: &Topology) -> Vec<(String, String, String, String)> {
+/// (label, one end, the other) for every softwire (B4 to AFTR) and every
+/// WireGuard session.
+fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
     let mut v = Vec::new();
     for tun in &t.tunnels {
-        let crate::topology::tunnel::TunnelKind::Dslite(d) = &tun.kind;
+        let d = match &tun.kind {
+            crate::topology::tunnel::TunnelKind::Dslite(d) => d,
+            crate::topology::tunnel::TunnelKind::Wireguard(w) => {
+                for i in 0..w.peers.len() {
+                    for j in w.neighbours(i).into_iter().filter(|&j| j > i) {
+                        let (a, b) = (&w.peers[i], &w.peers[j]);
+                        let imp = if a.implementation == b.implementation {
+                            a.implementation.as_str().to_string()
+                        } else {
+                            format!("{}/{}", a.implementation.as_str(), b.implementation.as_str())
+                        };
+                        v.push((
+                            format!("wireguard {} ({imp})", tun.name),
+                            t.nodes[a.node].name.clone(),
+                            t.nodes[b.node].name.clone(),
+                        ));
+                    }
+                }
+                continue;
+            }
+        };
         for b in &d.b4s {
             let dp = if b.datapath == d.aftr.datapath {
                 b.datapath.as_str().to_string()
@@ -80,10 +99,9 @@ fn softwires(t: &Topology) -> Vec<(String, String, String, String)> {
                 format!("{}/{}", b.datapath.as_str(), d.aftr.datapath.as_str())
             };
             v.push((
-                tun.name.clone(),
+                format!("dslite {} ({dp})", tun.name),
                 t.nodes[b.node].name.clone(),
                 t.nodes[d.aftr.node].name.clone(),
-                dp,
             ));
         }
     }
@@ -118,12 +136,8 @@ fn mermaid(t: &Topology) -> String {
             id(&t.nodes[l.b.node].name)
         );
     }
-    for (tunnel, b4, aftr, dp) in softwires(t) {
-        s += &format!(
-            "  {} -.-|\"dslite {tunnel} ({dp})\"| {}\n",
-            id(&b4),
-            id(&aftr)
-        );
+    for (label, b4, aftr) in tunnel_edges(t) {
+        s += &format!("  {} -.-|\"{label}\"| {}\n", id(&b4), id(&aftr));
     }
     s
 }

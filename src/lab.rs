@@ -71,7 +71,11 @@ pub async fn up_text(
         .unwrap_or(Path::new(""));
     let text = topology::absolute_profile_paths(text, dir);
     std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
-    if let Err(e) = crate::datapath::start_all(t, naming, None) {
+    let datapaths = crate::wgkey::LabKeys::make(t)
+        .and_then(|k| k.store(&naming.lab))
+        .context("storing the lab's WireGuard keys")
+        .and_then(|_| crate::datapath::start_all(t, naming, None));
+    if let Err(e) = datapaths {
         let _ = netns::down(&naming.lab).await;
         return Err(e.context(format!("bringing up lab {}", naming.lab)));
     }

@@ -90,3 +90,91 @@ mod tests {
         assert_ne!(generate().unwrap(), k);
     }
 }
+
+/// The keys of a lab's WireGuard tunnels, kept in its state directory with
+/// mode 0600: given in the topology, or made when the lab came up.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct LabKeys {
+    /// tunnel -> its keys.
+    pub tunnels: std::collections::BTreeMap<String, TunnelKeys>,
+}
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct TunnelKeys {
+    /// node -> private key (base64).
+    pub private: std::collections::BTreeMap<String, String>,
+    pub preshared: Option<String>,
+}
+
+const KEYS_FILE: &str = "wireguard-keys.json";
+
+impl LabKeys {
+    pub fn path(lab: &str) -> std::path::PathBuf {
+        netns::state::LabState::dir(lab).join(KEYS_FILE)
+    }
+
+    /// Keys for every WireGuard tunnel of `t`: the topology's, else new ones.
+    pub fn make(t: &crate::topology::Topology) -> std::io::Result<LabKeys> {
+        use crate::topology::tunnel::TunnelKind;
+        use crate::topology::wireguard::Preshared;
+        let mut keys = LabKeys::default();
+        for tun in &t.tunnels {
+            let TunnelKind::Wireguard(w) = &tun.kind else {
+                continue;
+            };
+            let mut tk = TunnelKeys::default();
+            for p in &w.peers {
+                let k = match p.private_key {
+                    Some(k) => k,
+                    None => generate()?,
+                };
+                tk.private.insert(t.nodes[p.node].name.clone(), to_base64(&k));
+            }
+            tk.preshared = match w.preshared {
+                Preshared::None => None,
+                Preshared::Given(k) => Some(to_base64(&k)),
+                Preshared::Generate => Some(to_base64(&generate()?)),
+            };
+            keys.tunnels.insert(tun.name.clone(), tk);
+        }
+        Ok(keys)
+    }
+
+    /// Writes the file, readable by root only.
+    pub fn store(&self, lab: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = Self::path(lab);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)?;
+        f.write_all(serde_json::to_string_pretty(self)?.as_bytes())
+    }
+
+    pub fn load(lab: &str) -> anyhow::Result<LabKeys> {
+        use anyhow::Context;
+        let path = Self::path(lab);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the lab's WireGuard keys {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    pub fn private(&self, tunnel: &str, node: &str) -> anyhow::Result<[u8; 32]> {
+        let s = self
+            .tunnels
+            .get(tunnel)
+            .and_then(|t| t.private.get(node))
+            .ok_or_else(|| anyhow::anyhow!("no WireGuard key for {node} in tunnel {tunnel}"))?;
+        parse(s).map_err(anyhow::Error::msg)
+    }
+
+    pub fn preshared(&self, tunnel: &str) -> Option<[u8; 32]> {
+        self.tunnels
+            .get(tunnel)
+            .and_then(|t| t.preshared.as_deref())
+            .and_then(|s| parse(s).ok())
+    }
+}

@@ -249,9 +249,21 @@ pub async fn apply(
     });
     // TUN devices: an ioctl, made on a thread inside the namespace.
     for (step, op) in phase(Phase::Links) {
-        if let Op::Tun { ns, name, tap } = op {
-            let (name, tap) = (name.clone(), *tap);
-            namespace::run_in(ns, move || crate::tun::create(&name, tap))
+        if let Op::Tun {
+            ns,
+            name,
+            tap,
+            single_queue,
+        } = op
+        {
+            let (name, tap, single) = (name.clone(), *tap, *single_queue);
+            namespace::run_in(ns, move || {
+                if single {
+                    crate::tun::create_with(&name, crate::tun::SINGLE_QUEUE_FLAGS)
+                } else {
+                    crate::tun::create(&name, tap)
+                }
+            })
                 .map_err(|e| fail(step, op, e.to_string()))?;
         }
     }

@@ -62,6 +62,11 @@ pub enum Op {
         name: String,
         #[serde(default)]
         tap: bool,
+        /// One queue, no virtio header: for programs that attach that way
+        /// (wireguard-go); the kernel refuses a queue whose multi-queue flag
+        /// differs from the device's.
+        #[serde(default)]
+        single_queue: bool,
     },
     /// Set a device's MTU and bring it up.
     LinkSet { ns: String, iface: String, mtu: u32 },
@@ -242,10 +247,20 @@ impl fmt::Display for Op {
                 // What rtnetlink installs; a bare `ip route add` would say proto boot.
                 write!(f, " proto static")
             }
-            Op::Tun { ns, name, tap } => write!(
+            Op::Tun {
+                ns,
+                name,
+                tap,
+                single_queue,
+            } => write!(
                 f,
-                "ip -n {ns} tuntap add dev {name} mode {} multi_queue vnet_hdr",
-                if *tap { "tap" } else { "tun" }
+                "ip -n {ns} tuntap add dev {name} mode {}{}",
+                if *tap { "tap" } else { "tun" },
+                if *single_queue {
+                    ""
+                } else {
+                    " multi_queue vnet_hdr"
+                }
             ),
             Op::LinkSet { ns, iface, mtu } => {
                 write!(f, "ip -n {ns} link set {iface} mtu {mtu} up")

@@ -127,7 +127,15 @@ pub fn create_persistent(name: &str) -> io::Result<()> {
 /// Creates persistent TUN (or, with `tap`, TAP) device `name` in the calling
 /// thread's namespace.
 pub fn create(name: &str, tap: bool) -> io::Result<()> {
-    let f = open_queue(name, flags(tap))?;
+    create_with(name, flags(tap))
+}
+
+/// A TUN for programs that attach one plain queue (wireguard-go).
+pub const SINGLE_QUEUE_FLAGS: libc::c_short = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+
+/// Creates a persistent device with these flags.
+pub fn create_with(name: &str, flags: libc::c_short) -> io::Result<()> {
+    let f = open_queue(name, flags)?;
     set_persist(&f, name, true)
     // Closing `f` detaches the queue; the device stays.
 }

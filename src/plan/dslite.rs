@@ -87,7 +87,9 @@ fn device_of(t: &Topology, node: usize, addr: IpAddr) -> String {
 }
 
 pub fn ops(t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
-    let crate::topology::tunnel::TunnelKind::Dslite(d) = &tun.kind;
+    let crate::topology::tunnel::TunnelKind::Dslite(d) = &tun.kind else {
+        return Vec::new();
+    };
     let mut ops = Vec::new();
     for (role, node, dp) in tun.endpoints() {
         let ns = ns(node);
@@ -111,6 +113,7 @@ fn kernel(
     let (own, softwire_v4) = match role {
         Role::Aftr => (d.aftr.address, AFTR_SOFTWIRE_V4),
         Role::B4(i) => (d.b4s[i].address, B4_SOFTWIRE_V4),
+        Role::Peer(_) => return,
     };
     let dev = device_of(t, node, IpAddr::V6(own));
     ops.push(Op::Address {
@@ -199,6 +202,7 @@ fn kernel(
                 ruleset: b4_ruleset(&tun.name, d.mss),
             });
         }
+        Role::Peer(_) => {}
         Role::Aftr => {
             for (i, b) in d.b4s.iter().enumerate() {
                 let id = i as u32 + 1;
@@ -233,6 +237,7 @@ fn userspace(tun: &Tunnel, d: &Dslite, role: Role, ns: &str, ops: &mut Vec<Op>) 
     let dev = tun.tun_name();
     ops.push(Op::Tun {
         tap: false,
+        single_queue: false,
         ns: ns.into(),
         name: dev.clone(),
     });
@@ -256,6 +261,7 @@ fn userspace(tun: &Tunnel, d: &Dslite, role: Role, ns: &str, ops: &mut Vec<Op>) 
     let (softwire_v4, routes) = match role {
         Role::Aftr => (AFTR_SOFTWIRE_V4, d.aftr.pool.clone()),
         Role::B4(i) => (B4_SOFTWIRE_V4, d.b4s[i].routes.clone()),
+        Role::Peer(_) => return,
     };
     ops.push(Op::Address {
         ns: ns.into(),
@@ -402,7 +408,9 @@ mod tests {
         )
         .unwrap();
         let tun = &t.tunnels[0];
-        let crate::topology::tunnel::TunnelKind::Dslite(d) = &tun.kind;
+        let crate::topology::tunnel::TunnelKind::Dslite(d) = &tun.kind else {
+            unreachable!()
+        };
         let r = aftr_ruleset(&tun.name, d);
         assert!(r.contains("2001:2:0:a1::2 : 1, 2001:2:0:a2::2 : 2"), "{r}");
         assert!(r.contains("meta mark 2 ct original zone set 2"), "{r}");

@@ -122,6 +122,7 @@ pub fn ops(l: &Link, relay: &str) -> Vec<Op> {
                 ns: relay.into(),
                 name: way.tap().into(),
                 tap: true,
+                single_queue: false,
             });
             ops.push(Op::LinkSet {
                 ns: relay.into(),

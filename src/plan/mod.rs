@@ -7,6 +7,7 @@ use netns::{Op, Plan};
 pub mod dslite;
 pub mod link;
 pub mod router;
+pub mod wireguard;
 
 /// How a lab's namespaces are named: `<lab>-<node>` unless a prefix is given.
 #[derive(Debug, Clone)]
@@ -138,6 +139,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     }
     for tun in &t.tunnels {
         ops.extend(dslite::ops(t, tun, &ns));
+        ops.extend(wireguard::ops(t, tun, &ns));
     }
     for i in 0..t.nodes.len() {
         ops.extend(router::ops(t, i, &ns(i)));

@@ -18,6 +18,7 @@ pub fn ops(t: &Topology, node: usize, ns: &str) -> Vec<Op> {
     }
     let mut ops = vec![Op::Tun {
         tap: false,
+        single_queue: false,
         ns: ns.into(),
         name: SLOWPATH_TUN.into(),
     }];

@@ -13,6 +13,7 @@ mod resolve;
 pub mod routing;
 pub mod scenario;
 pub mod tunnel;
+pub mod wireguard;
 mod validate;
 
 #[cfg(test)]

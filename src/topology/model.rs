@@ -200,6 +200,15 @@ impl Topology {
                 out.push((i.name.clone(), *a));
             }
         }
+        // Inner addresses of WireGuard peers, on the tunnel's TUN (last, so
+        // defaults that take a node's first address take a link's).
+        for tun in &self.tunnels {
+            if let super::tunnel::TunnelKind::Wireguard(w) = &tun.kind {
+                for p in w.peers.iter().filter(|p| p.node == node) {
+                    out.extend(p.addresses.iter().map(|a| (tun.tun_name(), *a)));
+                }
+            }
+        }
         out
     }
 

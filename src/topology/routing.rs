@@ -4,7 +4,8 @@
 //! configurations that can never work.
 
 use super::model::Topology;
-use super::tunnel::{B4, TunnelKind};
+use super::tunnel::{B4, Tunnel, TunnelKind};
+use super::wireguard::Wireguard;
 
 /// Next-hop interfaces named like this stand for a softwire, not a device.
 const SOFTWIRE: &str = "softwire:";
@@ -103,6 +104,20 @@ impl<'t> Router<'t> {
                 );
             }
         }
+        for (tunnel, w, i) in self.wireguard_peers(node) {
+            for r in w.tun_routes(i) {
+                if r.contains(dst) {
+                    offer(
+                        r.prefix(),
+                        1,
+                        NextHop {
+                            iface: tunnel.tun_name(),
+                            gateway: None,
+                        },
+                    );
+                }
+            }
+        }
         for (tunnel, b4) in self.softwires_from(node) {
             for r in &b4.routes {
                 if matches!(dst, IpAddr::V4(v) if r.contains(v)) {
@@ -120,11 +135,53 @@ impl<'t> Router<'t> {
         best.map(|(_, _, nh)| nh)
     }
 
+    /// The WireGuard tunnels `node` is a peer of: (tunnel, its kind, peer index).
+    fn wireguard_peers(&self, node: usize) -> Vec<(&'t Tunnel, &'t Wireguard, usize)> {
+        let mut v = Vec::new();
+        for t in &self.topo.tunnels {
+            if let TunnelKind::Wireguard(w) = &t.kind {
+                if let Some(i) = w.peers.iter().position(|p| p.node == node) {
+                    v.push((t, w, i));
+                }
+            }
+        }
+        v
+    }
+
+    /// A packet that peer `node` sends into WireGuard device `iface` comes out
+    /// of the neighbour whose allowed IPs hold `dst`, if the underlay delivers.
+    fn through_wireguard(&self, node: usize, iface: &str, dst: IpAddr) -> Option<Result<usize, String>> {
+        let (tun, w, i) = self
+            .wireguard_peers(node)
+            .into_iter()
+            .find(|(t, _, _)| t.tun_name() == iface)?;
+        let Some(j) = w.peer_for(i, dst) else {
+            return Some(Err(format!(
+                "{dst} is in no allowed IPs of a peer of {} in tunnel {}",
+                self.topo.nodes[node].name, tun.name
+            )));
+        };
+        let there = w.peers[j].node;
+        Some(
+            self.deliver_underlay(node, w.peers[j].endpoint)
+                .map_err(|e| format!("WireGuard {}: the underlay to {} fails: {e}", tun.name, w.peers[j].endpoint))
+                .and_then(|n| {
+                    if n == there {
+                        Ok(there)
+                    } else {
+                        Err(format!("WireGuard {}: {} is not held by the peer", tun.name, w.peers[j].endpoint))
+                    }
+                }),
+        )
+    }
+
     /// The softwires whose B4 is `node`: (tunnel name, B4).
     fn softwires_from(&self, node: usize) -> Vec<(&'t str, &'t B4)> {
         let mut v = Vec::new();
         for t in &self.topo.tunnels {
-            let TunnelKind::Dslite(d) = &t.kind;
+            let TunnelKind::Dslite(d) = &t.kind else {
+                continue;
+            };
             for b in &d.b4s {
                 if b.node == node {
                     v.push((t.name.as_str(), b));
@@ -143,7 +200,9 @@ impl<'t> Router<'t> {
             .iter()
             .find(|t| t.name == tunnel)
             .ok_or_else(|| format!("no tunnel {tunnel}"))?;
-        let TunnelKind::Dslite(d) = &t.kind;
+        let TunnelKind::Dslite(d) = &t.kind else {
+            return Err(format!("{tunnel} is no softwire"));
+        };
         let there = self
             .deliver_underlay(node, IpAddr::V6(d.aftr.address))
             .map_err(|e| format!("softwire {tunnel}: the IPv6 underlay to the AFTR fails: {e}"))?;
@@ -229,6 +288,10 @@ impl<'t> Router<'t> {
                 let (there, n) = self.through_softwire(cur, tunnel)?;
                 nat = Some(n);
                 cur = there;
+                continue;
+            }
+            if let Some(r) = self.through_wireguard(cur, &nh.iface, dst) {
+                cur = r?;
                 continue;
             }
             let target = nh.gateway.unwrap_or(dst);

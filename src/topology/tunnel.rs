@@ -22,9 +22,10 @@ pub const DSLITE_OVERHEAD: u32 = 40;
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum RawTunnel {
     Dslite(RawDslite),
+    Wireguard(super::wireguard::RawWireguard),
 }
 
-pub const KNOWN_KINDS: &str = "\"dslite\"";
+pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\"";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,6 +148,7 @@ pub struct Tunnel {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum TunnelKind {
     Dslite(Dslite),
+    Wireguard(super::wireguard::Wireguard),
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -187,12 +189,18 @@ pub enum Role {
     Aftr,
     /// The B4 at this index of `Dslite::b4s`.
     B4(usize),
+    /// The WireGuard peer at this index of `Wireguard::peers`.
+    Peer(usize),
 }
 
 impl Tunnel {
     /// The TUN device a userspace endpoint of this tunnel uses (15 bytes at most).
     pub fn tun_name(&self) -> String {
-        let mut s = format!("tun-{}", self.name);
+        let prefix = match self.kind {
+            TunnelKind::Dslite(_) => "tun",
+            TunnelKind::Wireguard(_) => "wg",
+        };
+        let mut s = format!("{prefix}-{}", self.name);
         s.truncate(15);
         s
     }
@@ -210,6 +218,14 @@ impl Tunnel {
                 );
                 v
             }
+            // Every peer is a process: tunbench's datapath, or the one that
+            // runs and configures an external implementation.
+            TunnelKind::Wireguard(w) => w
+                .peers
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (Role::Peer(i), p.node, Datapath::Userspace))
+                .collect(),
         }
     }
 }
@@ -237,6 +253,16 @@ pub fn resolve(
             i
         };
         match rt {
+            RawTunnel::Wireguard(w) => {
+                if let Some(w) = super::wireguard::resolve(name, w, &at, &node, p) {
+                    out.push(Tunnel {
+                        name: name.clone(),
+                        description: w_description(rt),
+                        kind: TunnelKind::Wireguard(w),
+                        at,
+                    });
+                }
+            }
             RawTunnel::Dslite(d) => {
                 let before = p.len();
                 let default_dp = datapath(
@@ -364,6 +390,13 @@ pub fn resolve(
     out
 }
 
+fn w_description(rt: &RawTunnel) -> Option<String> {
+    match rt {
+        RawTunnel::Dslite(d) => d.description.clone(),
+        RawTunnel::Wireguard(w) => w.description.clone(),
+    }
+}
+
 pub(crate) fn datapath(
     s: Option<&str>,
     default: Datapath,
@@ -451,7 +484,13 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
     let mut seen: BTreeMap<usize, (&str, &KeyPath)> = BTreeMap::new();
     let mut b4_addresses: BTreeMap<Ipv6Addr, &KeyPath> = BTreeMap::new();
     for tun in &t.tunnels {
-        let TunnelKind::Dslite(d) = &tun.kind;
+        let d = match &tun.kind {
+            TunnelKind::Dslite(d) => d,
+            TunnelKind::Wireguard(w) => {
+                super::wireguard::validate(t, &tun.name, w, &tun.tun_name(), p);
+                continue;
+            }
+        };
         let mut ends: Vec<(usize, Ipv6Addr, &KeyPath, &str)> =
             vec![(d.aftr.node, d.aftr.address, &d.aftr.at, "AFTR")];
         for b in &d.b4s {

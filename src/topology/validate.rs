@@ -207,7 +207,9 @@ fn addresses(t: &Topology, p: &mut Vec<Problem>) {
         .tunnels
         .iter()
         .flat_map(|tun| {
-            let super::tunnel::TunnelKind::Dslite(d) = &tun.kind;
+            let super::tunnel::TunnelKind::Dslite(d) = &tun.kind else {
+                return Vec::new();
+            };
             d.b4s
                 .iter()
                 .flat_map(|b| b.prefixes.clone())

@@ -32,6 +32,17 @@ struct StatsFile<'a> {
     stats: &'a StatsSnapshot,
 }
 
+/// Writes `value` as JSON to `path`, then renames it into place: a reader
+/// never sees half a file. Best effort: a stats file may miss a second.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) {
+    let tmp = path.with_extension("json.tmp");
+    if let Ok(text) = serde_json::to_string_pretty(value) {
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
+    }
+}
+
 /// Who a datapath process is, for its stats file and log.
 #[derive(Debug, Clone, Copy)]
 pub struct Who<'a> {
@@ -60,12 +71,7 @@ pub fn serve_with<C: Codec + 'static>(
     who: Who,
     each: impl FnMut(&driver::Driver<C>),
 ) -> Result<StatsSnapshot> {
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::signal(s, on_signal as *const () as libc::sighandler_t);
-        }
-    }
+    on_stop_signals();
     let write = |s: &StatsSnapshot| {
         let f = StatsFile {
             tunnel: who.tunnel,
@@ -74,13 +80,7 @@ pub fn serve_with<C: Codec + 'static>(
             pid: std::process::id(),
             stats: s,
         };
-        // Write then rename: a reader never sees half a file.
-        let tmp = stats_path.with_extension("json.tmp");
-        if let Ok(text) = serde_json::to_string_pretty(&f) {
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, stats_path);
-            }
-        }
+        write_json(stats_path, &f);
     };
     eprintln!(
         "tunbench datapath: {} {} on {}: TUN {} <-> {}",
@@ -103,15 +103,37 @@ pub fn serve_with<C: Codec + 'static>(
     Ok(last)
 }
 
+/// Makes SIGTERM, SIGINT and SIGHUP set the stop flag.
+pub fn on_stop_signals() {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::signal(s, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// Whether a stop signal came.
+pub fn stopping() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
 pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
     let running = crate::lab::find(lab)?;
     let (tun, role) = crate::datapath::endpoint(&running, tunnel, node)?;
-    let TunnelKind::Dslite(d) = &tun.kind;
+    let d = match (&tun.kind, role) {
+        (TunnelKind::Dslite(d), _) => d,
+        (TunnelKind::Wireguard(w), Role::Peer(i)) => {
+            return super::wg_endpoint::run(lab, &running.topology, tun, w, i);
+        }
+        (TunnelKind::Wireguard(_), _) => unreachable!("a WireGuard endpoint is a peer"),
+    };
     let config = driver_config(tun, d, role);
     let stats_path = crate::datapath::stats_path(lab, &Job::Tunnel(tunnel.to_string()), node);
     let role_name = match role {
         Role::Aftr => "aftr",
         Role::B4(_) => "b4",
+        Role::Peer(_) => "peer",
     };
     let who = Who {
         tunnel,
@@ -126,14 +148,15 @@ pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
         Role::B4(i) => {
             serve(config, B4::new(b4_config(d, i)), &stats_path, who)?;
         }
+        Role::Peer(_) => unreachable!("handled above"),
     }
     Ok(())
 }
 
 fn driver_config(tun: &Tunnel, d: &Dslite, role: Role) -> DriverConfig {
     let local = match role {
-        Role::Aftr => d.aftr.address,
         Role::B4(i) => d.b4s[i].address,
+        Role::Aftr | Role::Peer(_) => d.aftr.address,
     };
     let mut c = DriverConfig::new(
         tun.tun_name(),

@@ -11,6 +11,8 @@ pub mod endpoint;
 pub mod offload;
 pub mod packet_tx;
 pub mod tun;
+pub mod wg_endpoint;
+pub mod wg_external;
 pub mod wireguard;
 
 pub use codec::{Codec, DropReason, Verdict};

@@ -1,0 +1,50 @@
+//! The kernel objects of a WireGuard peer: a persistent TUN with the tunnel's
+//! MTU and the peer's inner addresses (added with the node's other addresses,
+//! `Topology::node_addresses`), and a route per allowed prefix of each
+//! neighbour into it. The datapath process (`tunbench datapath`) attaches to
+//! the TUN: tunbench's driver, or the external implementation it runs, which
+//! needs the TUN made the way it attaches (wireguard-go: one plain queue).
+
+use crate::topology::Topology;
+use crate::topology::tunnel::{Tunnel, TunnelKind};
+use crate::topology::wireguard::Implementation;
+use netns::Op;
+
+pub fn ops(_t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    let TunnelKind::Wireguard(w) = &tun.kind else {
+        return Vec::new();
+    };
+    let dev = tun.tun_name();
+    let mut ops = Vec::new();
+    for (i, p) in w.peers.iter().enumerate() {
+        let ns = ns(p.node);
+        ops.push(Op::Tun {
+            ns: ns.clone(),
+            name: dev.clone(),
+            tap: false,
+            single_queue: p.implementation == Implementation::WireguardGo,
+        });
+        ops.push(Op::LinkSet {
+            ns: ns.clone(),
+            iface: dev.clone(),
+            mtu: w.mtu,
+        });
+        if !p.addresses.iter().any(|a| a.is_ipv6()) {
+            ops.push(Op::Sysctl {
+                ns: ns.clone(),
+                key: format!("net.ipv6.conf.{dev}.disable_ipv6"),
+                value: "1".into(),
+            });
+        }
+        for to in w.tun_routes(i) {
+            ops.push(Op::Route {
+                ns: ns.clone(),
+                to,
+                via: None,
+                dev: Some(dev.clone()),
+                metric: None,
+            });
+        }
+    }
+    ops
+}
