@@ -55,6 +55,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a new WireGuard private key (base64, like `wg genkey`).
+    Keygen,
+    /// Read a WireGuard private key on stdin and print its public key (like `wg pubkey`).
+    Pubkey,
     /// Run a command inside a node's namespace; its exit code passes through.
     Exec {
         lab: String,
@@ -225,6 +229,9 @@ pub struct RunArgs {
     /// Lab name (default: the topology's `name`).
     #[arg(long)]
     pub name: Option<String>,
+    /// Only this `[scenarios.NAME]` (repeat for several, measured in that order).
+    #[arg(long)]
+    pub scenario: Vec<String>,
     /// Override every measurement's runs per cell.
     #[arg(long)]
     pub runs: Option<u32>,
@@ -538,6 +545,19 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Status { lab: which, json } => status(which, json),
+        Command::Keygen => {
+            let k = crate::wgkey::generate().context("reading the kernel's random source")?;
+            println!("{}", crate::wgkey::to_base64(&k));
+            Ok(0)
+        }
+        Command::Pubkey => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .context("reading a private key on stdin")?;
+            let k = crate::wgkey::parse(&text).map_err(|e| anyhow::anyhow!("stdin: {e}"))?;
+            println!("{}", crate::wgkey::to_base64(&crate::wgkey::public_of(&k)));
+            Ok(0)
+        }
         Command::Exec {
             lab: l,
             node,
@@ -861,6 +881,7 @@ fn run_file(a: RunArgs) -> Result<i32> {
         runs: a.runs,
         duration: a.duration,
         trial_duration: a.trial_duration,
+        scenarios: a.scenario.clone(),
     };
     let rt = runtime()?;
     let (cancel, flag) = on_signals(&rt);
@@ -967,7 +988,8 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
             nodes.push(serde_json::json!({ "node": n.node, "namespace": n.namespace, "kind": n.kind, "present": netns::namespace::exists(&n.namespace), "devices": devices }));
         }
         let datapaths = crate::datapath::stats_of(l);
-        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "datapaths": datapaths }));
+        let wireguard = crate::tunnel::wg_endpoint::peers_of(l);
+        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "datapaths": datapaths, "wireguard": wireguard }));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -1028,6 +1050,11 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
         }
         for d in l["datapaths"].as_array().into_iter().flatten() {
             println!("  {}", crate::datapath::describe(d));
+        }
+        for w in l["wireguard"].as_array().into_iter().flatten() {
+            if let Ok(f) = serde_json::from_value(w.clone()) {
+                print!("{}", crate::tunnel::wg_endpoint::describe(&f));
+            }
         }
     }
     Ok(0)

@@ -80,7 +80,11 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
                         let imp = if a.implementation == b.implementation {
                             a.implementation.as_str().to_string()
                         } else {
-                            format!("{}/{}", a.implementation.as_str(), b.implementation.as_str())
+                            format!(
+                                "{}/{}",
+                                a.implementation.as_str(),
+                                b.implementation.as_str()
+                            )
                         };
                         v.push((
                             format!("wireguard {} ({imp})", tun.name),

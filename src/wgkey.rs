@@ -128,7 +128,8 @@ impl LabKeys {
                     Some(k) => k,
                     None => generate()?,
                 };
-                tk.private.insert(t.nodes[p.node].name.clone(), to_base64(&k));
+                tk.private
+                    .insert(t.nodes[p.node].name.clone(), to_base64(&k));
             }
             tk.preshared = match w.preshared {
                 Preshared::None => None,

@@ -264,7 +264,7 @@ pub async fn apply(
                     crate::tun::create(&name, tap)
                 }
             })
-                .map_err(|e| fail(step, op, e.to_string()))?;
+            .map_err(|e| fail(step, op, e.to_string()))?;
         }
     }
     let n_links = phase(Phase::Links).count();

@@ -18,6 +18,8 @@ pub struct Overrides {
     pub runs: Option<u32>,
     pub duration: Option<f64>,
     pub trial_duration: Option<f64>,
+    /// Only these scenarios, in this order (empty: every one).
+    pub scenarios: Vec<String>,
 }
 
 /// The spec for one `[[measure]]` entry.
@@ -68,8 +70,56 @@ pub fn measure_lab(
         duration_per_run: specs.first().map(|s| s.duration).unwrap_or(0.0),
         paths,
         reference: None,
-        notes: model_notes(&lab.topology),
+        notes: model_notes(&lab.topology)
+            .into_iter()
+            .chain(tunnel_notes(&lab.topology, specs))
+            .collect(),
     })
+}
+
+/// For every measured path into a WireGuard tunnel: what the tunnel adds per
+/// packet, and the MTU and MSS that leaves.
+fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
+    use crate::topology::tunnel::TunnelKind;
+    use crate::topology::wireguard::overhead;
+    let mut out = Vec::new();
+    for s in specs {
+        let targets: Vec<std::net::IpAddr> = [s.ipv4, s.ipv6].into_iter().flatten().collect();
+        for tun in &t.tunnels {
+            let TunnelKind::Wireguard(w) = &tun.kind else {
+                continue;
+            };
+            let inside = targets.iter().any(|a| {
+                (0..w.peers.len()).any(|i| {
+                    w.neighbours(i)
+                        .into_iter()
+                        .any(|j| w.allowed_for(i, j).iter().any(|n| n.contains(*a)))
+                })
+            });
+            if !inside {
+                continue;
+            }
+            let v6 = w.outer_v6();
+            let mut imps: Vec<&str> = w.peers.iter().map(|p| p.implementation.as_str()).collect();
+            imps.dedup();
+            let note = format!(
+                "path {} crosses WireGuard tunnel {} ({}): {} bytes per packet on its {} underlay (outer IP {} + UDP 8 + WireGuard 32); inner MTU {}, so TCP MSS {} over IPv4 and {} over IPv6 inside.",
+                s.path,
+                tun.name,
+                imps.join("/"),
+                overhead(v6),
+                if v6 { "IPv6" } else { "IPv4" },
+                if v6 { 40 } else { 20 },
+                w.mtu,
+                w.mtu - 40,
+                w.mtu - 60
+            );
+            if !out.contains(&note) {
+                out.push(note);
+            }
+        }
+    }
+    out
 }
 
 /// Says plainly which nodes are models rather than devices: their figures come
@@ -111,8 +161,31 @@ pub async fn run_topology(
     }
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let scenarios = crate::topology::scenario::scenarios_str(&text, file)
+    let mut scenarios = crate::topology::scenario::scenarios_str(&text, file)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !o.scenarios.is_empty() {
+        let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
+        for want in &o.scenarios {
+            if !names.contains(want) {
+                anyhow::bail!(
+                    "{} has no scenario \"{want}\"; its scenarios: {}",
+                    file.display(),
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                );
+            }
+        }
+        let mut picked = Vec::new();
+        for want in &o.scenarios {
+            if let Some(i) = scenarios.iter().position(|s| &s.name == want) {
+                picked.push(scenarios.remove(i));
+            }
+        }
+        scenarios = picked;
+    }
     if scenarios.is_empty() {
         let r = measure_once(t, file, &text, None, naming, o, cancel_up, cancel, progress).await?;
         return Ok(with_reference(r, t));

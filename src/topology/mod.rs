@@ -13,8 +13,8 @@ mod resolve;
 pub mod routing;
 pub mod scenario;
 pub mod tunnel;
-pub mod wireguard;
 mod validate;
+pub mod wireguard;
 
 #[cfg(test)]
 mod tests;

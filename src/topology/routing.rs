@@ -150,7 +150,12 @@ impl<'t> Router<'t> {
 
     /// A packet that peer `node` sends into WireGuard device `iface` comes out
     /// of the neighbour whose allowed IPs hold `dst`, if the underlay delivers.
-    fn through_wireguard(&self, node: usize, iface: &str, dst: IpAddr) -> Option<Result<usize, String>> {
+    fn through_wireguard(
+        &self,
+        node: usize,
+        iface: &str,
+        dst: IpAddr,
+    ) -> Option<Result<usize, String>> {
         let (tun, w, i) = self
             .wireguard_peers(node)
             .into_iter()
@@ -164,12 +169,20 @@ impl<'t> Router<'t> {
         let there = w.peers[j].node;
         Some(
             self.deliver_underlay(node, w.peers[j].endpoint)
-                .map_err(|e| format!("WireGuard {}: the underlay to {} fails: {e}", tun.name, w.peers[j].endpoint))
+                .map_err(|e| {
+                    format!(
+                        "WireGuard {}: the underlay to {} fails: {e}",
+                        tun.name, w.peers[j].endpoint
+                    )
+                })
                 .and_then(|n| {
                     if n == there {
                         Ok(there)
                     } else {
-                        Err(format!("WireGuard {}: {} is not held by the peer", tun.name, w.peers[j].endpoint))
+                        Err(format!(
+                            "WireGuard {}: {} is not held by the peer",
+                            tun.name, w.peers[j].endpoint
+                        ))
                     }
                 }),
         )

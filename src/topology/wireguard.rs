@@ -111,7 +111,12 @@ impl Implementation {
     }
 }
 
-fn implementation(s: Option<&str>, default: Implementation, at: &KeyPath, p: &mut Vec<Problem>) -> Implementation {
+fn implementation(
+    s: Option<&str>,
+    default: Implementation,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Implementation {
     match s {
         None => default,
         Some("tunbench") => Implementation::Tunbench,
@@ -176,7 +181,9 @@ impl Wireguard {
     /// The peers peer `i` has a session with.
     pub fn neighbours(&self, i: usize) -> Vec<usize> {
         (0..self.peers.len())
-            .filter(|&j| j != i && (self.hub.is_none() || self.hub == Some(i) || self.hub == Some(j)))
+            .filter(|&j| {
+                j != i && (self.hub.is_none() || self.hub == Some(i) || self.hub == Some(j))
+            })
             .collect()
     }
 
@@ -187,7 +194,9 @@ impl Wireguard {
         let mut v: Vec<IpNetwork> = p
             .addresses
             .iter()
-            .map(|a| IpNetwork::new(a.ip(), if a.is_ipv4() { 32 } else { 128 }).expect("host prefix"))
+            .map(|a| {
+                IpNetwork::new(a.ip(), if a.is_ipv4() { 32 } else { 128 }).expect("host prefix")
+            })
             .collect();
         v.extend(p.allowed_ips.iter().copied());
         v
@@ -251,11 +260,14 @@ impl Wireguard {
     }
 }
 
+/// Finds a node by name, or records a problem at the key path.
+pub type NodeLookup = dyn Fn(&str, &KeyPath, &mut Vec<Problem>) -> Option<usize>;
+
 pub fn resolve(
     name: &str,
     w: &RawWireguard,
     at: &KeyPath,
-    node: &dyn Fn(&str, &KeyPath, &mut Vec<Problem>) -> Option<usize>,
+    node: &NodeLookup,
     p: &mut Vec<Problem>,
 ) -> Option<Wireguard> {
     let before = p.len();
@@ -263,7 +275,10 @@ pub fn resolve(
         None => DEFAULT_MTU,
         Some(m) if (1280..=9000).contains(&m) => m as u32,
         Some(m) => {
-            p.push(Problem::new(&at.key("mtu"), format!("inner MTU {m}; use 1280..=9000 (default {DEFAULT_MTU})")));
+            p.push(Problem::new(
+                &at.key("mtu"),
+                format!("inner MTU {m}; use 1280..=9000 (default {DEFAULT_MTU})"),
+            ));
             DEFAULT_MTU
         }
     };
@@ -271,7 +286,10 @@ pub fn resolve(
         None | Some(0) => None,
         Some(k) if (1..=65535).contains(&k) => Some(k as u16),
         Some(k) => {
-            p.push(Problem::new(&at.key("keepalive"), format!("keepalive {k} s; use 1..=65535, or 0 for off")));
+            p.push(Problem::new(
+                &at.key("keepalive"),
+                format!("keepalive {k} s; use 1..=65535, or 0 for off"),
+            ));
             None
         }
     };
@@ -286,7 +304,10 @@ pub fn resolve(
             }
         },
         Some(_) => {
-            p.push(Problem::new(&at.key("preshared_key"), "preshared_key is true (one per lab) or a base64 key"));
+            p.push(Problem::new(
+                &at.key("preshared_key"),
+                "preshared_key is true (one per lab) or a base64 key",
+            ));
             Preshared::None
         }
     };
@@ -294,13 +315,27 @@ pub fn resolve(
         None => 1,
         Some(q) if (1..=16).contains(&q) => q as u32,
         Some(q) => {
-            p.push(Problem::new(&at.key("queues"), format!("{q} queues; use 1..=16")));
+            p.push(Problem::new(
+                &at.key("queues"),
+                format!("{q} queues; use 1..=16"),
+            ));
             1
         }
     };
-    let default_impl = implementation(w.implementation.as_deref(), Implementation::Tunbench, &at.key("implementation"), p);
+    let default_impl = implementation(
+        w.implementation.as_deref(),
+        Implementation::Tunbench,
+        &at.key("implementation"),
+        p,
+    );
     if w.peers.len() < 2 {
-        p.push(Problem::new(&at.key("peers"), format!("tunnel \"{name}\" has {} peer(s); WireGuard needs at least two", w.peers.len())));
+        p.push(Problem::new(
+            &at.key("peers"),
+            format!(
+                "tunnel \"{name}\" has {} peer(s); WireGuard needs at least two",
+                w.peers.len()
+            ),
+        ));
     }
     let mut peers = Vec::new();
     for (i, rp) in w.peers.iter().enumerate() {
@@ -317,26 +352,45 @@ pub fn resolve(
             None => DEFAULT_PORT,
             Some(x) if (1..=65535).contains(&x) => x as u16,
             Some(x) => {
-                p.push(Problem::new(&pat.key("port"), format!("port {x}; use 1..=65535 (default {DEFAULT_PORT})")));
+                p.push(Problem::new(
+                    &pat.key("port"),
+                    format!("port {x}; use 1..=65535 (default {DEFAULT_PORT})"),
+                ));
                 DEFAULT_PORT
             }
         };
         let mut addresses = Vec::new();
         if rp.address.0.is_empty() {
-            p.push(Problem::new(&pat.key("address"), "a peer needs at least one inner address, with its prefix length"));
+            p.push(Problem::new(
+                &pat.key("address"),
+                "a peer needs at least one inner address, with its prefix length",
+            ));
         }
         for (k, s) in rp.address.0.iter().enumerate() {
             match s.parse::<IpNetwork>() {
                 Ok(a) if s.contains('/') => addresses.push(a),
-                _ => p.push(Problem::new(&pat.key("address").index(k), format!("\"{s}\" is not an address with prefix length (like 198.19.0.1/24)"))),
+                _ => p.push(Problem::new(
+                    &pat.key("address").index(k),
+                    format!("\"{s}\" is not an address with prefix length (like 198.19.0.1/24)"),
+                )),
             }
         }
         let mut allowed_ips = Vec::new();
         for (k, s) in rp.allowed_ips.iter().enumerate() {
             match s.parse::<IpNetwork>() {
                 Ok(a) if a.ip() == a.network() => allowed_ips.push(a),
-                Ok(a) => p.push(Problem::new(&pat.key("allowed_ips").index(k), format!("{s} has host bits set; did you mean {}/{}?", a.network(), a.prefix()))),
-                Err(_) => p.push(Problem::new(&pat.key("allowed_ips").index(k), format!("\"{s}\" is not a prefix (like 198.18.60.0/24)"))),
+                Ok(a) => p.push(Problem::new(
+                    &pat.key("allowed_ips").index(k),
+                    format!(
+                        "{s} has host bits set; did you mean {}/{}?",
+                        a.network(),
+                        a.prefix()
+                    ),
+                )),
+                Err(_) => p.push(Problem::new(
+                    &pat.key("allowed_ips").index(k),
+                    format!("\"{s}\" is not a prefix (like 198.18.60.0/24)"),
+                )),
             }
         }
         let private_key = match &rp.private_key {
@@ -349,9 +403,23 @@ pub fn resolve(
                 }
             },
         };
-        let imp = implementation(rp.implementation.as_deref(), default_impl, &pat.key("implementation"), p);
+        let imp = implementation(
+            rp.implementation.as_deref(),
+            default_impl,
+            &pat.key("implementation"),
+            p,
+        );
         if let (Some(node), Some(endpoint)) = (n, endpoint) {
-            peers.push(Peer { node, endpoint, port, addresses, allowed_ips, private_key, implementation: imp, at: pat });
+            peers.push(Peer {
+                node,
+                endpoint,
+                port,
+                addresses,
+                allowed_ips,
+                private_key,
+                implementation: imp,
+                at: pat,
+            });
         }
     }
     let hub = match &w.hub {
@@ -360,7 +428,10 @@ pub fn resolve(
             let hn = node(h, &at.key("hub"), p);
             let found = hn.and_then(|hn| peers.iter().position(|x| x.node == hn));
             if hn.is_some() && found.is_none() {
-                p.push(Problem::new(&at.key("hub"), format!("the hub \"{h}\" is not one of the tunnel's peers")));
+                p.push(Problem::new(
+                    &at.key("hub"),
+                    format!("the hub \"{h}\" is not one of the tunnel's peers"),
+                ));
             }
             found
         }
@@ -368,7 +439,14 @@ pub fn resolve(
     if p.len() > before {
         return None;
     }
-    Some(Wireguard { mtu, keepalive, preshared, queues, hub, peers })
+    Some(Wireguard {
+        mtu,
+        keepalive,
+        preshared,
+        queues,
+        hub,
+        peers,
+    })
 }
 
 /// Checks that need the whole topology.
@@ -378,26 +456,54 @@ pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, tun_name: &str, p: &m
     for (i, peer) in w.peers.iter().enumerate() {
         let n = &t.nodes[peer.node];
         if n.kind == NodeKind::Switch {
-            p.push(Problem::new(&peer.at.key("node"), format!("\"{}\" is a switch; a WireGuard peer is a router or host", n.name)));
+            p.push(Problem::new(
+                &peer.at.key("node"),
+                format!(
+                    "\"{}\" is a switch; a WireGuard peer is a router or host",
+                    n.name
+                ),
+            ));
             continue;
         }
         if let Some(prev) = nodes.insert(peer.node, i) {
-            p.push(Problem::new(&peer.at.key("node"), format!("node \"{}\" is already peer {prev} of tunnel \"{tunnel}\"", n.name)));
+            p.push(Problem::new(
+                &peer.at.key("node"),
+                format!(
+                    "node \"{}\" is already peer {prev} of tunnel \"{tunnel}\"",
+                    n.name
+                ),
+            ));
         }
         if let Some(k) = peer.private_key {
             if let Some(prev) = keys.insert(k, i) {
-                p.push(Problem::new(&peer.at.key("private_key"), format!("the same private key as peer {prev}; every peer needs its own")));
+                p.push(Problem::new(
+                    &peer.at.key("private_key"),
+                    format!("the same private key as peer {prev}; every peer needs its own"),
+                ));
             }
         }
         let own = t.node_addresses(peer.node);
-        if !own.iter().any(|(d, a)| a.ip() == peer.endpoint && d != tun_name) {
+        if !own
+            .iter()
+            .any(|(d, a)| a.ip() == peer.endpoint && d != tun_name)
+        {
             p.push(Problem::new(&peer.at.key("endpoint"), format!("{} is not an address of node \"{}\"; the endpoint is the underlay address the peer listens on", peer.endpoint, n.name)));
         }
-        if w.peers.iter().any(|o| o.endpoint.is_ipv6() != peer.endpoint.is_ipv6()) {
-            p.push(Problem::new(&peer.at.key("endpoint"), "all peers of a tunnel use the same underlay family"));
+        if w.peers
+            .iter()
+            .any(|o| o.endpoint.is_ipv6() != peer.endpoint.is_ipv6())
+        {
+            p.push(Problem::new(
+                &peer.at.key("endpoint"),
+                "all peers of a tunnel use the same underlay family",
+            ));
         }
         for a in &peer.addresses {
-            if own.iter().any(|(d, b)| d != tun_name && IpNetwork::new(b.network(), b.prefix()).is_ok_and(|net| net.contains(a.ip()) && b.prefix() > 0)) {
+            if own.iter().any(|(d, b)| {
+                d != tun_name
+                    && IpNetwork::new(b.network(), b.prefix())
+                        .is_ok_and(|net| net.contains(a.ip()) && b.prefix() > 0)
+            }) {
                 p.push(Problem::new(&peer.at.key("address"), format!("{a} lies in a subnet of the node's own links; inner addresses need a subnet of their own")));
             }
         }

@@ -55,6 +55,31 @@ pub fn peers_of(lab: &str) -> Vec<PeersFile> {
         .collect()
 }
 
+/// `wg show` for one endpoint, indented for `tunbench status`.
+pub fn describe(f: &PeersFile) -> String {
+    let mut s = format!(
+        "  wireguard {} on {} ({}): public key {}, listening on {}\n",
+        f.tunnel, f.node, f.implementation, f.public_key, f.listen
+    );
+    for p in &f.peers {
+        let hs = match p.latest_handshake_secs {
+            Some(t) => format!("{t:.0} s ago"),
+            None => "never".into(),
+        };
+        let ips: Vec<String> = p.allowed_ips.iter().map(|n| n.to_string()).collect();
+        s += &format!(
+            "    peer {} ({}): endpoint {}, allowed ips {}, latest handshake {hs}, transfer {} B received, {} B sent\n",
+            p.name,
+            p.public_key,
+            p.endpoint.map_or("(none)".to_string(), |e| e.to_string()),
+            ips.join(", "),
+            p.rx_bytes,
+            p.tx_bytes
+        );
+    }
+    s
+}
+
 /// The configuration peer `i` runs with: its key, and per neighbour the key,
 /// endpoint and allowed IPs.
 pub struct PeerSetup {
@@ -63,7 +88,13 @@ pub struct PeerSetup {
     pub peers: Vec<PeerConfig>,
 }
 
-pub fn setup(t: &Topology, tun: &Tunnel, w: &Wireguard, i: usize, keys: &LabKeys) -> Result<PeerSetup> {
+pub fn setup(
+    t: &Topology,
+    tun: &Tunnel,
+    w: &Wireguard,
+    i: usize,
+    keys: &LabKeys,
+) -> Result<PeerSetup> {
     let me = &w.peers[i];
     let private = keys.private(&tun.name, &t.nodes[me.node].name)?;
     let preshared = keys.preshared(&tun.name);

@@ -80,7 +80,8 @@ pub fn set_request(s: &PeerSetup) -> String {
 
 /// One UAPI exchange: the request, then the answer up to its blank line.
 fn exchange(sock: &Path, request: &str) -> Result<String> {
-    let mut s = UnixStream::connect(sock).with_context(|| format!("connecting to {}", sock.display()))?;
+    let mut s =
+        UnixStream::connect(sock).with_context(|| format!("connecting to {}", sock.display()))?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     s.write_all(request.as_bytes())?;
     let mut out = Vec::new();
@@ -162,7 +163,13 @@ fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Command
             // 2 threads unless the tunnel asks for more queues: the setting
             // the reference figures were measured with.
             let threads = if w.queues > 1 { w.queues } else { 2 };
-            cmd.args(["-f", "--disable-drop-privileges", "--threads", &threads.to_string(), dev]);
+            cmd.args([
+                "-f",
+                "--disable-drop-privileges",
+                "--threads",
+                &threads.to_string(),
+                dev,
+            ]);
         }
         Implementation::Tunbench => unreachable!("not external"),
     }
@@ -175,10 +182,24 @@ fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Command
                 return Err(std::io::Error::last_os_error());
             }
             let none = c"none".as_ptr();
-            if libc::mount(none, c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::mount(none, c"/run".as_ptr(), c"tmpfs".as_ptr(), 0, std::ptr::null()) != 0 {
+            if libc::mount(
+                none,
+                c"/run".as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            ) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
@@ -216,7 +237,10 @@ pub fn run(
     super::endpoint::on_stop_signals();
     let (program, origin) = imp.program().expect("external");
     let Some(exe) = find_program(program) else {
-        bail!("{program} is not installed (PATH: {}); it comes from {origin}", std::env::var("PATH").unwrap_or_default());
+        bail!(
+            "{program} is not installed (PATH: {}); it comes from {origin}",
+            std::env::var("PATH").unwrap_or_default()
+        );
     };
     let dev = tun.tun_name();
     let mut child = command(imp, &exe, &dev, w)
@@ -235,26 +259,44 @@ fn supervise(
     stats_path: &Path,
     each: &mut dyn FnMut(Vec<PeerStatus>),
 ) -> Result<()> {
-    let sock = PathBuf::from(format!("/proc/{}/root/run/wireguard/{dev}.sock", child.id()));
+    let sock = PathBuf::from(format!(
+        "/proc/{}/root/run/wireguard/{dev}.sock",
+        child.id()
+    ));
     let t0 = Instant::now();
     while !sock.exists() {
         if let Some(st) = child.try_wait()? {
-            bail!("{} exited ({st}) before it opened its UAPI socket; its output is above", imp.as_str());
+            bail!(
+                "{} exited ({st}) before it opened its UAPI socket; its output is above",
+                imp.as_str()
+            );
         }
         if t0.elapsed() > START_WAIT || stopping() {
-            bail!("{} opened no UAPI socket at {} within {} s", imp.as_str(), sock.display(), START_WAIT.as_secs());
+            bail!(
+                "{} opened no UAPI socket at {} within {} s",
+                imp.as_str(),
+                sock.display(),
+                START_WAIT.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    exchange(&sock, &set_request(setup)).with_context(|| format!("configuring {} through its UAPI", imp.as_str()))?;
-    eprintln!("tunbench datapath: {} on {dev} configured, {} peer(s)", imp.as_str(), setup.peers.len());
+    exchange(&sock, &set_request(setup))
+        .with_context(|| format!("configuring {} through its UAPI", imp.as_str()))?;
+    eprintln!(
+        "tunbench datapath: {} on {dev} configured, {} peer(s)",
+        imp.as_str(),
+        setup.peers.len()
+    );
     let pid = std::process::id();
     let started = Instant::now();
     loop {
         let peers = exchange(&sock, "get=1\n\n")
             .map(|t| parse_get(&t, setup, now_unix()))
             .unwrap_or_default();
-        let (rx, tx) = peers.iter().fold((0, 0), |(r, t), p| (r + p.rx_bytes, t + p.tx_bytes));
+        let (rx, tx) = peers
+            .iter()
+            .fold((0, 0), |(r, t), p| (r + p.rx_bytes, t + p.tx_bytes));
         each(peers);
         write_json(
             stats_path,
@@ -291,7 +333,10 @@ mod tests {
                 public: PublicKey::from([2; 32]),
                 preshared: Some([3; 32]),
                 endpoint: Some("198.18.0.2:51821".parse().unwrap()),
-                allowed_ips: vec!["198.19.0.2/32".parse().unwrap(), "2001:2:0:ff::2/128".parse().unwrap()],
+                allowed_ips: vec![
+                    "198.19.0.2/32".parse().unwrap(),
+                    "2001:2:0:ff::2/128".parse().unwrap(),
+                ],
                 keepalive: Some(25),
             }],
         }
@@ -313,7 +358,10 @@ mod tests {
     fn get_answers_of_both_implementations_parse() {
         let key = "02".repeat(32);
         // wireguard-go: Unix time.
-        let go = format!("private_key={}\nlisten_port=51820\npublic_key={key}\nendpoint=198.18.0.2:51821\nlast_handshake_time_sec=1796259766\nlast_handshake_time_nsec=4\ntx_bytes=431\nrx_bytes=230\nallowed_ip=198.19.0.2/32\nerrno=0\n\n", "01".repeat(32));
+        let go = format!(
+            "private_key={}\nlisten_port=51820\npublic_key={key}\nendpoint=198.18.0.2:51821\nlast_handshake_time_sec=1796259766\nlast_handshake_time_nsec=4\ntx_bytes=431\nrx_bytes=230\nallowed_ip=198.19.0.2/32\nerrno=0\n\n",
+            "01".repeat(32)
+        );
         let p = parse_get(&go, &setup(), 1796259776.0);
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].name, "b");
@@ -321,9 +369,17 @@ mod tests {
         assert_eq!((p[0].tx_bytes, p[0].rx_bytes), (431, 230));
         assert_eq!(p[0].endpoint, Some("198.18.0.2:51821".parse().unwrap()));
         // boringtun: seconds since; and no handshake yet at all.
-        let bt = format!("own_public_key=ab\nlisten_port=51820\npublic_key={key}\nlast_handshake_time_sec=7\nrx_bytes=1\ntx_bytes=2\nerrno=0\n\n");
-        assert_eq!(parse_get(&bt, &setup(), 0.0)[0].latest_handshake_secs, Some(7.0));
+        let bt = format!(
+            "own_public_key=ab\nlisten_port=51820\npublic_key={key}\nlast_handshake_time_sec=7\nrx_bytes=1\ntx_bytes=2\nerrno=0\n\n"
+        );
+        assert_eq!(
+            parse_get(&bt, &setup(), 0.0)[0].latest_handshake_secs,
+            Some(7.0)
+        );
         let none = format!("public_key={key}\nrx_bytes=0\nerrno=0\n\n");
-        assert_eq!(parse_get(&none, &setup(), 0.0)[0].latest_handshake_secs, None);
+        assert_eq!(
+            parse_get(&none, &setup(), 0.0)[0].latest_handshake_secs,
+            None
+        );
     }
 }
