@@ -261,13 +261,13 @@ impl Wireguard {
 }
 
 /// Finds a node by name, or records a problem at the key path.
-pub type NodeLookup = dyn Fn(&str, &KeyPath, &mut Vec<Problem>) -> Option<usize>;
+pub type NodeLookup<'a> = dyn Fn(&str, &KeyPath, &mut Vec<Problem>) -> Option<usize> + 'a;
 
 pub fn resolve(
     name: &str,
     w: &RawWireguard,
     at: &KeyPath,
-    node: &NodeLookup,
+    node: &NodeLookup<'_>,
     p: &mut Vec<Problem>,
 ) -> Option<Wireguard> {
     let before = p.len();
