@@ -1,0 +1,371 @@
+//! WireGuard end to end, as root in namespaces: tunbench's peers with each
+//! other over IPv4 and IPv6 underlays, with Debian's wireguard-go (either side
+//! starting the handshake), a peer with the wrong key, a replayed data packet,
+//! and garbage, truncated handshakes and a flood of initiations sent at a
+//! running datapath. Traffic is tunbench's engine through the tunnel.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const A_INNER: &str = "198.18.71.1";
+const B_INNER: &str = "198.18.71.2";
+const A_INNER6: &str = "2001:2:0:71::1";
+const B_INNER6: &str = "2001:2:0:71::2";
+
+/// Two hosts and a WireGuard tunnel, like topologies/wireguard.toml, with the
+/// underlay family and b's implementation chosen.
+fn topology(dir: &Path, underlay_v6: bool, b_impl: &str) -> PathBuf {
+    let (ea, eb) = if underlay_v6 {
+        ("2001:2:0:70::1", "2001:2:0:70::2")
+    } else {
+        ("198.18.70.1", "198.18.70.2")
+    };
+    let text = format!(
+        r#"name = "wgtest"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "host"
+[[links]]
+a = {{ port = "a:eth0", ipv4 = "198.18.70.1/24", ipv6 = "2001:2:0:70::1/64" }}
+b = {{ port = "b:eth0", ipv4 = "198.18.70.2/24", ipv6 = "2001:2:0:70::2/64" }}
+[tunnels.wg]
+kind = "wireguard"
+preshared_key = true
+peers = [
+  {{ node = "a", endpoint = "{ea}", address = ["{A_INNER}/24", "{A_INNER6}/64"] }},
+  {{ node = "b", endpoint = "{eb}", address = ["{B_INNER}/24", "{B_INNER6}/64"], implementation = "{b_impl}" }},
+]
+"#
+    );
+    let p = dir.join(format!("wg-{}-{b_impl}.toml", if underlay_v6 { 6 } else { 4 }));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn up(file: &Path, lab: &str) -> LabGuard {
+    let g = LabGuard(lab.to_string());
+    let o = tunbench(&["up", file.to_str().unwrap(), "--name", lab]);
+    assert!(o.status.success(), "up failed: {}", text(&o));
+    g
+}
+
+fn json(path: PathBuf) -> Value {
+    let t = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&t).unwrap()
+}
+
+fn stats(lab: &str, node: &str) -> Value {
+    json(state_dir(lab).join(format!("datapath-wg-{node}.json")))
+}
+
+fn peers(lab: &str, node: &str) -> Value {
+    json(state_dir(lab).join(format!("peers-wg-{node}.json")))
+}
+
+fn log(lab: &str, node: &str) -> String {
+    std::fs::read_to_string(state_dir(lab).join(format!("logs/datapath-wg-{node}.log")))
+        .unwrap_or_default()
+}
+
+fn ping(lab: &str, from: &str, to: &str) -> bool {
+    Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-{from}"), "ping", "-c", "1", "-W", "1", to])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Pings until one answers, at most `secs` seconds.
+fn ping_within(lab: &str, from: &str, to: &str, secs: u64) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        if ping(lab, from, to) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Waits until `f` holds for a freshly read stats value (files are rewritten
+/// every second).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn drops(v: &Value, reason: &str) -> u64 {
+    v["drops"][reason].as_u64().unwrap_or(0)
+}
+
+/// TCP and UDP through the tunnel both ways, IPv4 and IPv6 inside, with
+/// tunbench's engine; each must move real traffic.
+fn traffic_both_ways(lab: &str) {
+    for (client, server, to) in [("a", "b", B_INNER), ("b", "a", A_INNER6)] {
+        let tcp = engine_bps(lab, client, server, to, 5201, &["-t", "1"]);
+        assert!(tcp > 20e6, "{lab}: TCP {client} -> {to}: {tcp} bit/s");
+        let udp = engine_bps(lab, client, server, to, 5201, &["-t", "1", "-u", "-b", "30M", "-l", "1200"]);
+        assert!(udp > 25e6, "{lab}: UDP {client} -> {to}: {udp} bit/s of 30M");
+    }
+}
+
+#[test]
+fn tunbench_peers_over_ipv4_and_ipv6_underlays() {
+    let dir = tempfile::tempdir().unwrap();
+    for v6 in [false, true] {
+        let lab = lab_name(if v6 { "wg6" } else { "wg4" });
+        let _g = up(&topology(dir.path(), v6, "tunbench"), &lab);
+        assert!(ping_within(&lab, "a", B_INNER, 5), "{lab}: no ping through the tunnel");
+        traffic_both_ways(&lab);
+        // The traffic crossed the tunnel: b decrypted it, from a's endpoint.
+        let s = stats(&lab, "b");
+        assert!(s["net_rx"]["bytes"].as_u64().unwrap() > 1_000_000, "{s}");
+        assert_eq!(s["drops"]["unauthentic"], 0, "{s}");
+        let p = peers(&lab, "a");
+        let ep = p["peers"][0]["endpoint"].as_str().unwrap().to_string();
+        assert!(ep.contains(if v6 { "2001:2:0:70::2" } else { "198.18.70.2" }), "{ep}");
+        assert!(p["peers"][0]["latest_handshake_secs"].as_f64().is_some(), "{p}");
+        assert!(p["peers"][0]["tx_bytes"].as_u64().unwrap() > 1_000_000, "{p}");
+        // `status` shows it like `wg show`, and no key is ever printed.
+        let o = tunbench(&["status", &lab]);
+        let out = text(&o);
+        assert!(out.contains("wireguard wg on a (tunbench)"), "{out}");
+        assert!(out.contains("latest handshake"), "{out}");
+        let keys = std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap();
+        let mode = std::fs::metadata(state_dir(&lab).join("wireguard-keys.json")).unwrap();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+        let private: Value = serde_json::from_str(&keys).unwrap();
+        let ka = private["tunnels"]["wg"]["private"]["a"].as_str().unwrap();
+        assert!(!out.contains(ka), "status printed a private key");
+    }
+}
+
+#[test]
+fn interop_with_wireguard_go_either_side_starting_the_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    // (IPv6 underlay, who sends first)
+    for (v6, first) in [(false, "a"), (true, "b")] {
+        let lab = lab_name(if v6 { "wgg6" } else { "wgg4" });
+        let _g = up(&topology(dir.path(), v6, "wireguard-go"), &lab);
+        let (from, to) = if first == "a" { ("a", B_INNER) } else { ("b", A_INNER) };
+        assert!(ping_within(&lab, from, to, 5), "{lab}: {from} cannot reach {to} through the tunnel");
+        traffic_both_ways(&lab);
+        // Our side counted what wireguard-go sent, and wireguard-go's own
+        // account (read through its UAPI) shows the session.
+        let s = stats(&lab, "a");
+        assert!(s["net_rx"]["bytes"].as_u64().unwrap() > 1_000_000, "{s}");
+        eventually("wireguard-go reports the handshake and its bytes", || {
+            let p = peers(&lab, "b");
+            p["implementation"] == "wireguard-go"
+                && p["peers"][0]["latest_handshake_secs"].as_f64().is_some()
+                && p["peers"][0]["rx_bytes"].as_u64().unwrap_or(0) > 1_000_000
+        });
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// One exchange with wireguard-go's UAPI socket (inside its private /run).
+fn uapi(lab: &str, node: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let child = stats(lab, node)["child_pid"].as_u64().expect("child_pid");
+    let sock = format!("/proc/{child}/root/run/wireguard/wg-wg.sock");
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut out = String::new();
+    let mut buf = [0u8; 4096];
+    while !out.ends_with("\n\n") {
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        out += &String::from_utf8_lossy(&buf[..n]);
+    }
+    out
+}
+
+#[test]
+fn a_peer_with_the_wrong_key_gets_nothing_through_and_we_log_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("wgkey");
+    let _g = up(&topology(dir.path(), false, "wireguard-go"), &lab);
+    // wireguard-go gets a new private key: its public key is no longer the one
+    // a has for it.
+    let r = uapi(&lab, "b", &format!("set=1\nprivate_key={}\n\n", hex(&[0x41; 32])));
+    assert!(r.contains("errno=0"), "{r}");
+    assert!(!ping_within(&lab, "b", A_INNER, 3), "b got through with the wrong key");
+    assert!(!ping_within(&lab, "a", B_INNER, 2), "a got through to the wrong key");
+    eventually("a counts b's initiations as unauthentic", || {
+        drops(&stats(&lab, "a"), "unauthentic") > 0
+    });
+    let l = log(&lab, "a");
+    assert!(l.contains("not the configured peer's"), "a's log: {l}");
+}
+
+/// The first datagram to `port` in `pcap` whose WireGuard type is 4 (data).
+fn first_data_packet(pcap: &[u8]) -> Vec<u8> {
+    let mut off = 24;
+    while off + 16 <= pcap.len() {
+        let caplen = u32::from_le_bytes(pcap[off + 8..off + 12].try_into().unwrap()) as usize;
+        let frame = &pcap[off + 16..off + 16 + caplen];
+        off += 16 + caplen;
+        // Ethernet (14) + IPv4 (IHL) + UDP (8).
+        if frame.len() < 14 + 20 + 8 || frame[12..14] != [0x08, 0x00] {
+            continue;
+        }
+        let ihl = ((frame[14] & 0x0f) as usize) * 4;
+        let payload = &frame[14 + ihl + 8..];
+        if payload.first() == Some(&4) && payload.len() > 100 {
+            return payload.to_vec();
+        }
+    }
+    panic!("no WireGuard data packet in the capture");
+}
+
+/// Runs `f` with a UDP socket in `lab`'s node a, bound to a's underlay address.
+fn from_a<R: Send + 'static>(lab: &str, f: impl FnOnce(UdpSocket) -> R + Send + 'static) -> R {
+    netns::namespace::run_in(&format!("{lab}-a"), move || {
+        let s = UdpSocket::bind("198.18.70.1:0")?;
+        Ok::<_, std::io::Error>(f(s))
+    })
+    .expect("a socket in a")
+}
+
+#[test]
+fn a_replayed_data_packet_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("wgrep");
+    let _g = up(&topology(dir.path(), false, "tunbench"), &lab);
+    assert!(ping_within(&lab, "a", B_INNER, 5));
+    let pcap = dir.path().join("wg.pcap");
+    let mut cap = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-b"), "tshark", "-q", "-i", "eth0", "-c", "1", "-F", "pcap", "-w"])
+        .arg(&pcap)
+        .args(["-f", "udp dst port 51820 and greater 300"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tshark");
+    // tshark needs a moment before it captures; ping until it got one.
+    let t0 = Instant::now();
+    while cap.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "tshark captured nothing");
+        let _ = Command::new("ip")
+            .args(["netns", "exec", &format!("{lab}-a"), "ping", "-c", "1", "-s", "400", "-W", "1", B_INNER])
+            .output();
+    }
+    let data = first_data_packet(&std::fs::read(&pcap).unwrap());
+    let before = drops(&stats(&lab, "b"), "replayed");
+    from_a(&lab, move |s| s.send_to(&data, "198.18.70.2:51820").unwrap());
+    eventually("b drops the replayed packet as replayed", || {
+        drops(&stats(&lab, "b"), "replayed") > before
+    });
+    assert!(ping(&lab, "a", B_INNER), "the tunnel still works");
+}
+
+#[test]
+fn garbage_truncated_handshakes_and_an_initiation_flood_do_not_stop_the_datapath() {
+    use boringtun::noise::{Tunn, TunnResult};
+    use boringtun::x25519::{PublicKey, StaticSecret};
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("wgbad");
+    let _g = up(&topology(dir.path(), false, "tunbench"), &lab);
+    assert!(ping_within(&lab, "a", B_INNER, 5));
+    let b_public = peers(&lab, "b")["public_key"].as_str().unwrap().to_string();
+    let b_public = tunbench::wgkey::parse(&b_public).unwrap();
+    let pid = stats(&lab, "b")["pid"].as_u64().unwrap();
+    let before = stats(&lab, "b");
+    let sent = from_a(&lab, move |s| {
+        let mut n = 0u64;
+        // Garbage of every length up to a full datagram.
+        let mut r = 1u32;
+        for len in 0..600usize {
+            let junk: Vec<u8> = (0..len * 2)
+                .map(|_| {
+                    r = r.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (r >> 16) as u8
+                })
+                .collect();
+            s.send_to(&junk, "198.18.70.2:51820").unwrap();
+            n += 1;
+        }
+        // An attacker with a key of its own: valid MACs for b, unknown static.
+        let mut t = Tunn::new(StaticSecret::from([0x55; 32]), PublicKey::from(b_public), None, None, 1, None);
+        let mut buf = [0u8; 256];
+        for i in 0..3000 {
+            if let TunnResult::WriteToNetwork(init) = t.format_handshake_initiation(&mut buf, true) {
+                // Every tenth cut short.
+                let len = if i % 10 == 0 { 100 } else { init.len() };
+                s.send_to(&init[..len], "198.18.70.2:51820").unwrap();
+                n += 1;
+            }
+        }
+        n
+    });
+    assert!(sent > 3000);
+    // Still running, still forwarding, and every bad datagram counted.
+    assert!(Path::new(&format!("/proc/{pid}")).exists(), "b's datapath died");
+    assert!(ping_within(&lab, "a", B_INNER, 10), "the tunnel stopped working");
+    eventually("b counts the garbage and the cut handshakes", || {
+        let s = stats(&lab, "b");
+        drops(&s, "malformed") + drops(&s, "truncated")
+            >= drops(&before, "malformed") + drops(&before, "truncated") + 850
+    });
+    let s = stats(&lab, "b");
+    // The limiter turned most of the flood away (cookie replies or drops):
+    // far fewer than 2700 initiations reached the DH.
+    let refused = drops(&s, "rate_limited") + drops(&s, "unauthentic");
+    assert!(refused > 0, "{s}");
+    assert_eq!(s["errors"]["codec_panic"], 0, "{s}");
+}
+
+#[test]
+fn keygen_and_pubkey_agree_with_wg() {
+    let o = tunbench(&["keygen"]);
+    assert!(o.status.success());
+    let private = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(private.trim().len(), 44, "{private}");
+    let pubkey = |prog: &str, args: &[&str]| {
+        use std::io::Write;
+        let mut c = Command::new(prog)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(private.as_bytes()).unwrap();
+        c.wait_with_output().unwrap()
+    };
+    let ours = pubkey(bin(), &["pubkey"]);
+    let theirs = pubkey("wg", &["pubkey"]);
+    assert!(ours.status.success() && theirs.status.success());
+    assert_eq!(ours.stdout, theirs.stdout);
+    // Bad input says what is wrong and fails.
+    let mut c = Command::new(bin())
+        .arg("pubkey")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        c.stdin.take().unwrap().write_all(b"not a key\n").unwrap();
+    }
+    let o = c.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o).contains("not base64"), "{}", text(&o));
+}
