@@ -24,6 +24,10 @@ have iperf3 || need_pkgs+=(iperf3)
 # with tshark.
 have nft || need_pkgs+=(nftables)
 have tshark || need_pkgs+=(tshark)
+# WireGuard interop tests run Debian's wireguard-go as the other peer and check
+# `tunbench pubkey` against `wg pubkey` (wireguard-tools).
+have wireguard-go || need_pkgs+=(wireguard-go)
+have wg || need_pkgs+=(wireguard-tools)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -44,7 +44,10 @@ peers = [
 ]
 "#
     );
-    let p = dir.join(format!("wg-{}-{b_impl}.toml", if underlay_v6 { 6 } else { 4 }));
+    let p = dir.join(format!(
+        "wg-{}-{b_impl}.toml",
+        if underlay_v6 { 6 } else { 4 }
+    ));
     std::fs::write(&p, text).unwrap();
     p
 }
@@ -76,7 +79,17 @@ fn log(lab: &str, node: &str) -> String {
 
 fn ping(lab: &str, from: &str, to: &str) -> bool {
     Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-{from}"), "ping", "-c", "1", "-W", "1", to])
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-{from}"),
+            "ping",
+            "-c",
+            "1",
+            "-W",
+            "1",
+            to,
+        ])
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false)
@@ -113,8 +126,18 @@ fn traffic_both_ways(lab: &str) {
     for (client, server, to) in [("a", "b", B_INNER), ("b", "a", A_INNER6)] {
         let tcp = engine_bps(lab, client, server, to, 5201, &["-t", "1"]);
         assert!(tcp > 20e6, "{lab}: TCP {client} -> {to}: {tcp} bit/s");
-        let udp = engine_bps(lab, client, server, to, 5201, &["-t", "1", "-u", "-b", "30M", "-l", "1200"]);
-        assert!(udp > 25e6, "{lab}: UDP {client} -> {to}: {udp} bit/s of 30M");
+        let udp = engine_bps(
+            lab,
+            client,
+            server,
+            to,
+            5201,
+            &["-t", "1", "-u", "-b", "30M", "-l", "1200"],
+        );
+        assert!(
+            udp > 25e6,
+            "{lab}: UDP {client} -> {to}: {udp} bit/s of 30M"
+        );
     }
 }
 
@@ -124,7 +147,10 @@ fn tunbench_peers_over_ipv4_and_ipv6_underlays() {
     for v6 in [false, true] {
         let lab = lab_name(if v6 { "wg6" } else { "wg4" });
         let _g = up(&topology(dir.path(), v6, "tunbench"), &lab);
-        assert!(ping_within(&lab, "a", B_INNER, 5), "{lab}: no ping through the tunnel");
+        assert!(
+            ping_within(&lab, "a", B_INNER, 5),
+            "{lab}: no ping through the tunnel"
+        );
         traffic_both_ways(&lab);
         // The traffic crossed the tunnel: b decrypted it, from a's endpoint.
         let s = stats(&lab, "b");
@@ -132,9 +158,18 @@ fn tunbench_peers_over_ipv4_and_ipv6_underlays() {
         assert_eq!(s["drops"]["unauthentic"], 0, "{s}");
         let p = peers(&lab, "a");
         let ep = p["peers"][0]["endpoint"].as_str().unwrap().to_string();
-        assert!(ep.contains(if v6 { "2001:2:0:70::2" } else { "198.18.70.2" }), "{ep}");
-        assert!(p["peers"][0]["latest_handshake_secs"].as_f64().is_some(), "{p}");
-        assert!(p["peers"][0]["tx_bytes"].as_u64().unwrap() > 1_000_000, "{p}");
+        assert!(
+            ep.contains(if v6 { "2001:2:0:70::2" } else { "198.18.70.2" }),
+            "{ep}"
+        );
+        assert!(
+            p["peers"][0]["latest_handshake_secs"].as_f64().is_some(),
+            "{p}"
+        );
+        assert!(
+            p["peers"][0]["tx_bytes"].as_u64().unwrap() > 1_000_000,
+            "{p}"
+        );
         // `status` shows it like `wg show`, and no key is ever printed.
         let o = tunbench(&["status", &lab]);
         let out = text(&o);
@@ -142,7 +177,10 @@ fn tunbench_peers_over_ipv4_and_ipv6_underlays() {
         assert!(out.contains("latest handshake"), "{out}");
         let keys = std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap();
         let mode = std::fs::metadata(state_dir(&lab).join("wireguard-keys.json")).unwrap();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+            0o600
+        );
         let private: Value = serde_json::from_str(&keys).unwrap();
         let ka = private["tunnels"]["wg"]["private"]["a"].as_str().unwrap();
         assert!(!out.contains(ka), "status printed a private key");
@@ -156,8 +194,15 @@ fn interop_with_wireguard_go_either_side_starting_the_handshake() {
     for (v6, first) in [(false, "a"), (true, "b")] {
         let lab = lab_name(if v6 { "wgg6" } else { "wgg4" });
         let _g = up(&topology(dir.path(), v6, "wireguard-go"), &lab);
-        let (from, to) = if first == "a" { ("a", B_INNER) } else { ("b", A_INNER) };
-        assert!(ping_within(&lab, from, to, 5), "{lab}: {from} cannot reach {to} through the tunnel");
+        let (from, to) = if first == "a" {
+            ("a", B_INNER)
+        } else {
+            ("b", A_INNER)
+        };
+        assert!(
+            ping_within(&lab, from, to, 5),
+            "{lab}: {from} cannot reach {to} through the tunnel"
+        );
         traffic_both_ways(&lab);
         // Our side counted what wireguard-go sent, and wireguard-go's own
         // account (read through its UAPI) shows the session.
@@ -203,10 +248,20 @@ fn a_peer_with_the_wrong_key_gets_nothing_through_and_we_log_why() {
     let _g = up(&topology(dir.path(), false, "wireguard-go"), &lab);
     // wireguard-go gets a new private key: its public key is no longer the one
     // a has for it.
-    let r = uapi(&lab, "b", &format!("set=1\nprivate_key={}\n\n", hex(&[0x41; 32])));
+    let r = uapi(
+        &lab,
+        "b",
+        &format!("set=1\nprivate_key={}\n\n", hex(&[0x41; 32])),
+    );
     assert!(r.contains("errno=0"), "{r}");
-    assert!(!ping_within(&lab, "b", A_INNER, 3), "b got through with the wrong key");
-    assert!(!ping_within(&lab, "a", B_INNER, 2), "a got through to the wrong key");
+    assert!(
+        !ping_within(&lab, "b", A_INNER, 3),
+        "b got through with the wrong key"
+    );
+    assert!(
+        !ping_within(&lab, "a", B_INNER, 2),
+        "a got through to the wrong key"
+    );
     eventually("a counts b's initiations as unauthentic", || {
         drops(&stats(&lab, "a"), "unauthentic") > 0
     });
@@ -251,7 +306,20 @@ fn a_replayed_data_packet_is_dropped() {
     assert!(ping_within(&lab, "a", B_INNER, 5));
     let pcap = dir.path().join("wg.pcap");
     let mut cap = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-b"), "tshark", "-q", "-i", "eth0", "-c", "1", "-F", "pcap", "-w"])
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-b"),
+            "tshark",
+            "-q",
+            "-i",
+            "eth0",
+            "-c",
+            "1",
+            "-F",
+            "pcap",
+            "-w",
+        ])
         .arg(&pcap)
         .args(["-f", "udp dst port 51820 and greater 300"])
         .stdout(std::process::Stdio::null())
@@ -261,14 +329,31 @@ fn a_replayed_data_packet_is_dropped() {
     // tshark needs a moment before it captures; ping until it got one.
     let t0 = Instant::now();
     while cap.try_wait().unwrap().is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "tshark captured nothing");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "tshark captured nothing"
+        );
         let _ = Command::new("ip")
-            .args(["netns", "exec", &format!("{lab}-a"), "ping", "-c", "1", "-s", "400", "-W", "1", B_INNER])
+            .args([
+                "netns",
+                "exec",
+                &format!("{lab}-a"),
+                "ping",
+                "-c",
+                "1",
+                "-s",
+                "400",
+                "-W",
+                "1",
+                B_INNER,
+            ])
             .output();
     }
     let data = first_data_packet(&std::fs::read(&pcap).unwrap());
     let before = drops(&stats(&lab, "b"), "replayed");
-    from_a(&lab, move |s| s.send_to(&data, "198.18.70.2:51820").unwrap());
+    from_a(&lab, move |s| {
+        s.send_to(&data, "198.18.70.2:51820").unwrap()
+    });
     eventually("b drops the replayed packet as replayed", || {
         drops(&stats(&lab, "b"), "replayed") > before
     });
@@ -302,10 +387,18 @@ fn garbage_truncated_handshakes_and_an_initiation_flood_do_not_stop_the_datapath
             n += 1;
         }
         // An attacker with a key of its own: valid MACs for b, unknown static.
-        let mut t = Tunn::new(StaticSecret::from([0x55; 32]), PublicKey::from(b_public), None, None, 1, None);
+        let mut t = Tunn::new(
+            StaticSecret::from([0x55; 32]),
+            PublicKey::from(b_public),
+            None,
+            None,
+            1,
+            None,
+        );
         let mut buf = [0u8; 256];
         for i in 0..3000 {
-            if let TunnResult::WriteToNetwork(init) = t.format_handshake_initiation(&mut buf, true) {
+            if let TunnResult::WriteToNetwork(init) = t.format_handshake_initiation(&mut buf, true)
+            {
                 // Every tenth cut short.
                 let len = if i % 10 == 0 { 100 } else { init.len() };
                 s.send_to(&init[..len], "198.18.70.2:51820").unwrap();
@@ -316,8 +409,14 @@ fn garbage_truncated_handshakes_and_an_initiation_flood_do_not_stop_the_datapath
     });
     assert!(sent > 3000);
     // Still running, still forwarding, and every bad datagram counted.
-    assert!(Path::new(&format!("/proc/{pid}")).exists(), "b's datapath died");
-    assert!(ping_within(&lab, "a", B_INNER, 10), "the tunnel stopped working");
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "b's datapath died"
+    );
+    assert!(
+        ping_within(&lab, "a", B_INNER, 10),
+        "the tunnel stopped working"
+    );
     eventually("b counts the garbage and the cut handshakes", || {
         let s = stats(&lab, "b");
         drops(&s, "malformed") + drops(&s, "truncated")
@@ -346,7 +445,11 @@ fn keygen_and_pubkey_agree_with_wg() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        c.stdin.take().unwrap().write_all(private.as_bytes()).unwrap();
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(private.as_bytes())
+            .unwrap();
         c.wait_with_output().unwrap()
     };
     let ours = pubkey(bin(), &["pubkey"]);
