@@ -192,30 +192,29 @@ pub fn endpoint<'a>(lab: &'a Running, tunnel: &str, node: &str) -> Result<(&'a T
     Ok((tun, role))
 }
 
-/// The stats files of a lab's datapaths, as JSON values.
-pub fn stats_of(lab: &str) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
+/// Files in a lab's state directory named `PREFIX*.json`, sorted.
+pub fn state_files(lab: &str, prefix: &str) -> Vec<PathBuf> {
     let Ok(dir) = std::fs::read_dir(LabState::dir(lab)) else {
-        return out;
+        return Vec::new();
     };
     let mut files: Vec<PathBuf> = dir
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("datapath-") && n.ends_with(".json"))
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".json"))
         })
         .collect();
     files.sort();
-    for f in files {
-        if let Some(v) = std::fs::read_to_string(&f)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-        {
-            out.push(v);
-        }
-    }
-    out
+    files
+}
+
+/// The stats files of a lab's datapaths, as JSON values.
+pub fn stats_of(lab: &str) -> Vec<serde_json::Value> {
+    state_files(lab, "datapath-")
+        .iter()
+        .filter_map(|f| serde_json::from_str(&std::fs::read_to_string(f).ok()?).ok())
+        .collect()
 }
 
 /// One line per datapath for `status`: who, packets each way, drops, CPU.

@@ -279,3 +279,23 @@ pub fn interface_name_problem(name: &str) -> Option<String> {
         None
     }
 }
+
+/// A whole number from the file that must lie in `range`: the default when
+/// absent; out of range, a problem (`explain` says what to use) and the default.
+pub(crate) fn int_in(
+    v: Option<i64>,
+    range: std::ops::RangeInclusive<i64>,
+    default: i64,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+    explain: impl FnOnce(i64) -> String,
+) -> i64 {
+    match v {
+        None => default,
+        Some(x) if range.contains(&x) => x,
+        Some(x) => {
+            p.push(Problem::new(at, explain(x)));
+            default
+        }
+    }
+}

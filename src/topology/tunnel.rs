@@ -3,7 +3,7 @@
 //! variant of `RawTunnel` and of `TunnelKind`.
 
 use super::model::{NodeKind, Topology};
-use super::{KeyPath, Problem, valid_name};
+use super::{KeyPath, Problem, int_in, valid_name};
 use ipnetwork::{IpNetwork, Ipv4Network};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -271,28 +271,17 @@ pub fn resolve(
                     &at.key("datapath"),
                     p,
                 );
-                let mtu = match d.mtu {
-                    None => DSLITE_DEFAULT_MTU,
-                    Some(m) if (576..=9000).contains(&m) => m as u32,
-                    Some(m) => {
-                        p.push(Problem::new(
-                            &at.key("mtu"),
-                            format!("inner MTU {m}; use 576..=9000 (default {DSLITE_DEFAULT_MTU})"),
-                        ));
-                        DSLITE_DEFAULT_MTU
-                    }
-                };
-                let queues = match d.queues {
-                    None => 1,
-                    Some(q) if (1..=16).contains(&q) => q as u32,
-                    Some(q) => {
-                        p.push(Problem::new(
-                            &at.key("queues"),
-                            format!("{q} queues; use 1..=16"),
-                        ));
-                        1
-                    }
-                };
+                let mtu = int_in(
+                    d.mtu,
+                    576..=9000,
+                    DSLITE_DEFAULT_MTU as i64,
+                    &at.key("mtu"),
+                    p,
+                    |m| format!("inner MTU {m}; use 576..=9000 (default {DSLITE_DEFAULT_MTU})"),
+                ) as u32;
+                let queues = int_in(d.queues, 1..=16, 1, &at.key("queues"), p, |q| {
+                    format!("{q} queues; use 1..=16")
+                }) as u32;
                 let aat = at.key("aftr");
                 let anode = node(&d.aftr.node, &aat.key("node"), p);
                 let aaddr = ipv6(&d.aftr.address, &aat.key("address"), p);

@@ -7,7 +7,7 @@
 //! spokes peer only with the hub, which forwards between them.
 
 use super::model::{NodeKind, Topology};
-use super::{KeyPath, Problem};
+use super::{KeyPath, Problem, int_in};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 use std::net::IpAddr;
@@ -271,17 +271,14 @@ pub fn resolve(
     p: &mut Vec<Problem>,
 ) -> Option<Wireguard> {
     let before = p.len();
-    let mtu = match w.mtu {
-        None => DEFAULT_MTU,
-        Some(m) if (1280..=9000).contains(&m) => m as u32,
-        Some(m) => {
-            p.push(Problem::new(
-                &at.key("mtu"),
-                format!("inner MTU {m}; use 1280..=9000 (default {DEFAULT_MTU})"),
-            ));
-            DEFAULT_MTU
-        }
-    };
+    let mtu = int_in(
+        w.mtu,
+        1280..=9000,
+        DEFAULT_MTU as i64,
+        &at.key("mtu"),
+        p,
+        |m| format!("inner MTU {m}; use 1280..=9000 (default {DEFAULT_MTU})"),
+    ) as u32;
     let keepalive = match w.keepalive {
         None | Some(0) => None,
         Some(k) if (1..=65535).contains(&k) => Some(k as u16),
@@ -311,17 +308,9 @@ pub fn resolve(
             Preshared::None
         }
     };
-    let queues = match w.queues {
-        None => 1,
-        Some(q) if (1..=16).contains(&q) => q as u32,
-        Some(q) => {
-            p.push(Problem::new(
-                &at.key("queues"),
-                format!("{q} queues; use 1..=16"),
-            ));
-            1
-        }
-    };
+    let queues = int_in(w.queues, 1..=16, 1, &at.key("queues"), p, |q| {
+        format!("{q} queues; use 1..=16")
+    }) as u32;
     let default_impl = implementation(
         w.implementation.as_deref(),
         Implementation::Tunbench,
@@ -348,17 +337,14 @@ pub fn resolve(
                 None
             }
         };
-        let port = match rp.port {
-            None => DEFAULT_PORT,
-            Some(x) if (1..=65535).contains(&x) => x as u16,
-            Some(x) => {
-                p.push(Problem::new(
-                    &pat.key("port"),
-                    format!("port {x}; use 1..=65535 (default {DEFAULT_PORT})"),
-                ));
-                DEFAULT_PORT
-            }
-        };
+        let port = int_in(
+            rp.port,
+            1..=65535,
+            DEFAULT_PORT as i64,
+            &pat.key("port"),
+            p,
+            |x| format!("port {x}; use 1..=65535 (default {DEFAULT_PORT})"),
+        ) as u16;
         let mut addresses = Vec::new();
         if rp.address.0.is_empty() {
             p.push(Problem::new(

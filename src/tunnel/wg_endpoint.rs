@@ -37,19 +37,7 @@ pub fn peers_path(lab: &str, tunnel: &str, node: &str) -> PathBuf {
 
 /// The peers file of every WireGuard endpoint of a lab.
 pub fn peers_of(lab: &str) -> Vec<PeersFile> {
-    let Ok(dir) = std::fs::read_dir(netns::state::LabState::dir(lab)) else {
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = dir
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("peers-") && n.ends_with(".json"))
-        })
-        .collect();
-    files.sort();
-    files
+    crate::datapath::state_files(lab, "peers-")
         .iter()
         .filter_map(|f| serde_json::from_str(&std::fs::read_to_string(f).ok()?).ok())
         .collect()
