@@ -90,14 +90,25 @@ mod tests {
     #[test]
     fn busy_loop_is_busy() {
         let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let start = CpuSample::now();
-        let mut x = 0u64;
-        while start.wall.elapsed() < Duration::from_millis(100) {
-            for i in 0..10_000u64 {
-                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        // A loaded machine (a build beside the tests) may give this thread
+        // less than half a core for a while: three tries.
+        let mut u = None;
+        for _ in 0..3 {
+            let start = CpuSample::now();
+            let mut x = 0u64;
+            while start.wall.elapsed() < Duration::from_millis(100) {
+                for i in 0..10_000u64 {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+                }
+            }
+            let got = utilization(&start, &CpuSample::now());
+            let done = got.total > 50.0;
+            u = Some(got);
+            if done {
+                break;
             }
         }
-        let u = utilization(&start, &CpuSample::now());
+        let u = u.expect("measured");
         assert!(u.total > 50.0, "{u:?}");
         // Other tests may run on other threads; they add to both readings alike.
         assert!(
