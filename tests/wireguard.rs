@@ -472,3 +472,55 @@ fn keygen_and_pubkey_agree_with_wg() {
     assert!(!o.status.success());
     assert!(text(&o).contains("not base64"), "{}", text(&o));
 }
+
+#[test]
+fn spokes_reach_each_other_through_a_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hub.toml");
+    std::fs::write(
+        &file,
+        r#"name = "wghub"
+[nodes.h]
+kind = "router"
+[nodes.s1]
+kind = "host"
+[nodes.s2]
+kind = "host"
+[nodes.sw]
+kind = "switch"
+[[links]]
+a = { port = "h:eth0", ipv4 = "198.18.80.1/24" }
+b = "sw:p1"
+[[links]]
+a = { port = "s1:eth0", ipv4 = "198.18.80.11/24" }
+b = "sw:p2"
+[[links]]
+a = { port = "s2:eth0", ipv4 = "198.18.80.12/24" }
+b = "sw:p3"
+[tunnels.wg]
+kind = "wireguard"
+hub = "h"
+peers = [
+  { node = "h", endpoint = "198.18.80.1", address = "198.18.81.1/24" },
+  { node = "s1", endpoint = "198.18.80.11", address = "198.18.81.11/24" },
+  { node = "s2", endpoint = "198.18.80.12", address = "198.18.81.12/24" },
+]
+"#,
+    )
+    .unwrap();
+    let lab = lab_name("wghub");
+    let _g = up(&file, &lab);
+    // s1 -> hub -> s2: the hub decrypts, forwards, encrypts again.
+    assert!(
+        ping_within(&lab, "s1", "198.18.81.12", 5),
+        "s1 cannot reach s2 through the hub"
+    );
+    // The spokes have no session with each other, only with the hub.
+    let p = peers(&lab, "s1");
+    assert_eq!(p["peers"].as_array().unwrap().len(), 1, "{p}");
+    assert_eq!(p["peers"][0]["name"], "h");
+    let hub = peers(&lab, "h");
+    assert_eq!(hub["peers"].as_array().unwrap().len(), 2, "{hub}");
+    let tcp = engine_bps(&lab, "s1", "s2", "198.18.81.12", 5201, &["-t", "1"]);
+    assert!(tcp > 20e6, "TCP spoke to spoke: {tcp} bit/s");
+}
