@@ -524,3 +524,34 @@ peers = [
     let tcp = engine_bps(&lab, "s1", "s2", "198.18.81.12", 5201, &["-t", "1"]);
     assert!(tcp > 20e6, "TCP spoke to spoke: {tcp} bit/s");
 }
+
+#[test]
+fn persistent_keepalive_brings_the_session_up_without_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = topology(dir.path(), false, "tunbench");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(
+            "preshared_key = true",
+            "preshared_key = true\nkeepalive = 1",
+        ),
+    )
+    .unwrap();
+    let lab = lab_name("wgka");
+    let _g = up(&file, &lab);
+    // No packet is sent through the tunnel; the keepalive timer alone makes
+    // the handshake and then keeps sending.
+    eventually("a handshake without traffic", || {
+        peers(&lab, "a")["peers"][0]["latest_handshake_secs"]
+            .as_f64()
+            .is_some()
+    });
+    let first = stats(&lab, "b")["net_rx"]["packets"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let later = stats(&lab, "b")["net_rx"]["packets"].as_u64().unwrap();
+    assert!(
+        later >= first + 2,
+        "keepalives: {first} then {later} packets at b"
+    );
+}
