@@ -8,6 +8,7 @@ pub mod codec;
 pub mod driver;
 pub mod dslite;
 pub mod endpoint;
+pub mod esp;
 pub mod offload;
 pub mod packet_tx;
 pub mod tun;

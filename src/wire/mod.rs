@@ -2,6 +2,7 @@
 //! buffer with checked construction for received bytes, and a `Repr` that parses
 //! and emits without allocating.
 
+pub mod esp;
 pub mod icmp_echo;
 pub mod icmpv4_error;
 pub mod iperf_udp;
