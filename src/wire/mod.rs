@@ -8,6 +8,7 @@ pub mod icmpv4_error;
 pub mod iperf_udp;
 pub mod ipv4;
 pub mod ipv6;
+pub mod l2tp;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {

@@ -1,13 +1,16 @@
-//! ESP as tshark sees it: packets sealed by tunbench's ESP (AES-GCM-128, RFC
+//! VPN packets as tshark sees them. ESP sealed by tunbench (AES-GCM-128, RFC
 //! 4106) in UDP encapsulation (RFC 3948) and raw, written to a pcap, then
 //! dissected and, given the SA on tshark's command line, decrypted, with the
-//! inner IPv4 packet shown. Wireshark's ESP dissector is an independent
-//! implementation of the same RFCs.
+//! inner IPv4 packet shown; and L2TP data messages from tunbench's L2TP codec,
+//! dissected as L2TP -> PPP -> IPv4. Wireshark's dissectors are independent
+//! implementations of the same RFCs.
 
 mod common;
 
 use std::process::Command;
+use tunbench::tunnel::Codec;
 use tunbench::tunnel::esp::{KeyMaterial, Outbound};
+use tunbench::tunnel::l2tp::{L2tp, L2tpConfig};
 use tunbench::wire::esp::NEXT_IPV4;
 
 const KEY: [u8; 20] = [
@@ -138,4 +141,49 @@ fn tshark_decrypts_our_raw_esp() {
     let f = dir.path().join("esp-raw.pcap");
     std::fs::write(&f, pcap(&[frame])).unwrap();
     check(&tshark(&f));
+}
+
+#[test]
+fn tshark_dissects_our_l2tp_as_ppp_and_ipv4() {
+    for sequence in [false, true] {
+        let mut c = L2tp::new(L2tpConfig {
+            peer: "198.18.70.2:1701".parse().unwrap(),
+            peer_tunnel: 0x1234,
+            peer_session: 0x5678,
+            tunnel: 1,
+            session: 2,
+            sequence,
+            allowed: Vec::new(),
+        });
+        let mut p = inner_packet();
+        c.handle_tun(&mut p, std::time::Instant::now());
+        let mut udp = vec![0x06, 0xa5, 0x06, 0xa5];
+        udp.extend_from_slice(&((8 + p.len()) as u16).to_be_bytes());
+        udp.extend_from_slice(&[0, 0]);
+        udp.extend_from_slice(&p);
+        let frame = ethernet(ipv4([198, 18, 70, 1], [198, 18, 70, 2], 17, &udp));
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("l2tp.pcap");
+        std::fs::write(&f, pcap(&[frame])).unwrap();
+        let o = Command::new("tshark")
+            .arg("-r")
+            .arg(&f)
+            .arg("-V")
+            .output()
+            .expect("tshark");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("Layer 2 Tunneling Protocol"), "{out}");
+        assert!(out.contains("Tunnel ID: 4660"), "{out}");
+        assert!(out.contains("Session ID: 22136"), "{out}");
+        assert!(out.contains("Point-to-Point Protocol"), "{out}");
+        assert!(
+            out.contains("Protocol: Internet Protocol version 4 (0x0021)"),
+            "{out}"
+        );
+        assert!(out.contains("Src: 198.18.91.2, Dst: 198.18.91.10"), "{out}");
+        assert!(out.contains("Echo (ping) request"), "{out}");
+        if sequence {
+            assert!(out.contains("Ns: 0"), "{out}");
+        }
+    }
 }
