@@ -5,8 +5,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use tunbench::tunnel::dslite;
-use tunbench::wire::{ipv4, ipv6};
+use tunbench::tunnel::{dslite, esp as esp_codec, l2tp as l2tp_codec};
+use tunbench::wire::{esp, ipv4, ipv6, l2tp};
 
 fn inputs(target: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -58,14 +58,38 @@ fn dslite_aftr() {
     replay("dslite_aftr", dslite::fuzz::aftr);
 }
 
+#[test]
+fn wire_esp() {
+    replay("wire_esp", esp::fuzz);
+}
+
+#[test]
+fn wire_l2tp() {
+    replay("wire_l2tp", l2tp::fuzz);
+}
+
+#[test]
+fn esp_codec() {
+    replay("esp_codec", esp_codec::fuzz::codec);
+}
+
+#[test]
+fn l2tp_codec() {
+    replay("l2tp_codec", l2tp_codec::fuzz);
+}
+
 /// Every prefix of every input: truncation anywhere must not panic either.
 #[test]
 fn every_prefix_of_every_input() {
-    let targets: [(&str, Entry); 4] = [
+    let targets: [(&str, Entry); 8] = [
         ("wire_ipv4", ipv4::fuzz),
         ("wire_ipv6", ipv6::fuzz),
         ("dslite_b4", dslite::fuzz::b4),
         ("dslite_aftr", dslite::fuzz::aftr),
+        ("wire_esp", esp::fuzz),
+        ("wire_l2tp", l2tp::fuzz),
+        ("esp_codec", esp_codec::fuzz::codec),
+        ("l2tp_codec", l2tp_codec::fuzz),
     ];
     for (target, entry) in targets {
         for path in inputs(target) {

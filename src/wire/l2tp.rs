@@ -246,3 +246,11 @@ mod tests {
         );
     }
 }
+
+/// The fuzz target's entry point (fuzz/fuzz_targets/wire_l2tp.rs): any bytes
+/// parse or are refused, and a data message's payload lies inside them.
+pub fn fuzz(data: &[u8]) {
+    if let Ok(Message::Data { payload, .. }) = parse(data) {
+        assert!(payload.start <= payload.end && payload.end <= data.len());
+    }
+}
