@@ -81,7 +81,7 @@ pub fn measure_lab(
 /// packet, and the MTU and MSS that leaves.
 fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
     use crate::topology::tunnel::TunnelKind;
-    use crate::topology::wireguard::overhead;
+    use crate::tunnel::overhead::{Encapsulation, mss};
     let mut out = Vec::new();
     for s in specs {
         let targets: Vec<std::net::IpAddr> = [s.ipv4, s.ipv6].into_iter().flatten().collect();
@@ -107,12 +107,12 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
                 s.path,
                 tun.name,
                 imps.join("/"),
-                overhead(v6),
+                Encapsulation::Wireguard.overhead(v6, 0),
                 if v6 { "IPv6" } else { "IPv4" },
                 if v6 { 40 } else { 20 },
                 w.mtu,
-                w.mtu - 40,
-                w.mtu - 60
+                mss(w.mtu as usize, false),
+                mss(w.mtu as usize, true)
             );
             if !out.contains(&note) {
                 out.push(note);

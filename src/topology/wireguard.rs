@@ -15,16 +15,6 @@ use std::net::IpAddr;
 /// The inner MTU `wg-quick` picks: 1500 minus the IPv6 worst case (80).
 pub const DEFAULT_MTU: u32 = 1420;
 pub const DEFAULT_PORT: u16 = 51820;
-/// UDP payload bytes WireGuard adds to each packet: type, receiver index and
-/// counter (16) and the Poly1305 tag (16). boringtun 0.7 does not pad.
-pub const DATA_OVERHEAD: u32 = 32;
-
-/// Bytes on the wire per packet beyond the inner packet: WireGuard, UDP and
-/// the outer IP header (60 over IPv4, 80 over IPv6).
-pub fn overhead(outer_v6: bool) -> u32 {
-    DATA_OVERHEAD + 8 + if outer_v6 { 40 } else { 20 }
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawWireguard {

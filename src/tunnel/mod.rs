@@ -11,6 +11,7 @@ pub mod endpoint;
 pub mod esp;
 pub mod l2tp;
 pub mod offload;
+pub mod overhead;
 pub mod packet_tx;
 pub mod tun;
 pub mod wg_endpoint;
