@@ -377,6 +377,45 @@ impl Codec for Esp {
     }
 }
 
+/// Fuzz entry points (fuzz/fuzz_targets/esp_codec.rs): any bytes from the
+/// network, and any bytes from the TUN, through an ESP endpoint.
+pub mod fuzz {
+    use super::*;
+
+    fn endpoint() -> Esp {
+        Esp::new(EspConfig {
+            peer: "198.18.0.2:4500".parse().expect("address"),
+            encap: Encap::Udp,
+            out_spi: 0x1000,
+            out_key: KeyMaterial([1; 20]),
+            in_spi: 0x1001,
+            in_key: KeyMaterial([2; 20]),
+            window: 64,
+            allowed: vec!["0.0.0.0/0".parse().expect("prefix")],
+        })
+    }
+
+    pub fn codec(data: &[u8]) {
+        let now = Instant::now();
+        let mut e = endpoint();
+        let mut p = data.to_vec();
+        let _ = e.handle_network("198.18.0.2:4500".parse().expect("address"), &mut p, now);
+        // The same bytes sealed by the peer's SA, then opened: a well-formed
+        // ESP packet around arbitrary content.
+        let mut peer = Outbound::new(0x1001, &KeyMaterial([2; 20]));
+        let mut sealed = Vec::new();
+        if peer.seal(data, wire::NEXT_IPV4, &mut sealed).is_some() {
+            let _ = e.handle_network(
+                "198.18.0.2:4500".parse().expect("address"),
+                &mut sealed,
+                now,
+            );
+        }
+        let mut t = data.to_vec();
+        let _ = e.handle_tun(&mut t, now);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,44 +482,5 @@ mod tests {
         assert!(o.seal(&[0x45; 20], wire::NEXT_IPV4, &mut out).is_some());
         assert_eq!(&out[4..8], &[0xff; 4]);
         assert!(o.seal(&[0x45; 20], wire::NEXT_IPV4, &mut out).is_none());
-    }
-}
-
-/// Fuzz entry points (fuzz/fuzz_targets/esp_codec.rs): any bytes from the
-/// network, and any bytes from the TUN, through an ESP endpoint.
-pub mod fuzz {
-    use super::*;
-
-    fn endpoint() -> Esp {
-        Esp::new(EspConfig {
-            peer: "198.18.0.2:4500".parse().expect("address"),
-            encap: Encap::Udp,
-            out_spi: 0x1000,
-            out_key: KeyMaterial([1; 20]),
-            in_spi: 0x1001,
-            in_key: KeyMaterial([2; 20]),
-            window: 64,
-            allowed: vec!["0.0.0.0/0".parse().expect("prefix")],
-        })
-    }
-
-    pub fn codec(data: &[u8]) {
-        let now = Instant::now();
-        let mut e = endpoint();
-        let mut p = data.to_vec();
-        let _ = e.handle_network("198.18.0.2:4500".parse().expect("address"), &mut p, now);
-        // The same bytes sealed by the peer's SA, then opened: a well-formed
-        // ESP packet around arbitrary content.
-        let mut peer = Outbound::new(0x1001, &KeyMaterial([2; 20]));
-        let mut sealed = Vec::new();
-        if peer.seal(data, wire::NEXT_IPV4, &mut sealed).is_some() {
-            let _ = e.handle_network(
-                "198.18.0.2:4500".parse().expect("address"),
-                &mut sealed,
-                now,
-            );
-        }
-        let mut t = data.to_vec();
-        let _ = e.handle_tun(&mut t, now);
     }
 }

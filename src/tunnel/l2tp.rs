@@ -121,6 +121,29 @@ impl Codec for L2tp {
     }
 }
 
+/// Fuzz entry point (fuzz/fuzz_targets/l2tp_codec.rs): any bytes from the
+/// network through an L2TP endpoint.
+pub fn fuzz(data: &[u8]) {
+    let mut c = L2tp::new(L2tpConfig {
+        peer: "198.18.0.2:1701".parse().expect("address"),
+        peer_tunnel: 1,
+        peer_session: 2,
+        tunnel: 0,
+        session: 0,
+        sequence: true,
+        allowed: vec![
+            "0.0.0.0/0".parse().expect("prefix"),
+            "::/0".parse().expect("prefix"),
+        ],
+    });
+    let mut p = data.to_vec();
+    let _ = c.handle_network(
+        "198.18.0.2:1701".parse().expect("address"),
+        &mut p,
+        Instant::now(),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,27 +242,4 @@ mod tests {
             Verdict::Drop(DropReason::UnknownPeer)
         );
     }
-}
-
-/// Fuzz entry point (fuzz/fuzz_targets/l2tp_codec.rs): any bytes from the
-/// network through an L2TP endpoint.
-pub fn fuzz(data: &[u8]) {
-    let mut c = L2tp::new(L2tpConfig {
-        peer: "198.18.0.2:1701".parse().expect("address"),
-        peer_tunnel: 1,
-        peer_session: 2,
-        tunnel: 0,
-        session: 0,
-        sequence: true,
-        allowed: vec![
-            "0.0.0.0/0".parse().expect("prefix"),
-            "::/0".parse().expect("prefix"),
-        ],
-    });
-    let mut p = data.to_vec();
-    let _ = c.handle_network(
-        "198.18.0.2:1701".parse().expect("address"),
-        &mut p,
-        Instant::now(),
-    );
 }

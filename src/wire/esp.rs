@@ -147,6 +147,23 @@ pub fn parse_trailer(plain: &[u8]) -> Result<(usize, u8)> {
     Ok((len, next))
 }
 
+/// The fuzz target's entry point (fuzz/fuzz_targets/wire_esp.rs): any bytes,
+/// as a UDP payload and as ESP; a checked view's fields and trailer parse
+/// without panicking, and a trailer's payload lies inside it.
+pub fn fuzz(data: &[u8]) {
+    let _ = classify_udp(data);
+    if let Ok(p) = Packet::new_checked(data) {
+        let _ = (p.spi(), p.sequence(), p.iv());
+        let enc = &data[HEADER_LEN..data.len() - ICV_LEN];
+        if let Ok((len, _)) = parse_trailer(enc) {
+            assert!(len + TRAILER_LEN <= enc.len());
+        }
+    }
+    if let Ok((len, _)) = parse_trailer(data) {
+        assert!(len + TRAILER_LEN <= data.len());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,22 +224,5 @@ mod tests {
         assert_eq!(classify_udp(&[0xff]), Encapsulated::NatKeepalive);
         assert_eq!(classify_udp(&[0, 0, 0, 0, 1]), Encapsulated::Ike);
         assert_eq!(classify_udp(&[0, 0, 16, 0, 1]), Encapsulated::Esp);
-    }
-}
-
-/// The fuzz target's entry point (fuzz/fuzz_targets/wire_esp.rs): any bytes,
-/// as a UDP payload and as ESP; a checked view's fields and trailer parse
-/// without panicking, and a trailer's payload lies inside it.
-pub fn fuzz(data: &[u8]) {
-    let _ = classify_udp(data);
-    if let Ok(p) = Packet::new_checked(data) {
-        let _ = (p.spi(), p.sequence(), p.iv());
-        let enc = &data[HEADER_LEN..data.len() - ICV_LEN];
-        if let Ok((len, _)) = parse_trailer(enc) {
-            assert!(len + TRAILER_LEN <= enc.len());
-        }
-    }
-    if let Ok((len, _)) = parse_trailer(data) {
-        assert!(len + TRAILER_LEN <= data.len());
     }
 }

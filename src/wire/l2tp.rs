@@ -154,6 +154,14 @@ pub fn parse(b: &[u8]) -> Result<Message> {
     })
 }
 
+/// The fuzz target's entry point (fuzz/fuzz_targets/wire_l2tp.rs): any bytes
+/// parse or are refused, and a data message's payload lies inside them.
+pub fn fuzz(data: &[u8]) {
+    if let Ok(Message::Data { payload, .. }) = parse(data) {
+        assert!(payload.start <= payload.end && payload.end <= data.len());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,13 +252,5 @@ mod tests {
             parse(&[0x00, 0x02, 0, 1, 0, 2, 0xff, 0x03]).unwrap_err(),
             Error::Truncated
         );
-    }
-}
-
-/// The fuzz target's entry point (fuzz/fuzz_targets/wire_l2tp.rs): any bytes
-/// parse or are refused, and a data message's payload lies inside them.
-pub fn fuzz(data: &[u8]) {
-    if let Ok(Message::Data { payload, .. }) = parse(data) {
-        assert!(payload.start <= payload.end && payload.end <= data.len());
     }
 }
