@@ -73,6 +73,16 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
     for tun in &t.tunnels {
         let d = match &tun.kind {
             crate::topology::tunnel::TunnelKind::Dslite(d) => d,
+            crate::topology::tunnel::TunnelKind::Esp(e) => {
+                let w = &e.overlay;
+                let (a, b) = (&w.peers[0], &w.peers[1]);
+                v.push((
+                    format!("esp {} ({})", tun.name, if e.udp { "udp" } else { "raw" }),
+                    t.nodes[a.node].name.clone(),
+                    t.nodes[b.node].name.clone(),
+                ));
+                continue;
+            }
             crate::topology::tunnel::TunnelKind::Wireguard(w) => {
                 for i in 0..w.peers.len() {
                     for j in w.neighbours(i).into_iter().filter(|&j| j > i) {

@@ -23,10 +23,9 @@ pub fn parse(s: &str) -> Result<[u8; 32], String> {
     })
 }
 
-/// A new private key from the kernel's random source, clamped as `wg genkey`
-/// clamps it.
-pub fn generate() -> std::io::Result<[u8; 32]> {
-    let mut k = [0u8; 32];
+/// N bytes from the kernel's random source.
+pub fn random<const N: usize>() -> std::io::Result<[u8; N]> {
+    let mut k = [0u8; N];
     let mut got = 0;
     while got < k.len() {
         // SAFETY: writes at most the rest of `k`.
@@ -40,6 +39,13 @@ pub fn generate() -> std::io::Result<[u8; 32]> {
         }
         got += n as usize;
     }
+    Ok(k)
+}
+
+/// A new private key from the kernel's random source, clamped as `wg genkey`
+/// clamps it.
+pub fn generate() -> std::io::Result<[u8; 32]> {
+    let mut k = random::<32>()?;
     k[0] &= 248;
     k[31] &= 127;
     k[31] |= 64;
@@ -104,6 +110,9 @@ pub struct TunnelKeys {
     /// node -> private key (base64).
     pub private: std::collections::BTreeMap<String, String>,
     pub preshared: Option<String>,
+    /// ESP: node -> the key material (hex, 20 bytes) of the SA into it.
+    #[serde(default)]
+    pub sa: std::collections::BTreeMap<String, String>,
 }
 
 const KEYS_FILE: &str = "wireguard-keys.json";
@@ -119,6 +128,16 @@ impl LabKeys {
         use crate::topology::wireguard::Preshared;
         let mut keys = LabKeys::default();
         for tun in &t.tunnels {
+            if let TunnelKind::Esp(e) = &tun.kind {
+                let mut tk = TunnelKeys::default();
+                for p in &e.overlay.peers {
+                    let k = random::<20>()?;
+                    let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
+                    tk.sa.insert(t.nodes[p.node].name.clone(), hex);
+                }
+                keys.tunnels.insert(tun.name.clone(), tk);
+                continue;
+            }
             let TunnelKind::Wireguard(w) = &tun.kind else {
                 continue;
             };
@@ -170,6 +189,25 @@ impl LabKeys {
             .and_then(|t| t.private.get(node))
             .ok_or_else(|| anyhow::anyhow!("no WireGuard key for {node} in tunnel {tunnel}"))?;
         parse(s).map_err(anyhow::Error::msg)
+    }
+
+    /// ESP: the key material of the SA into `node`.
+    pub fn sa(&self, tunnel: &str, node: &str) -> anyhow::Result<[u8; 20]> {
+        let s = self
+            .tunnels
+            .get(tunnel)
+            .and_then(|t| t.sa.get(node))
+            .ok_or_else(|| {
+                anyhow::anyhow!("no ESP key for the SA into {node} in tunnel {tunnel}")
+            })?;
+        let mut k = [0u8; 20];
+        if s.len() != 40 {
+            anyhow::bail!("the ESP key into {node} is not 40 hex digits");
+        }
+        for (i, b) in k.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)?;
+        }
+        Ok(k)
     }
 
     pub fn preshared(&self, tunnel: &str) -> Option<[u8; 32]> {

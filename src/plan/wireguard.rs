@@ -6,12 +6,12 @@
 //! needs the TUN made the way it attaches (wireguard-go: one plain queue).
 
 use crate::topology::Topology;
-use crate::topology::tunnel::{Tunnel, TunnelKind};
+use crate::topology::tunnel::Tunnel;
 use crate::topology::wireguard::Implementation;
 use netns::Op;
 
 pub fn ops(_t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
-    let TunnelKind::Wireguard(w) = &tun.kind else {
+    let Some(w) = tun.overlay() else {
         return Vec::new();
     };
     let dev = tun.tun_name();

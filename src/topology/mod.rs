@@ -2,6 +2,7 @@
 //! validate. All of it is pure: nothing here touches the kernel.
 
 mod device;
+pub mod esp;
 pub mod impair;
 pub mod locate;
 pub mod model;

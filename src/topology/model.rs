@@ -203,7 +203,7 @@ impl Topology {
         // Inner addresses of WireGuard peers, on the tunnel's TUN (last, so
         // defaults that take a node's first address take a link's).
         for tun in &self.tunnels {
-            if let super::tunnel::TunnelKind::Wireguard(w) = &tun.kind {
+            if let Some(w) = tun.overlay() {
                 for p in w.peers.iter().filter(|p| p.node == node) {
                     out.extend(p.addresses.iter().map(|a| (tun.tun_name(), *a)));
                 }

@@ -139,7 +139,7 @@ impl<'t> Router<'t> {
     fn wireguard_peers(&self, node: usize) -> Vec<(&'t Tunnel, &'t Wireguard, usize)> {
         let mut v = Vec::new();
         for t in &self.topo.tunnels {
-            if let TunnelKind::Wireguard(w) = &t.kind {
+            if let Some(w) = t.overlay() {
                 if let Some(i) = w.peers.iter().position(|p| p.node == node) {
                     v.push((t, w, i));
                 }

@@ -23,9 +23,10 @@ pub const DSLITE_OVERHEAD: u32 = 40;
 pub enum RawTunnel {
     Dslite(RawDslite),
     Wireguard(super::wireguard::RawWireguard),
+    Esp(super::esp::RawEsp),
 }
 
-pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\"";
+pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\"";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,6 +150,7 @@ pub struct Tunnel {
 pub enum TunnelKind {
     Dslite(Dslite),
     Wireguard(super::wireguard::Wireguard),
+    Esp(super::esp::EspTunnel),
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -199,10 +201,21 @@ impl Tunnel {
         let prefix = match self.kind {
             TunnelKind::Dslite(_) => "tun",
             TunnelKind::Wireguard(_) => "wg",
+            TunnelKind::Esp(_) => "esp",
         };
         let mut s = format!("{prefix}-{}", self.name);
         s.truncate(15);
         s
+    }
+
+    /// The peers of a point-to-point kind (WireGuard, ESP): their nodes,
+    /// underlay endpoints, inner addresses and the networks behind them.
+    pub fn overlay(&self) -> Option<&super::wireguard::Wireguard> {
+        match &self.kind {
+            TunnelKind::Wireguard(w) => Some(w),
+            TunnelKind::Esp(e) => Some(&e.overlay),
+            TunnelKind::Dslite(_) => None,
+        }
     }
 
     /// Every endpoint: (role, node index, datapath).
@@ -220,7 +233,9 @@ impl Tunnel {
             }
             // Every peer is a process: tunbench's datapath, or the one that
             // runs and configures an external implementation.
-            TunnelKind::Wireguard(w) => w
+            TunnelKind::Wireguard(_) | TunnelKind::Esp(_) => self
+                .overlay()
+                .expect("an overlay")
                 .peers
                 .iter()
                 .enumerate()
@@ -253,6 +268,16 @@ pub fn resolve(
             i
         };
         match rt {
+            RawTunnel::Esp(e) => {
+                if let Some(e) = super::esp::resolve(name, e, &at, &node, p) {
+                    out.push(Tunnel {
+                        name: name.clone(),
+                        description: e_description(rt),
+                        kind: TunnelKind::Esp(e),
+                        at,
+                    });
+                }
+            }
             RawTunnel::Wireguard(w) => {
                 if let Some(w) = super::wireguard::resolve(name, w, &at, &node, p) {
                     out.push(Tunnel {
@@ -379,10 +404,15 @@ pub fn resolve(
     out
 }
 
+fn e_description(rt: &RawTunnel) -> Option<String> {
+    w_description(rt)
+}
+
 fn w_description(rt: &RawTunnel) -> Option<String> {
     match rt {
         RawTunnel::Dslite(d) => d.description.clone(),
         RawTunnel::Wireguard(w) => w.description.clone(),
+        RawTunnel::Esp(e) => e.description.clone(),
     }
 }
 
@@ -477,6 +507,10 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
             TunnelKind::Dslite(d) => d,
             TunnelKind::Wireguard(w) => {
                 super::wireguard::validate(t, &tun.name, w, &tun.tun_name(), p);
+                continue;
+            }
+            TunnelKind::Esp(e) => {
+                super::wireguard::validate(t, &tun.name, &e.overlay, &tun.tun_name(), p);
                 continue;
             }
         };

@@ -126,7 +126,12 @@ pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
         (TunnelKind::Wireguard(w), Role::Peer(i)) => {
             return super::wg_endpoint::run(lab, &running.topology, tun, w, i);
         }
-        (TunnelKind::Wireguard(_), _) => unreachable!("a WireGuard endpoint is a peer"),
+        (TunnelKind::Esp(e), Role::Peer(i)) => {
+            return super::esp_endpoint::run(lab, &running.topology, tun, e, i);
+        }
+        (TunnelKind::Wireguard(_) | TunnelKind::Esp(_), _) => {
+            unreachable!("a WireGuard or ESP endpoint is a peer")
+        }
     };
     let config = driver_config(tun, d, role);
     let stats_path = crate::datapath::stats_path(lab, &Job::Tunnel(tunnel.to_string()), node);

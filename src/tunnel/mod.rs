@@ -9,6 +9,7 @@ pub mod driver;
 pub mod dslite;
 pub mod endpoint;
 pub mod esp;
+pub mod esp_endpoint;
 pub mod l2tp;
 pub mod offload;
 pub mod overhead;
