@@ -11,7 +11,6 @@ use serde_json::Value;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 fn topology(dir: &Path, encap: &str) -> PathBuf {
     let text = format!(
@@ -35,13 +34,6 @@ ends = [
     let p = dir.join(format!("esp-{encap}.toml"));
     std::fs::write(&p, text).unwrap();
     p
-}
-
-fn up(file: &Path, lab: &str) -> LabGuard {
-    let g = LabGuard(lab.to_string());
-    let o = tunbench(&["up", file.to_str().unwrap(), "--name", lab]);
-    assert!(o.status.success(), "up failed: {}", text(&o));
-    g
 }
 
 fn stats(lab: &str, node: &str) -> Value {
@@ -73,20 +65,12 @@ fn ping(lab: &str, from: &str, to: &str, size: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "{what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn esp_over_udp_and_raw_carries_tcp_and_udp_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     for encap in ["udp", "raw"] {
         let lab = lab_name(&format!("esp{}", &encap[..1]));
-        let _g = up(&topology(dir.path(), encap), &lab);
+        let _g = up_named(&topology(dir.path(), encap), &lab);
         assert!(
             ping(&lab, "a", "198.18.75.2", "56"),
             "{lab}: no ping through ESP"
@@ -127,56 +111,22 @@ fn esp_over_udp_and_raw_carries_tcp_and_udp_both_ways() {
     }
 }
 
-/// The first ESP-in-UDP payload in a pcap (Ethernet, IPv4, UDP).
-fn first_esp(pcap: &[u8]) -> Vec<u8> {
-    let mut off = 24;
-    while off + 16 <= pcap.len() {
-        let caplen = u32::from_le_bytes(pcap[off + 8..off + 12].try_into().unwrap()) as usize;
-        let frame = &pcap[off + 16..off + 16 + caplen];
-        off += 16 + caplen;
-        if frame.len() > 14 + 20 + 8 + 36 && frame[12..14] == [0x08, 0x00] && frame[23] == 17 {
-            return frame[14 + 20 + 8..].to_vec();
-        }
-    }
-    panic!("no ESP packet in the capture");
-}
-
 #[test]
 fn a_live_capture_decrypts_and_bad_packets_are_dropped_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("espbad");
-    let _g = up(&topology(dir.path(), "udp"), &lab);
+    let _g = up_named(&topology(dir.path(), "udp"), &lab);
     assert!(ping(&lab, "a", "198.18.75.2", "56"));
     let pcap = dir.path().join("esp.pcap");
-    let mut cap = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("{lab}-b"),
-            "tshark",
-            "-q",
-            "-i",
-            "eth0",
-            "-c",
-            "1",
-            "-F",
-            "pcap",
-            "-w",
-        ])
-        .arg(&pcap)
-        .args(["-f", "udp dst port 4500 and greater 300"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("tshark");
-    let t0 = Instant::now();
-    while cap.try_wait().unwrap().is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "tshark captured nothing"
-        );
-        ping(&lab, "a", "198.18.75.2", "400");
-    }
+    capture_one(
+        &lab,
+        "b",
+        "udp dst port 4500 and greater 300",
+        &pcap,
+        || {
+            ping(&lab, "a", "198.18.75.2", "400");
+        },
+    );
     // tshark decrypts the live packet with the SA from the lab's key file.
     let keys: Value = serde_json::from_str(
         &std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap(),
@@ -195,7 +145,7 @@ fn a_live_capture_decrypts_and_bad_packets_are_dropped_and_counted() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("ESP Decrypted Data"), "{out}");
     assert!(out.contains("Src: 198.18.75.1, Dst: 198.18.75.2"), "{out}");
-    let esp = first_esp(&std::fs::read(&pcap).unwrap());
+    let esp = udp_payloads(&std::fs::read(&pcap).unwrap()).remove(0);
     let send = |lab: &str, data: Vec<u8>| {
         netns::namespace::run_in(&format!("{lab}-a"), move || {
             UdpSocket::bind("198.18.74.1:0")?

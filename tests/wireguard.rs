@@ -52,13 +52,6 @@ peers = [
     p
 }
 
-fn up(file: &Path, lab: &str) -> LabGuard {
-    let g = LabGuard(lab.to_string());
-    let o = tunbench(&["up", file.to_str().unwrap(), "--name", lab]);
-    assert!(o.status.success(), "up failed: {}", text(&o));
-    g
-}
-
 fn json(path: PathBuf) -> Value {
     let t = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&t).unwrap()
@@ -106,16 +99,6 @@ fn ping_within(lab: &str, from: &str, to: &str, secs: u64) -> bool {
     false
 }
 
-/// Waits until `f` holds for a freshly read stats value (files are rewritten
-/// every second).
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "{what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn drops(v: &Value, reason: &str) -> u64 {
     v["drops"][reason].as_u64().unwrap_or(0)
 }
@@ -146,7 +129,7 @@ fn tunbench_peers_over_ipv4_and_ipv6_underlays() {
     let dir = tempfile::tempdir().unwrap();
     for v6 in [false, true] {
         let lab = lab_name(if v6 { "wg6" } else { "wg4" });
-        let _g = up(&topology(dir.path(), v6, "tunbench"), &lab);
+        let _g = up_named(&topology(dir.path(), v6, "tunbench"), &lab);
         assert!(
             ping_within(&lab, "a", B_INNER, 5),
             "{lab}: no ping through the tunnel"
@@ -193,7 +176,7 @@ fn interop_with_wireguard_go_either_side_starting_the_handshake() {
     // (IPv6 underlay, who sends first)
     for (v6, first) in [(false, "a"), (true, "b")] {
         let lab = lab_name(if v6 { "wgg6" } else { "wgg4" });
-        let _g = up(&topology(dir.path(), v6, "wireguard-go"), &lab);
+        let _g = up_named(&topology(dir.path(), v6, "wireguard-go"), &lab);
         let (from, to) = if first == "a" {
             ("a", B_INNER)
         } else {
@@ -245,7 +228,7 @@ fn uapi(lab: &str, node: &str, request: &str) -> String {
 fn a_peer_with_the_wrong_key_gets_nothing_through_and_we_log_why() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("wgkey");
-    let _g = up(&topology(dir.path(), false, "wireguard-go"), &lab);
+    let _g = up_named(&topology(dir.path(), false, "wireguard-go"), &lab);
     // wireguard-go gets a new private key: its public key is no longer the one
     // a has for it.
     let r = uapi(
@@ -269,26 +252,6 @@ fn a_peer_with_the_wrong_key_gets_nothing_through_and_we_log_why() {
     assert!(l.contains("not the configured peer's"), "a's log: {l}");
 }
 
-/// The first datagram to `port` in `pcap` whose WireGuard type is 4 (data).
-fn first_data_packet(pcap: &[u8]) -> Vec<u8> {
-    let mut off = 24;
-    while off + 16 <= pcap.len() {
-        let caplen = u32::from_le_bytes(pcap[off + 8..off + 12].try_into().unwrap()) as usize;
-        let frame = &pcap[off + 16..off + 16 + caplen];
-        off += 16 + caplen;
-        // Ethernet (14) + IPv4 (IHL) + UDP (8).
-        if frame.len() < 14 + 20 + 8 || frame[12..14] != [0x08, 0x00] {
-            continue;
-        }
-        let ihl = ((frame[14] & 0x0f) as usize) * 4;
-        let payload = &frame[14 + ihl + 8..];
-        if payload.first() == Some(&4) && payload.len() > 100 {
-            return payload.to_vec();
-        }
-    }
-    panic!("no WireGuard data packet in the capture");
-}
-
 /// Runs `f` with a UDP socket in `lab`'s node a, bound to a's underlay address.
 fn from_a<R: Send + 'static>(lab: &str, f: impl FnOnce(UdpSocket) -> R + Send + 'static) -> R {
     netns::namespace::run_in(&format!("{lab}-a"), move || {
@@ -302,54 +265,37 @@ fn from_a<R: Send + 'static>(lab: &str, f: impl FnOnce(UdpSocket) -> R + Send + 
 fn a_replayed_data_packet_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("wgrep");
-    let _g = up(&topology(dir.path(), false, "tunbench"), &lab);
+    let _g = up_named(&topology(dir.path(), false, "tunbench"), &lab);
     assert!(ping_within(&lab, "a", B_INNER, 5));
     let pcap = dir.path().join("wg.pcap");
-    let mut cap = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &format!("{lab}-b"),
-            "tshark",
-            "-q",
-            "-i",
-            "eth0",
-            "-c",
-            "1",
-            "-F",
-            "pcap",
-            "-w",
-        ])
-        .arg(&pcap)
-        .args(["-f", "udp dst port 51820 and greater 300"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("tshark");
-    // tshark needs a moment before it captures; ping until it got one.
-    let t0 = Instant::now();
-    while cap.try_wait().unwrap().is_none() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "tshark captured nothing"
-        );
-        let _ = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &format!("{lab}-a"),
-                "ping",
-                "-c",
-                "1",
-                "-s",
-                "400",
-                "-W",
-                "1",
-                B_INNER,
-            ])
-            .output();
-    }
-    let data = first_data_packet(&std::fs::read(&pcap).unwrap());
+    capture_one(
+        &lab,
+        "b",
+        "udp dst port 51820 and greater 300",
+        &pcap,
+        || {
+            let _ = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    &format!("{lab}-a"),
+                    "ping",
+                    "-c",
+                    "1",
+                    "-s",
+                    "400",
+                    "-W",
+                    "1",
+                    B_INNER,
+                ])
+                .output();
+        },
+    );
+    // A WireGuard data message (type 4) carrying the ping.
+    let data = udp_payloads(&std::fs::read(&pcap).unwrap())
+        .into_iter()
+        .find(|p| p.first() == Some(&4) && p.len() > 100)
+        .expect("a WireGuard data packet in the capture");
     let before = drops(&stats(&lab, "b"), "replayed");
     from_a(&lab, move |s| {
         s.send_to(&data, "198.18.70.2:51820").unwrap()
@@ -366,7 +312,7 @@ fn garbage_truncated_handshakes_and_an_initiation_flood_do_not_stop_the_datapath
     use boringtun::x25519::{PublicKey, StaticSecret};
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("wgbad");
-    let _g = up(&topology(dir.path(), false, "tunbench"), &lab);
+    let _g = up_named(&topology(dir.path(), false, "tunbench"), &lab);
     assert!(ping_within(&lab, "a", B_INNER, 5));
     let b_public = peers(&lab, "b")["public_key"].as_str().unwrap().to_string();
     let b_public = tunbench::wgkey::parse(&b_public).unwrap();
@@ -509,7 +455,7 @@ peers = [
     )
     .unwrap();
     let lab = lab_name("wghub");
-    let _g = up(&file, &lab);
+    let _g = up_named(&file, &lab);
     // s1 -> hub -> s2: the hub decrypts, forwards, encrypts again.
     assert!(
         ping_within(&lab, "s1", "198.18.81.12", 5),
@@ -539,7 +485,7 @@ fn persistent_keepalive_brings_the_session_up_without_traffic() {
     )
     .unwrap();
     let lab = lab_name("wgka");
-    let _g = up(&file, &lab);
+    let _g = up_named(&file, &lab);
     // No packet is sent through the tunnel; the keepalive timer alone makes
     // the handshake and then keeps sending.
     eventually("a handshake without traffic", || {

@@ -7,9 +7,7 @@
 use super::wireguard::{Implementation, Peer, Preshared, Wireguard};
 use super::{KeyPath, Problem, int_in};
 use crate::tunnel::overhead::Encapsulation;
-use ipnetwork::IpNetwork;
 use serde::Deserialize;
-use std::net::IpAddr;
 
 pub const ESP_PORT: u16 = 4500;
 
@@ -98,39 +96,14 @@ pub fn resolve(
     for (i, re) in e.ends.iter().enumerate() {
         let eat = at.key("ends").index(i);
         let n = node(&re.node, &eat.key("node"), p);
-        let endpoint = match re.endpoint.parse::<IpAddr>() {
-            Ok(a) => Some(a),
-            Err(_) => {
-                p.push(Problem::new(&eat.key("endpoint"), format!("\"{}\" is not an IP address (the underlay address of this end, no prefix length)", re.endpoint)));
-                None
-            }
-        };
-        let mut addresses = Vec::new();
-        for (k, s) in re.address.0.iter().enumerate() {
-            match s.parse::<IpNetwork>() {
-                Ok(a) if s.contains('/') => addresses.push(a),
-                _ => p.push(Problem::new(
-                    &eat.key("address").index(k),
-                    format!("\"{s}\" is not an address with prefix length (like 198.19.0.1/24)"),
-                )),
-            }
-        }
-        if re.address.0.is_empty() {
-            p.push(Problem::new(
-                &eat.key("address"),
-                "an end needs at least one inner address, with its prefix length",
-            ));
-        }
-        let mut allowed_ips = Vec::new();
-        for (k, s) in re.allowed_ips.iter().enumerate() {
-            match s.parse::<IpNetwork>() {
-                Ok(a) if a.ip() == a.network() => allowed_ips.push(a),
-                _ => p.push(Problem::new(
-                    &eat.key("allowed_ips").index(k),
-                    format!("\"{s}\" is not a prefix without host bits (like 198.18.60.0/24)"),
-                )),
-            }
-        }
+        let (endpoint, addresses, allowed_ips) = super::wireguard::end_fields(
+            &re.endpoint,
+            &re.address,
+            &re.allowed_ips,
+            "end",
+            &eat,
+            p,
+        );
         let spi = int_in(
             re.spi,
             256..=u32::MAX as i64,

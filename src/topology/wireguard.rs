@@ -250,6 +250,64 @@ impl Wireguard {
     }
 }
 
+/// The fields a WireGuard peer and an ESP end share: the underlay endpoint,
+/// inner addresses (with prefix length) and the networks behind it (`what`
+/// names it in messages: "peer", "end").
+pub(crate) fn end_fields(
+    endpoint: &str,
+    address: &super::raw::OneOrMany,
+    allowed: &[String],
+    what: &str,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> (Option<IpAddr>, Vec<IpNetwork>, Vec<IpNetwork>) {
+    let ep = match endpoint.parse::<IpAddr>() {
+        Ok(a) => Some(a),
+        Err(_) => {
+            p.push(Problem::new(
+                &at.key("endpoint"),
+                format!("\"{endpoint}\" is not an IP address (the underlay address this {what} listens on, no prefix length)"),
+            ));
+            None
+        }
+    };
+    let mut addresses = Vec::new();
+    if address.0.is_empty() {
+        p.push(Problem::new(
+            &at.key("address"),
+            format!("a {what} needs at least one inner address, with its prefix length"),
+        ));
+    }
+    for (k, s) in address.0.iter().enumerate() {
+        match s.parse::<IpNetwork>() {
+            Ok(a) if s.contains('/') => addresses.push(a),
+            _ => p.push(Problem::new(
+                &at.key("address").index(k),
+                format!("\"{s}\" is not an address with prefix length (like 198.19.0.1/24)"),
+            )),
+        }
+    }
+    let mut allowed_ips = Vec::new();
+    for (k, s) in allowed.iter().enumerate() {
+        match s.parse::<IpNetwork>() {
+            Ok(a) if a.ip() == a.network() => allowed_ips.push(a),
+            Ok(a) => p.push(Problem::new(
+                &at.key("allowed_ips").index(k),
+                format!(
+                    "{s} has host bits set; did you mean {}/{}?",
+                    a.network(),
+                    a.prefix()
+                ),
+            )),
+            Err(_) => p.push(Problem::new(
+                &at.key("allowed_ips").index(k),
+                format!("\"{s}\" is not a prefix (like 198.18.60.0/24)"),
+            )),
+        }
+    }
+    (ep, addresses, allowed_ips)
+}
+
 /// Finds a node by name, or records a problem at the key path.
 pub type NodeLookup<'a> = dyn Fn(&str, &KeyPath, &mut Vec<Problem>) -> Option<usize> + 'a;
 
@@ -320,13 +378,6 @@ pub fn resolve(
     for (i, rp) in w.peers.iter().enumerate() {
         let pat = at.key("peers").index(i);
         let n = node(&rp.node, &pat.key("node"), p);
-        let endpoint = match rp.endpoint.parse::<IpAddr>() {
-            Ok(a) => Some(a),
-            Err(_) => {
-                p.push(Problem::new(&pat.key("endpoint"), format!("\"{}\" is not an IP address (the underlay address this peer listens on, no prefix length)", rp.endpoint)));
-                None
-            }
-        };
         let port = int_in(
             rp.port,
             1..=65535,
@@ -335,40 +386,8 @@ pub fn resolve(
             p,
             |x| format!("port {x}; use 1..=65535 (default {DEFAULT_PORT})"),
         ) as u16;
-        let mut addresses = Vec::new();
-        if rp.address.0.is_empty() {
-            p.push(Problem::new(
-                &pat.key("address"),
-                "a peer needs at least one inner address, with its prefix length",
-            ));
-        }
-        for (k, s) in rp.address.0.iter().enumerate() {
-            match s.parse::<IpNetwork>() {
-                Ok(a) if s.contains('/') => addresses.push(a),
-                _ => p.push(Problem::new(
-                    &pat.key("address").index(k),
-                    format!("\"{s}\" is not an address with prefix length (like 198.19.0.1/24)"),
-                )),
-            }
-        }
-        let mut allowed_ips = Vec::new();
-        for (k, s) in rp.allowed_ips.iter().enumerate() {
-            match s.parse::<IpNetwork>() {
-                Ok(a) if a.ip() == a.network() => allowed_ips.push(a),
-                Ok(a) => p.push(Problem::new(
-                    &pat.key("allowed_ips").index(k),
-                    format!(
-                        "{s} has host bits set; did you mean {}/{}?",
-                        a.network(),
-                        a.prefix()
-                    ),
-                )),
-                Err(_) => p.push(Problem::new(
-                    &pat.key("allowed_ips").index(k),
-                    format!("\"{s}\" is not a prefix (like 198.18.60.0/24)"),
-                )),
-            }
-        }
+        let (endpoint, addresses, allowed_ips) =
+            end_fields(&rp.endpoint, &rp.address, &rp.allowed_ips, "peer", &pat, p);
         let private_key = match &rp.private_key {
             None => None,
             Some(s) => match crate::wgkey::parse(s) {

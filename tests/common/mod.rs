@@ -275,3 +275,69 @@ pub fn spawn_listening(make: impl Fn(u16) -> std::process::Command) -> (std::pro
         }
     }
 }
+
+/// `tunbench up FILE --name LAB`, asserted to work; the guard takes it down.
+pub fn up_named(file: &Path, lab: &str) -> LabGuard {
+    let g = LabGuard(lab.to_string());
+    let o = tunbench(&["up", file.to_str().unwrap(), "--name", lab]);
+    assert!(o.status.success(), "up failed: {}", text(&o));
+    g
+}
+
+/// Waits up to 5 s for `f` to hold (stats files are rewritten every second).
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Captures one packet matching `filter` on `LAB-NODE`'s eth0 with tshark into
+/// `pcap`, calling `poke` (which should make such a packet) until it has one.
+pub fn capture_one(lab: &str, node: &str, filter: &str, pcap: &Path, mut poke: impl FnMut()) {
+    use std::process::Stdio;
+    let mut cap = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-{node}"),
+            "tshark",
+            "-q",
+            "-i",
+            "eth0",
+        ])
+        .args(["-c", "1", "-F", "pcap", "-w"])
+        .arg(pcap)
+        .args(["-f", filter])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tshark");
+    // tshark needs a moment before it captures.
+    let t0 = std::time::Instant::now();
+    while cap.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "tshark captured nothing for {filter}"
+        );
+        poke();
+    }
+}
+
+/// The UDP payloads of the Ethernet/IPv4 frames in a classic pcap file.
+pub fn udp_payloads(pcap: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut off = 24;
+    while off + 16 <= pcap.len() {
+        let caplen = u32::from_le_bytes(pcap[off + 8..off + 12].try_into().unwrap()) as usize;
+        let frame = &pcap[off + 16..(off + 16 + caplen).min(pcap.len())];
+        off += 16 + caplen;
+        if frame.len() < 14 + 20 + 8 || frame[12..14] != [0x08, 0x00] || frame[23] != 17 {
+            continue;
+        }
+        let ihl = ((frame[14] & 0x0f) as usize) * 4;
+        out.push(frame[14 + ihl + 8..].to_vec());
+    }
+    out
+}
