@@ -39,24 +39,15 @@ fn udp_beyond_the_limit_is_lost_and_tcp_is_not() {
         let payload = limit;
         // Twice the limit, from the first second on.
         let offered = format!("{}", 2.0 * limit);
-        let udp = measure(
-            &lab,
-            to,
-            port,
-            &["-u", "-b", &offered, "-l", "1400", "-t", "2"],
-        );
-        let off = udp / payload - 1.0;
-        eprintln!(
-            "{family} UDP at twice the limit: {:.1} Mbit/s received, {:+.1} % off the limit",
-            udp / 1e6,
-            off * 100.0
-        );
-        assert!(
-            off.abs() <= 0.10,
-            "{family} UDP: {:.1} Mbit/s received at twice a limit that leaves {:.1}",
-            udp / 1e6,
-            payload / 1e6
-        );
+        on_a_noisy_machine(4, &format!("{family} UDP at twice the limit"), || {
+            let udp = measure(
+                &lab,
+                to,
+                port,
+                &["-u", "-b", &offered, "-l", "1400", "-t", "2"],
+            );
+            rate_within(udp, payload, 0.10)
+        });
         let tcp = measure(&lab, to, port + 1, &["-t", "1"]);
         eprintln!("{family} TCP: {:.0} Mbit/s", tcp / 1e6);
         assert!(

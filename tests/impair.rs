@@ -29,27 +29,12 @@ fn measure(lab: &str, port: u16, args: &[&str]) -> f64 {
     engine_bps(lab, "left", "right", RIGHT, port, &a)
 }
 
-/// Measures, and judges the figure against `expected` within 5 %. A run that
-/// misses is measured once more and the second decides: on this shared 2-core
-/// machine a neighbour's burst can stall the sender past the shaper's 50 ms
-/// queue (-5.3 % once in CI at 200 Mbit/s), which says nothing of the shaper.
+/// Measures, and judges the figure against `expected` within 5 %, as many as
+/// four times on this noisy machine (see `on_a_noisy_machine`): the sender
+/// stalled past the shaper's 50 ms queue gave -25 % at 1 Gbit/s UDP in CI
+/// once, which says nothing of the shaper.
 fn within(measure: impl Fn() -> f64, expected: f64, what: &str) {
-    let mut measured = measure();
-    let mut off = measured / expected - 1.0;
-    // In the test log, so a drift towards the limit shows before it fails.
-    eprintln!("{what}: {:+.1} %", off * 100.0);
-    if off.abs() > 0.05 {
-        measured = measure();
-        off = measured / expected - 1.0;
-        eprintln!("{what}, measured again: {:+.1} %", off * 100.0);
-    }
-    assert!(
-        off.abs() <= 0.05,
-        "{what}: {:.1} Mbit/s against {:.1} expected ({:+.1} %), twice",
-        measured / 1e6,
-        expected / 1e6,
-        off * 100.0
-    );
+    on_a_noisy_machine(4, what, || rate_within(measure(), expected, 0.05));
 }
 
 #[test]

@@ -90,9 +90,9 @@ fn delay_loss_and_reordering_through_the_relay() {
 
     // 1 % loss right to left, measured by the engine's UDP receiver (-R: the
     // server on the right sends): 120k datagrams of 100 bytes at 20k a second.
-    // A run that misses is measured once more and the second decides: a
-    // neighbour's burst on this shared machine can overflow a queue on the way
-    // (6 % real loss once in CI at twice this packet rate).
+    // On this noisy machine a neighbour's burst can overflow a queue on the
+    // way (6 % real loss once in CI at twice this packet rate): more loss is
+    // measured again, less is wrong (see `on_a_noisy_machine`).
     let udp = || {
         let mut server = Command::new("ip")
             .args(["netns", "exec", &format!("{lab}-right"), bin()])
@@ -119,13 +119,21 @@ fn delay_loss_and_reordering_through_the_relay() {
         eprintln!("UDP right to left: {packets} datagrams, {lost:.3} % lost, {ooo} out of order");
         (packets, lost, ooo)
     };
-    let mut r = udp();
-    if !(0.8..=1.2).contains(&r.1) {
-        r = udp();
-    }
-    let (packets, lost, ooo) = r;
-    assert!(packets >= 100_000, "{packets} datagrams");
-    assert!((0.8..=1.2).contains(&lost), "loss {lost} %, twice");
+    let mut ooo = 0;
+    on_a_noisy_machine(3, "1 % loss right to left", || {
+        let (packets, lost, out_of_order) = udp();
+        ooo = out_of_order;
+        let why = format!("{packets} datagrams, {lost:.3} % lost");
+        if packets < 100_000 {
+            Judged::Short(why)
+        } else if lost < 0.8 {
+            Judged::Wrong(why)
+        } else if lost > 1.2 {
+            Judged::Short(why)
+        } else {
+            Judged::Pass
+        }
+    });
     assert!(ooo > 0, "2 % reordering shows as out of order");
 
     // The relay counted what it did.

@@ -19,20 +19,9 @@ fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
     engine_bps(lab, "left", "right", to, port, &a)
 }
 
-fn about(measured: f64, expected: f64, what: &str) {
-    let off = measured / expected - 1.0;
-    eprintln!(
-        "{what}: {:.1} Mbit/s ({:+.1} %)",
-        measured / 1e6,
-        off * 100.0
-    );
-    assert!(
-        off.abs() <= 0.10,
-        "{what}: {:.1} Mbit/s against {:.1} expected ({:+.1} %)",
-        measured / 1e6,
-        expected / 1e6,
-        off * 100.0
-    );
+/// Within 10 % of the ceiling, as many as four times (see `on_a_noisy_machine`).
+fn about(measure: impl Fn() -> f64, expected: f64, what: &str) {
+    on_a_noisy_machine(4, what, || rate_within(measure(), expected, 0.10));
 }
 
 #[test]
@@ -44,29 +33,31 @@ fn flow_and_aggregate_ceilings_hold_per_direction_and_protocol() {
     for (to, fam) in [("198.18.63.2", "IPv4"), ("2001:2:0:63::2", "IPv6")] {
         // Download: flow 40M, aggregate 100M.
         about(
-            measure(&lab, to, 5401, &["-R"]),
+            || measure(&lab, to, 5401, &["-R"]),
             40e6,
             &format!("{fam} TCP download, 1 flow"),
         );
         about(
-            measure(&lab, to, 5402, &["-R", "-P", "2"]),
+            || measure(&lab, to, 5402, &["-R", "-P", "2"]),
             80e6,
             &format!("{fam} TCP download, 2 flows"),
         );
         about(
-            measure(&lab, to, 5403, &["-R", "-P", "4"]),
+            || measure(&lab, to, 5403, &["-R", "-P", "4"]),
             100e6,
             &format!("{fam} TCP download, 4 flows"),
         );
     }
     // UDP upload: 60M offered into a 30M aggregate.
     about(
-        measure(
-            &lab,
-            "198.18.63.2",
-            5404,
-            &["-u", "-b", "60M", "-l", "1400"],
-        ),
+        || {
+            measure(
+                &lab,
+                "198.18.63.2",
+                5404,
+                &["-u", "-b", "60M", "-l", "1400"],
+            )
+        },
         30e6,
         "IPv4 UDP upload at twice the ceiling",
     );

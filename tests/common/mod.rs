@@ -341,3 +341,79 @@ pub fn udp_payloads(pcap: &[u8]) -> Vec<Vec<u8>> {
     }
     out
 }
+
+/// What one run of a measurement on this shared machine says.
+pub enum Judged {
+    /// Within what the test claims.
+    Pass,
+    /// Short of it in the way noise makes things short (fewer bits, more
+    /// loss): worth measuring again.
+    Short(String),
+    /// Wrong in a way noise cannot cause (a shaper or ceiling letting more
+    /// through): fails at once.
+    Wrong(String),
+}
+
+/// Runs a figure-checking measurement up to `runs` times and passes on the
+/// first run within its claim. On this 2-core VM a neighbour or the
+/// hypervisor's steal (30-40 % at times) stalls a sender past a shaper's queue
+/// and the figure falls short; noise never makes a figure too good, so that
+/// fails at once, and a datapath that is really off misses every run. Each
+/// run prints its verdict and the CPU the host stole meanwhile to the test log.
+pub fn on_a_noisy_machine(runs: usize, what: &str, mut run: impl FnMut() -> Judged) {
+    let mut short = Vec::new();
+    for _ in 0..runs {
+        let before = steal_and_total();
+        let verdict = run();
+        let after = steal_and_total();
+        let total = (after.1 - before.1).max(1);
+        let stolen = 100.0 * (after.0 - before.0) as f64 / total as f64;
+        match verdict {
+            Judged::Pass => {
+                eprintln!("{what}: within (host stole {stolen:.0} % of the CPU)");
+                return;
+            }
+            Judged::Short(why) => {
+                eprintln!("{what}: {why} (host stole {stolen:.0} % of the CPU)");
+                short.push(why);
+            }
+            Judged::Wrong(why) => panic!("{what}: {why}"),
+        }
+    }
+    panic!("{what}: short in all {runs} runs: {}", short.join("; "));
+}
+
+/// The steal and total jiffies of all CPUs, from /proc/stat.
+fn steal_and_total() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is in user)
+    (cpu.get(7).copied().unwrap_or(0), cpu.iter().take(8).sum())
+}
+
+/// Judges a measured rate against `expected`: within `tolerance` (0.05 = 5 %)
+/// passes, above fails, below is short.
+pub fn rate_within(measured: f64, expected: f64, tolerance: f64) -> Judged {
+    let off = measured / expected - 1.0;
+    let why = format!(
+        "{:.1} Mbit/s against {:.1} expected ({:+.1} %)",
+        measured / 1e6,
+        expected / 1e6,
+        off * 100.0
+    );
+    if off > tolerance {
+        Judged::Wrong(format!("{why}: more than the limit lets through"))
+    } else if off < -tolerance {
+        Judged::Short(why)
+    } else {
+        eprintln!("  {why}");
+        Judged::Pass
+    }
+}
