@@ -28,6 +28,11 @@ have tshark || need_pkgs+=(tshark)
 # `tunbench pubkey` against `wg pubkey` (wireguard-tools).
 have wireguard-go || need_pkgs+=(wireguard-go)
 have wg || need_pkgs+=(wireguard-tools)
+# IKEv2 tunnels run Debian's strongSwan: charon with userspace ESP
+# (kernel-libipsec, in libcharon-extra-plugins) and swanctl to drive it.
+[ -x /usr/lib/ipsec/charon ] || need_pkgs+=(strongswan-charon)
+have swanctl || need_pkgs+=(strongswan-swanctl)
+[ -e /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] || need_pkgs+=(libcharon-extra-plugins)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
