@@ -989,7 +989,16 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
         }
         let datapaths = crate::datapath::stats_of(l);
         let wireguard = crate::tunnel::wg_endpoint::peers_of(l);
-        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "datapaths": datapaths, "wireguard": wireguard }));
+        let tunnels: Vec<serde_json::Value> = crate::lab::find(l)
+            .map(|r| {
+                r.topology
+                    .tunnels
+                    .iter()
+                    .map(|t| serde_json::json!({ "name": t.name, "sizes": t.sizes() }))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard }));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -1045,6 +1054,17 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
                     ),
                     d["mtu"],
                     addrs.join(" ")
+                );
+            }
+        }
+        if let Ok(r) = crate::lab::find(l["lab"].as_str().unwrap_or("")) {
+            for t in &r.topology.tunnels {
+                let s = t.sizes();
+                println!(
+                    "  tunnel {} ({}): {}",
+                    t.name,
+                    s.encapsulation,
+                    s.describe()
                 );
             }
         }

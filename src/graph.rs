@@ -73,11 +73,12 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
     for tun in &t.tunnels {
         let d = match &tun.kind {
             crate::topology::tunnel::TunnelKind::Dslite(d) => d,
-            crate::topology::tunnel::TunnelKind::Esp(e) => {
-                let w = &e.overlay;
+            crate::topology::tunnel::TunnelKind::Esp(_)
+            | crate::topology::tunnel::TunnelKind::L2tp(_) => {
+                let w = tun.overlay().expect("an overlay");
                 let (a, b) = (&w.peers[0], &w.peers[1]);
                 v.push((
-                    format!("esp {} ({})", tun.name, if e.udp { "udp" } else { "raw" }),
+                    format!("{} ({})", tun.name, tun.encapsulation().name()),
                     t.nodes[a.node].name.clone(),
                     t.nodes[b.node].name.clone(),
                 ));

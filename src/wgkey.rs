@@ -128,9 +128,14 @@ impl LabKeys {
         use crate::topology::wireguard::Preshared;
         let mut keys = LabKeys::default();
         for tun in &t.tunnels {
-            if let TunnelKind::Esp(e) = &tun.kind {
+            let esp = match &tun.kind {
+                TunnelKind::Esp(e) => Some(&e.overlay),
+                TunnelKind::L2tp(l) if l.ipsec.is_some() => Some(&l.overlay),
+                _ => None,
+            };
+            if let Some(o) = esp {
                 let mut tk = TunnelKeys::default();
-                for p in &e.overlay.peers {
+                for p in &o.peers {
                     let k = random::<20>()?;
                     let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
                     tk.sa.insert(t.nodes[p.node].name.clone(), hex);

@@ -77,16 +77,15 @@ pub fn measure_lab(
     })
 }
 
-/// For every measured path into a WireGuard tunnel: what the tunnel adds per
-/// packet, and the MTU and MSS that leaves.
+/// For every measured path into a point-to-point tunnel (WireGuard, ESP,
+/// L2TP): what the tunnel adds per packet, and the MTU and MSS that leaves.
 fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
     use crate::topology::tunnel::TunnelKind;
-    use crate::tunnel::overhead::{Encapsulation, mss};
     let mut out = Vec::new();
     for s in specs {
         let targets: Vec<std::net::IpAddr> = [s.ipv4, s.ipv6].into_iter().flatten().collect();
         for tun in &t.tunnels {
-            let TunnelKind::Wireguard(w) = &tun.kind else {
+            let Some(w) = tun.overlay() else {
                 continue;
             };
             let inside = targets.iter().any(|a| {
@@ -99,20 +98,22 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
             if !inside {
                 continue;
             }
-            let v6 = w.outer_v6();
-            let mut imps: Vec<&str> = w.peers.iter().map(|p| p.implementation.as_str()).collect();
-            imps.dedup();
+            let by = match &tun.kind {
+                TunnelKind::Wireguard(_) => {
+                    let mut imps: Vec<&str> =
+                        w.peers.iter().map(|p| p.implementation.as_str()).collect();
+                    imps.dedup();
+                    format!(" ({})", imps.join("/"))
+                }
+                _ => String::new(),
+            };
+            let sizes = tun.sizes();
             let note = format!(
-                "path {} crosses WireGuard tunnel {} ({}): {} bytes per packet on its {} underlay (outer IP {} + UDP 8 + WireGuard 32); inner MTU {}, so TCP MSS {} over IPv4 and {} over IPv6 inside.",
+                "path {} crosses {} tunnel {}{by}: {}.",
                 s.path,
+                sizes.encapsulation,
                 tun.name,
-                imps.join("/"),
-                Encapsulation::Wireguard.overhead(v6, 0),
-                if v6 { "IPv6" } else { "IPv4" },
-                if v6 { 40 } else { 20 },
-                w.mtu,
-                mss(w.mtu as usize, false),
-                mss(w.mtu as usize, true)
+                sizes.describe()
             );
             if !out.contains(&note) {
                 out.push(note);

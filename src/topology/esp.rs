@@ -42,12 +42,24 @@ pub struct RawEnd {
     /// The SPI this end receives on (default 0x1000 + its index).
     #[serde(default)]
     pub spi: Option<i64>,
+    /// L2TP only: the tunnel and session ids this end receives with.
+    #[serde(default)]
+    pub tunnel_id: Option<i64>,
+    #[serde(default)]
+    pub session_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct EspTunnel {
     /// The two ends, as peers of an overlay.
     pub overlay: Wireguard,
+    pub sas: Sas,
+}
+
+/// The SAs between two ends, as the topology gives them (keys are the lab's).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Sas {
+    /// In UDP 4500 (RFC 3948), else raw protocol 50.
     pub udp: bool,
     pub window: u32,
     /// The SPI each end receives on.
@@ -56,7 +68,7 @@ pub struct EspTunnel {
 
 impl EspTunnel {
     pub fn encapsulation(&self) -> Encapsulation {
-        Encapsulation::Esp { udp: self.udp }
+        Encapsulation::Esp { udp: self.sas.udp }
     }
 }
 
@@ -68,7 +80,43 @@ pub fn resolve(
     p: &mut Vec<Problem>,
 ) -> Option<EspTunnel> {
     let before = p.len();
-    let udp = match e.encap.as_deref() {
+    let (udp, window) = sa_settings(e.encap.as_deref(), e.window, at, p);
+    let peers = two_ends(
+        name,
+        "an ESP tunnel",
+        &e.ends,
+        if udp { ESP_PORT } else { 0 },
+        at,
+        node,
+        p,
+    );
+    let spis = spis(&e.ends, at, p);
+    for (i, re) in e.ends.iter().enumerate() {
+        if re.tunnel_id.is_some() || re.session_id.is_some() {
+            p.push(Problem::new(
+                &at.key("ends").index(i),
+                "tunnel_id and session_id are L2TP's; an ESP end has only an spi",
+            ));
+        }
+    }
+    let overlay = overlay(peers, Encapsulation::Esp { udp }, e.mtu, e.queues, at, p);
+    if p.len() > before {
+        return None;
+    }
+    Some(EspTunnel {
+        overlay,
+        sas: Sas { udp, window, spis },
+    })
+}
+
+/// How ESP travels and its anti-replay window: (UDP 4500?, window).
+pub fn sa_settings(
+    encap: Option<&str>,
+    window: Option<i64>,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> (bool, u32) {
+    let udp = match encap {
         None | Some("udp") => true,
         Some("raw") => false,
         Some(o) => {
@@ -76,24 +124,64 @@ pub fn resolve(
             true
         }
     };
-    let window = int_in(e.window, 32..=4096, 64, &at.key("window"), p, |w| {
+    let window = int_in(window, 32..=4096, 64, &at.key("window"), p, |w| {
         format!("window {w}; use 32..=4096 packets (default 64)")
     }) as u32;
-    let queues = int_in(e.queues, 1..=16, 1, &at.key("queues"), p, |q| {
+    (udp, window)
+}
+
+/// The overlay of a point-to-point tunnel: its two ends, its inner MTU (by
+/// default the most that `enc` fits into a 1500-byte underlay) and queues.
+pub fn overlay(
+    peers: Vec<Peer>,
+    enc: Encapsulation,
+    mtu: Option<i64>,
+    queues: Option<i64>,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Wireguard {
+    let queues = int_in(queues, 1..=16, 1, &at.key("queues"), p, |q| {
         format!("{q} queues; use 1..=16")
     }) as u32;
-    if e.ends.len() != 2 {
+    let outer_v6 = peers.first().is_some_and(|x: &Peer| x.endpoint.is_ipv6());
+    let default_mtu = enc.max_inner(outer_v6, 1500) as i64;
+    let mtu = int_in(mtu, 1280..=9000, default_mtu, &at.key("mtu"), p, |m| {
+        format!(
+            "inner MTU {m}; use 1280..=9000 (default {default_mtu}, what fits a 1500-byte underlay)"
+        )
+    }) as u32;
+    Wireguard {
+        mtu,
+        keepalive: None,
+        preshared: Preshared::None,
+        queues,
+        hub: None,
+        peers,
+    }
+}
+
+/// The two ends of a point-to-point tunnel (`kind` names it in errors) as
+/// overlay peers whose sockets use `port` (0: a raw IP socket).
+pub fn two_ends(
+    name: &str,
+    kind: &str,
+    ends: &[RawEnd],
+    port: u16,
+    at: &KeyPath,
+    node: &super::wireguard::NodeLookup<'_>,
+    p: &mut Vec<Problem>,
+) -> Vec<Peer> {
+    if ends.len() != 2 {
         p.push(Problem::new(
             &at.key("ends"),
             format!(
-                "tunnel \"{name}\" has {} end(s); an ESP tunnel has exactly two",
-                e.ends.len()
+                "tunnel \"{name}\" has {} end(s); {kind} has exactly two",
+                ends.len()
             ),
         ));
     }
     let mut peers = Vec::new();
-    let mut spis = Vec::new();
-    for (i, re) in e.ends.iter().enumerate() {
+    for (i, re) in ends.iter().enumerate() {
         let eat = at.key("ends").index(i);
         let n = node(&re.node, &eat.key("node"), p);
         let (endpoint, addresses, allowed_ips) = super::wireguard::end_fields(
@@ -104,20 +192,11 @@ pub fn resolve(
             &eat,
             p,
         );
-        let spi = int_in(
-            re.spi,
-            256..=u32::MAX as i64,
-            0x1000 + i as i64,
-            &eat.key("spi"),
-            p,
-            |s| format!("SPI {s}; use 256..=4294967295 (0 and 1-255 are reserved, RFC 4303 2.1)"),
-        ) as u32;
-        spis.push(spi);
         if let (Some(node), Some(endpoint)) = (n, endpoint) {
             peers.push(Peer {
                 node,
                 endpoint,
-                port: if udp { ESP_PORT } else { 0 },
+                port,
                 addresses,
                 allowed_ips,
                 private_key: None,
@@ -126,34 +205,35 @@ pub fn resolve(
             });
         }
     }
+    peers
+}
+
+/// The SPI each end receives on: given, or 0x1000 + its index; never both
+/// the same.
+pub fn spis(ends: &[RawEnd], at: &KeyPath, p: &mut Vec<Problem>) -> Vec<u32> {
+    let spis: Vec<u32> = ends
+        .iter()
+        .enumerate()
+        .map(|(i, re)| {
+            int_in(
+                re.spi,
+                256..=u32::MAX as i64,
+                0x1000 + i as i64,
+                &at.key("ends").index(i).key("spi"),
+                p,
+                |s| {
+                    format!(
+                        "SPI {s}; use 256..=4294967295 (0 and 1-255 are reserved, RFC 4303 2.1)"
+                    )
+                },
+            ) as u32
+        })
+        .collect();
     if spis.len() == 2 && spis[0] == spis[1] {
         p.push(Problem::new(
             &at.key("ends").index(1).key("spi"),
             "both ends receive on the same SPI; give each its own",
         ));
     }
-    if p.len() > before {
-        return None;
-    }
-    let outer_v6 = peers.first().is_some_and(|x: &Peer| x.endpoint.is_ipv6());
-    let enc = Encapsulation::Esp { udp };
-    let default_mtu = enc.max_inner(outer_v6, 1500) as i64;
-    let mtu = int_in(e.mtu, 1280..=9000, default_mtu, &at.key("mtu"), p, |m| {
-        format!(
-            "inner MTU {m}; use 1280..=9000 (default {default_mtu}, what fits a 1500-byte underlay)"
-        )
-    }) as u32;
-    Some(EspTunnel {
-        overlay: Wireguard {
-            mtu,
-            keepalive: None,
-            preshared: Preshared::None,
-            queues,
-            hub: None,
-            peers,
-        },
-        udp,
-        window,
-        spis,
-    })
+    spis
 }

@@ -4,6 +4,7 @@
 mod device;
 pub mod esp;
 pub mod impair;
+pub mod l2tp;
 pub mod locate;
 pub mod model;
 pub mod profile;

@@ -24,9 +24,10 @@ pub enum RawTunnel {
     Dslite(RawDslite),
     Wireguard(super::wireguard::RawWireguard),
     Esp(super::esp::RawEsp),
+    L2tp(super::l2tp::RawL2tp),
 }
 
-pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\"";
+pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\", \"l2tp\"";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,6 +152,7 @@ pub enum TunnelKind {
     Dslite(Dslite),
     Wireguard(super::wireguard::Wireguard),
     Esp(super::esp::EspTunnel),
+    L2tp(super::l2tp::L2tpTunnel),
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -185,6 +187,43 @@ pub struct B4 {
     pub at: KeyPath,
 }
 
+/// A tunnel's per-packet cost and what fits through it, for status and
+/// reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Sizes {
+    pub encapsulation: &'static str,
+    /// The underlay family: "IPv4" or "IPv6".
+    pub outer: &'static str,
+    pub overhead_min: usize,
+    pub overhead_max: usize,
+    /// "60" or "62-65".
+    pub overhead: String,
+    /// The same over the other underlay family.
+    pub other_outer: String,
+    pub breakdown: String,
+    pub inner_mtu: u32,
+    pub mss_ipv4: usize,
+    pub mss_ipv6: usize,
+}
+
+impl Sizes {
+    /// One line: "84-87 bytes per packet over IPv4 (outer IP 20 + ...; 104-107
+    /// over IPv6); inner MTU 1416, TCP MSS 1376 (IPv4) / 1356 (IPv6)".
+    pub fn describe(&self) -> String {
+        let other = if self.outer == "IPv4" { "IPv6" } else { "IPv4" };
+        format!(
+            "{} bytes per packet over {} ({}; {} over {other}); inner MTU {}, TCP MSS {} (IPv4) / {} (IPv6)",
+            self.overhead,
+            self.outer,
+            self.breakdown,
+            self.other_outer,
+            self.inner_mtu,
+            self.mss_ipv4,
+            self.mss_ipv6
+        )
+    }
+}
+
 /// One end of a tunnel as the plan and the datapath process see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -202,6 +241,7 @@ impl Tunnel {
             TunnelKind::Dslite(_) => "tun",
             TunnelKind::Wireguard(_) => "wg",
             TunnelKind::Esp(_) => "esp",
+            TunnelKind::L2tp(_) => "l2tp",
         };
         let mut s = format!("{prefix}-{}", self.name);
         s.truncate(15);
@@ -214,7 +254,44 @@ impl Tunnel {
         match &self.kind {
             TunnelKind::Wireguard(w) => Some(w),
             TunnelKind::Esp(e) => Some(&e.overlay),
+            TunnelKind::L2tp(l) => Some(&l.overlay),
             TunnelKind::Dslite(_) => None,
+        }
+    }
+
+    /// What the tunnel adds to each packet, as far as its size goes.
+    pub fn encapsulation(&self) -> crate::tunnel::overhead::Encapsulation {
+        use crate::tunnel::overhead::Encapsulation;
+        match &self.kind {
+            TunnelKind::Dslite(_) => Encapsulation::Dslite,
+            TunnelKind::Wireguard(_) => Encapsulation::Wireguard,
+            TunnelKind::Esp(e) => e.encapsulation(),
+            TunnelKind::L2tp(l) => l.encapsulation(),
+        }
+    }
+
+    /// What a packet through this tunnel costs in bytes, and what fits.
+    pub fn sizes(&self) -> Sizes {
+        let enc = self.encapsulation();
+        let (outer_v6, inner_mtu) = match &self.kind {
+            TunnelKind::Dslite(d) => (true, d.mtu),
+            _ => {
+                let o = self.overlay().expect("an overlay");
+                (o.outer_v6(), o.mtu)
+            }
+        };
+        let (min, max) = enc.overhead_range(outer_v6);
+        Sizes {
+            encapsulation: enc.name(),
+            outer: if outer_v6 { "IPv6" } else { "IPv4" },
+            overhead_min: min,
+            overhead_max: max,
+            overhead: enc.overhead_text(outer_v6),
+            other_outer: enc.overhead_text(!outer_v6),
+            breakdown: enc.breakdown(outer_v6),
+            inner_mtu,
+            mss_ipv4: crate::tunnel::overhead::mss(inner_mtu as usize, false),
+            mss_ipv6: crate::tunnel::overhead::mss(inner_mtu as usize, true),
         }
     }
 
@@ -233,7 +310,7 @@ impl Tunnel {
             }
             // Every peer is a process: tunbench's datapath, or the one that
             // runs and configures an external implementation.
-            TunnelKind::Wireguard(_) | TunnelKind::Esp(_) => self
+            TunnelKind::Wireguard(_) | TunnelKind::Esp(_) | TunnelKind::L2tp(_) => self
                 .overlay()
                 .expect("an overlay")
                 .peers
@@ -272,8 +349,18 @@ pub fn resolve(
                 if let Some(e) = super::esp::resolve(name, e, &at, &node, p) {
                     out.push(Tunnel {
                         name: name.clone(),
-                        description: e_description(rt),
+                        description: description(rt),
                         kind: TunnelKind::Esp(e),
+                        at,
+                    });
+                }
+            }
+            RawTunnel::L2tp(l) => {
+                if let Some(l) = super::l2tp::resolve(name, l, &at, &node, p) {
+                    out.push(Tunnel {
+                        name: name.clone(),
+                        description: description(rt),
+                        kind: TunnelKind::L2tp(l),
                         at,
                     });
                 }
@@ -282,7 +369,7 @@ pub fn resolve(
                 if let Some(w) = super::wireguard::resolve(name, w, &at, &node, p) {
                     out.push(Tunnel {
                         name: name.clone(),
-                        description: w_description(rt),
+                        description: description(rt),
                         kind: TunnelKind::Wireguard(w),
                         at,
                     });
@@ -404,15 +491,12 @@ pub fn resolve(
     out
 }
 
-fn e_description(rt: &RawTunnel) -> Option<String> {
-    w_description(rt)
-}
-
-fn w_description(rt: &RawTunnel) -> Option<String> {
+fn description(rt: &RawTunnel) -> Option<String> {
     match rt {
         RawTunnel::Dslite(d) => d.description.clone(),
         RawTunnel::Wireguard(w) => w.description.clone(),
         RawTunnel::Esp(e) => e.description.clone(),
+        RawTunnel::L2tp(l) => l.description.clone(),
     }
 }
 
@@ -509,8 +593,9 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
                 super::wireguard::validate(t, &tun.name, w, &tun.tun_name(), p);
                 continue;
             }
-            TunnelKind::Esp(e) => {
-                super::wireguard::validate(t, &tun.name, &e.overlay, &tun.tun_name(), p);
+            TunnelKind::Esp(_) | TunnelKind::L2tp(_) => {
+                let o = tun.overlay().expect("an overlay");
+                super::wireguard::validate(t, &tun.name, o, &tun.tun_name(), p);
                 continue;
             }
         };

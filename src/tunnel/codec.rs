@@ -84,6 +84,15 @@ impl DropReason {
     }
 }
 
+impl From<crate::wire::Error> for DropReason {
+    fn from(e: crate::wire::Error) -> Self {
+        match e {
+            crate::wire::Error::Truncated => DropReason::Truncated,
+            crate::wire::Error::Malformed => DropReason::Malformed,
+        }
+    }
+}
+
 /// What to do with the packet buffer a codec was handed (and may have rewritten
 /// or replaced).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

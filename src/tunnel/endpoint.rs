@@ -129,8 +129,11 @@ pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
         (TunnelKind::Esp(e), Role::Peer(i)) => {
             return super::esp_endpoint::run(lab, &running.topology, tun, e, i);
         }
-        (TunnelKind::Wireguard(_) | TunnelKind::Esp(_), _) => {
-            unreachable!("a WireGuard or ESP endpoint is a peer")
+        (TunnelKind::L2tp(l), Role::Peer(i)) => {
+            return super::esp_endpoint::run_l2tp(lab, &running.topology, tun, l, i);
+        }
+        (TunnelKind::Wireguard(_) | TunnelKind::Esp(_) | TunnelKind::L2tp(_), _) => {
+            unreachable!("a WireGuard, ESP or L2TP endpoint is a peer")
         }
     };
     let config = driver_config(tun, d, role);

@@ -257,26 +257,27 @@ pub struct EspConfig {
     pub allowed: Vec<IpNetwork>,
 }
 
-pub struct Esp {
+/// The two SAs between this end and its peer, and what sealing and opening
+/// need around them: tunnel mode (`Esp`) and transport mode (`Transport`)
+/// differ only in what they put inside.
+pub struct SaPair {
     peer: SocketAddr,
     encap: Encap,
     outbound: Outbound,
     inbound: Inbound,
-    allowed: Vec<IpNetwork>,
     scratch: Vec<u8>,
     /// Said once when the sequence numbers ran out.
     pub exhausted: bool,
     notes: Vec<String>,
 }
 
-impl Esp {
-    pub fn new(c: EspConfig) -> Esp {
-        Esp {
+impl SaPair {
+    pub fn new(c: &EspConfig) -> SaPair {
+        SaPair {
             peer: c.peer,
             encap: c.encap,
             outbound: Outbound::new(c.out_spi, &c.out_key),
             inbound: Inbound::new(c.in_spi, &c.in_key, c.window),
-            allowed: c.allowed,
             scratch: Vec::with_capacity(2048),
             exhausted: false,
             notes: Vec::new(),
@@ -285,6 +286,79 @@ impl Esp {
 
     pub fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
+    }
+
+    /// Replaces `packet` with it sealed under next header `next`, bound for
+    /// the peer.
+    pub fn seal(&mut self, packet: &mut Vec<u8>, next: u8) -> Verdict {
+        if self
+            .outbound
+            .seal(packet, next, &mut self.scratch)
+            .is_none()
+        {
+            if !self.exhausted {
+                self.exhausted = true;
+                self.notes.push(format!(
+                    "SA {:#010x}: sequence numbers used up ({} packets); it sends no more (no rekeying without IKE)",
+                    self.outbound.spi,
+                    self.outbound.sent()
+                ));
+            }
+            return Verdict::Drop(DropReason::NoSession);
+        }
+        std::mem::swap(packet, &mut self.scratch);
+        Verdict::ToNetwork(self.peer)
+    }
+
+    /// Opens a datagram from `peer` in place: Ok((payload range, next
+    /// header)), or what to do with it instead (NAT-T keepalives and ESP's
+    /// own dummy packets are used up, the rest dropped with the reason).
+    pub fn open(
+        &mut self,
+        peer: SocketAddr,
+        packet: &mut [u8],
+    ) -> Result<(std::ops::Range<usize>, u8), Verdict> {
+        if self.encap == Encap::Udp {
+            match wire::classify_udp(packet) {
+                wire::Encapsulated::Esp => {}
+                wire::Encapsulated::NatKeepalive => return Err(Verdict::Consumed),
+                wire::Encapsulated::Ike => return Err(Verdict::Drop(DropReason::Unsupported)),
+            }
+        }
+        if peer.ip() != self.peer.ip() {
+            return Err(Verdict::Drop(DropReason::UnknownPeer));
+        }
+        if packet.len() >= 4 && packet[..4] != self.inbound.spi.to_be_bytes() {
+            return Err(Verdict::Drop(if packet.len() < wire::MIN_LEN {
+                DropReason::Truncated
+            } else {
+                DropReason::UnknownPeer
+            }));
+        }
+        match self.inbound.open(packet) {
+            Ok((_, wire::NEXT_NONE)) => Err(Verdict::Consumed),
+            Ok(x) => Ok(x),
+            Err(e) => Err(Verdict::Drop(e.into())),
+        }
+    }
+}
+
+/// Tunnel mode: whole IP packets inside.
+pub struct Esp {
+    sa: SaPair,
+    allowed: Vec<IpNetwork>,
+}
+
+impl Esp {
+    pub fn new(c: EspConfig) -> Esp {
+        Esp {
+            sa: SaPair::new(&c),
+            allowed: c.allowed,
+        }
+    }
+
+    pub fn take_notes(&mut self) -> Vec<String> {
+        self.sa.take_notes()
     }
 
     fn inner_source(p: &[u8]) -> Option<IpAddr> {
@@ -319,50 +393,14 @@ impl Codec for Esp {
             Some(6) => wire::NEXT_IPV6,
             _ => return Verdict::Drop(DropReason::Malformed),
         };
-        if self
-            .outbound
-            .seal(packet, next, &mut self.scratch)
-            .is_none()
-        {
-            if !self.exhausted {
-                self.exhausted = true;
-                self.notes.push(format!(
-                    "SA {:#010x}: sequence numbers used up ({} packets); it sends no more (no rekeying without IKE)",
-                    self.outbound.spi,
-                    self.outbound.sent()
-                ));
-            }
-            return Verdict::Drop(DropReason::NoSession);
-        }
-        std::mem::swap(packet, &mut self.scratch);
-        Verdict::ToNetwork(self.peer)
+        self.sa.seal(packet, next)
     }
 
     fn handle_network(&mut self, peer: SocketAddr, packet: &mut Vec<u8>, _now: Instant) -> Verdict {
-        if self.encap == Encap::Udp {
-            match wire::classify_udp(packet) {
-                wire::Encapsulated::Esp => {}
-                wire::Encapsulated::NatKeepalive => return Verdict::Consumed,
-                wire::Encapsulated::Ike => return Verdict::Drop(DropReason::Unsupported),
-            }
-        }
-        if peer.ip() != self.peer.ip() {
-            return Verdict::Drop(DropReason::UnknownPeer);
-        }
-        if packet.len() >= 4 && packet[..4] != self.inbound.spi.to_be_bytes() {
-            return Verdict::Drop(if packet.len() < wire::MIN_LEN {
-                DropReason::Truncated
-            } else {
-                DropReason::UnknownPeer
-            });
-        }
-        let (range, next) = match self.inbound.open(packet) {
+        let (range, next) = match self.sa.open(peer, packet) {
             Ok(x) => x,
-            Err(e) => return Verdict::Drop(e.into()),
+            Err(v) => return v,
         };
-        if next == wire::NEXT_NONE {
-            return Verdict::Consumed;
-        }
         let inner = &packet[range.clone()];
         if !inner_ok(inner, next) {
             return Verdict::Drop(DropReason::Malformed);

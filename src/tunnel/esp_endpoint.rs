@@ -1,59 +1,120 @@
-//! One end of an ESP tunnel as a process (`tunbench datapath`, started by `up`
-//! in the end's namespace): the ESP codec on the shared driver, over UDP 4500
-//! or a raw protocol-50 socket, with the lab's SA keys.
+//! One end of an ESP tunnel (tunnel mode) or of an L2TP tunnel (L2TP/PPP in
+//! UDP 1701, bare or in ESP transport mode) as a process: `tunbench datapath`,
+//! started by `up` in the end's namespace, runs the codec on the shared
+//! driver with the lab's SA keys.
 
 use super::driver::{DriverConfig, Transport};
 use super::endpoint::{Who, serve_with};
 use super::esp::{Encap, Esp, EspConfig, KeyMaterial};
+use super::esp_transport;
+use super::l2tp::{L2tp, L2tpConfig};
 use crate::datapath::Job;
 use crate::topology::Topology;
-use crate::topology::esp::EspTunnel;
+use crate::topology::esp::{EspTunnel, Sas};
+use crate::topology::l2tp::L2tpTunnel;
 use crate::topology::tunnel::Tunnel;
+use crate::topology::wireguard::Wireguard;
 use crate::wgkey::LabKeys;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 
-pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &EspTunnel, i: usize) -> Result<()> {
-    let w = &e.overlay;
+/// The SA pair of end `i` (out to the other end, in to this one).
+fn sa_config(
+    lab: &str,
+    t: &Topology,
+    tun: &Tunnel,
+    w: &Wireguard,
+    sas: &Sas,
+    i: usize,
+) -> Result<EspConfig> {
     let j = 1 - i;
-    let node = t.nodes[w.peers[i].node].name.clone();
-    let other = t.nodes[w.peers[j].node].name.clone();
     let keys = LabKeys::load(lab)?;
-    let encap = if e.udp { Encap::Udp } else { Encap::Raw };
-    let codec = Esp::new(EspConfig {
+    let name = |k: usize| &t.nodes[w.peers[k].node].name;
+    Ok(EspConfig {
         peer: SocketAddr::new(w.peers[j].endpoint, w.peers[j].port),
-        encap,
-        out_spi: e.spis[j],
-        out_key: KeyMaterial(keys.sa(&tun.name, &other)?),
-        in_spi: e.spis[i],
-        in_key: KeyMaterial(keys.sa(&tun.name, &node)?),
-        window: e.window,
+        encap: if sas.udp { Encap::Udp } else { Encap::Raw },
+        out_spi: sas.spis[j],
+        out_key: KeyMaterial(keys.sa(&tun.name, name(j))?),
+        in_spi: sas.spis[i],
+        in_key: KeyMaterial(keys.sa(&tun.name, name(i))?),
+        window: sas.window,
         allowed: w.allowed_for(i, j),
-    });
-    let local = w.peers[i].endpoint;
-    let transport = if e.udp {
-        Transport::Udp {
-            bind: SocketAddr::new(local, w.peers[i].port),
-        }
-    } else {
+    })
+}
+
+/// End `i`'s socket: UDP on its peer port, or raw protocol 50 (port 0).
+fn transport(w: &Wireguard, i: usize) -> Transport {
+    let p = &w.peers[i];
+    if p.port == 0 {
         Transport::RawIp {
-            local,
+            local: p.endpoint,
             protocol: 50,
         }
-    };
-    let mut config = DriverConfig::new(tun.tun_name(), transport);
+    } else {
+        Transport::Udp {
+            bind: SocketAddr::new(p.endpoint, p.port),
+        }
+    }
+}
+
+/// Runs `codec` for end `i` until the lab stops it, passing on what the
+/// codec has to say (`notes`) to the log.
+fn serve<C: super::Codec + 'static>(
+    lab: &str,
+    t: &Topology,
+    tun: &Tunnel,
+    w: &Wireguard,
+    i: usize,
+    role: &str,
+    codec: C,
+    mut notes: impl FnMut(&mut C) -> Vec<String>,
+) -> Result<()> {
+    let node = t.nodes[w.peers[i].node].name.clone();
+    let mut config = DriverConfig::new(tun.tun_name(), transport(w, i));
     config.queues = w.queues as usize;
     let stats_path = crate::datapath::stats_path(lab, &Job::Tunnel(tun.name.clone()), &node);
     let who = Who {
         tunnel: &tun.name,
         node: &node,
-        role: "esp",
+        role,
     };
     serve_with(config, codec, &stats_path, who, |d| {
-        for n in d.with_codec(|c| c.take_notes()) {
+        for n in d.with_codec(&mut notes) {
             eprintln!("tunbench datapath: {n}");
         }
     })
-    .with_context(|| format!("ESP end {node} of tunnel {}", tun.name))?;
+    .with_context(|| format!("{role} end {node} of tunnel {}", tun.name))?;
     Ok(())
+}
+
+pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &EspTunnel, i: usize) -> Result<()> {
+    let w = &e.overlay;
+    let codec = Esp::new(sa_config(lab, t, tun, w, &e.sas, i)?);
+    serve(lab, t, tun, w, i, "esp", codec, Esp::take_notes)
+}
+
+pub fn run_l2tp(lab: &str, t: &Topology, tun: &Tunnel, l: &L2tpTunnel, i: usize) -> Result<()> {
+    let w = &l.overlay;
+    let j = 1 - i;
+    let l2tp = L2tp::new(L2tpConfig {
+        peer: SocketAddr::new(w.peers[j].endpoint, crate::wire::l2tp::PORT),
+        peer_tunnel: l.ids[j].0,
+        peer_session: l.ids[j].1,
+        tunnel: l.ids[i].0,
+        session: l.ids[i].1,
+        sequence: l.sequence,
+        allowed: w.allowed_for(i, j),
+    });
+    match &l.ipsec {
+        None => serve(lab, t, tun, w, i, "l2tp", l2tp, |_| Vec::new()),
+        Some(sas) => {
+            let codec = esp_transport::Transport::new(
+                &sa_config(lab, t, tun, w, sas, i)?,
+                w.peers[i].endpoint,
+                crate::wire::l2tp::PORT,
+                l2tp,
+            );
+            serve(lab, t, tun, w, i, "l2tp/ipsec", codec, |c| c.take_notes())
+        }
+    }
 }

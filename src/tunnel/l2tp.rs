@@ -84,8 +84,7 @@ impl Codec for L2tp {
                 payload,
             }) => (header, proto, payload),
             Ok(Message::Control) => return Verdict::Drop(DropReason::Unsupported),
-            Err(crate::wire::Error::Truncated) => return Verdict::Drop(DropReason::Truncated),
-            Err(crate::wire::Error::Malformed) => return Verdict::Drop(DropReason::Malformed),
+            Err(e) => return Verdict::Drop(e.into()),
         };
         if header.tunnel != self.c.tunnel || header.session != self.c.session {
             return Verdict::Drop(DropReason::NoSession);

@@ -10,6 +10,7 @@ pub mod dslite;
 pub mod endpoint;
 pub mod esp;
 pub mod esp_endpoint;
+pub mod esp_transport;
 pub mod l2tp;
 pub mod offload;
 pub mod overhead;

@@ -67,6 +67,56 @@ impl Encapsulation {
     }
 }
 
+impl Encapsulation {
+    /// How reports and graphs name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Encapsulation::Dslite => "DS-Lite (IPv4 in IPv6)",
+            Encapsulation::Wireguard => "WireGuard",
+            Encapsulation::Esp { udp: true } => "ESP in UDP 4500",
+            Encapsulation::Esp { udp: false } => "ESP (protocol 50)",
+            Encapsulation::L2tp { .. } => "L2TP/PPP in UDP 1701",
+            Encapsulation::L2tpIpsec { udp: true, .. } => "L2TP/IPsec in UDP 4500",
+            Encapsulation::L2tpIpsec { udp: false, .. } => "L2TP/IPsec (protocol 50)",
+        }
+    }
+
+    /// The headers that make up the overhead, in wire order.
+    pub fn breakdown(self, outer_v6: bool) -> String {
+        let outer = format!("outer IP {}", ip(outer_v6));
+        let nat_t = |udp: bool| if udp { " + UDP 8" } else { "" };
+        let esp = "ESP 8 + IV 8";
+        let esp_tail = "pad 0-3 + pad length/next header 2 + ICV 16";
+        let l2tp = |sequence: bool| {
+            if sequence {
+                "L2TP 10 (with Ns/Nr) + PPP 4"
+            } else {
+                "L2TP 6 + PPP 4"
+            }
+        };
+        match self {
+            Encapsulation::Dslite => "outer IPv6 40".to_string(),
+            Encapsulation::Wireguard => format!("{outer} + UDP 8 + WireGuard 32"),
+            Encapsulation::Esp { udp } => format!("{outer}{} + {esp} + {esp_tail}", nat_t(udp)),
+            Encapsulation::L2tp { sequence } => format!("{outer} + UDP 8 + {}", l2tp(sequence)),
+            Encapsulation::L2tpIpsec { sequence, udp } => format!(
+                "{outer}{} + {esp} + UDP 8 + {} + {esp_tail}",
+                nat_t(udp),
+                l2tp(sequence)
+            ),
+        }
+    }
+
+    /// "60" or "62-65": what it adds per packet, as a range where padding
+    /// varies.
+    pub fn overhead_text(self, outer_v6: bool) -> String {
+        match self.overhead_range(outer_v6) {
+            (lo, hi) if lo == hi => lo.to_string(),
+            (lo, hi) => format!("{lo}-{hi}"),
+        }
+    }
+}
+
 /// The TCP MSS for an inner MTU: minus the IP and TCP headers.
 pub fn mss(inner_mtu: usize, inner_v6: bool) -> usize {
     inner_mtu.saturating_sub(ip(inner_v6) + 20)
