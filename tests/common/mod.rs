@@ -295,7 +295,19 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 
 /// Captures one packet matching `filter` on `LAB-NODE`'s eth0 with tshark into
 /// `pcap`, calling `poke` (which should make such a packet) until it has one.
-pub fn capture_one(lab: &str, node: &str, filter: &str, pcap: &Path, mut poke: impl FnMut()) {
+pub fn capture_one(lab: &str, node: &str, filter: &str, pcap: &Path, poke: impl FnMut()) {
+    capture_one_on(lab, node, "eth0", filter, pcap, poke)
+}
+
+/// `capture_one` on another interface.
+pub fn capture_one_on(
+    lab: &str,
+    node: &str,
+    iface: &str,
+    filter: &str,
+    pcap: &Path,
+    mut poke: impl FnMut(),
+) {
     use std::process::Stdio;
     let mut cap = Command::new("ip")
         .args([
@@ -305,7 +317,7 @@ pub fn capture_one(lab: &str, node: &str, filter: &str, pcap: &Path, mut poke: i
             "tshark",
             "-q",
             "-i",
-            "eth0",
+            iface,
         ])
         .args(["-c", "1", "-F", "pcap", "-w"])
         .arg(pcap)
@@ -325,21 +337,28 @@ pub fn capture_one(lab: &str, node: &str, filter: &str, pcap: &Path, mut poke: i
     }
 }
 
-/// The UDP payloads of the Ethernet/IPv4 frames in a classic pcap file.
-pub fn udp_payloads(pcap: &[u8]) -> Vec<Vec<u8>> {
+/// The frames of a classic pcap file (Ethernet, as captured).
+pub fn frames(pcap: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut off = 24;
     while off + 16 <= pcap.len() {
         let caplen = u32::from_le_bytes(pcap[off + 8..off + 12].try_into().unwrap()) as usize;
-        let frame = &pcap[off + 16..(off + 16 + caplen).min(pcap.len())];
+        out.push(pcap[off + 16..(off + 16 + caplen).min(pcap.len())].to_vec());
         off += 16 + caplen;
-        if frame.len() < 14 + 20 + 8 || frame[12..14] != [0x08, 0x00] || frame[23] != 17 {
-            continue;
-        }
-        let ihl = ((frame[14] & 0x0f) as usize) * 4;
-        out.push(frame[14 + ihl + 8..].to_vec());
     }
     out
+}
+
+/// The UDP payloads of the Ethernet/IPv4 frames in a classic pcap file.
+pub fn udp_payloads(pcap: &[u8]) -> Vec<Vec<u8>> {
+    frames(pcap)
+        .into_iter()
+        .filter(|f| f.len() >= 14 + 20 + 8 && f[12..14] == [0x08, 0x00] && f[23] == 17)
+        .map(|f| {
+            let ihl = ((f[14] & 0x0f) as usize) * 4;
+            f[14 + ihl + 8..].to_vec()
+        })
+        .collect()
 }
 
 /// What one run of a measurement on this shared machine says.
