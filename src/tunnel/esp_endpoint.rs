@@ -57,18 +57,24 @@ fn transport(w: &Wireguard, i: usize) -> Transport {
     }
 }
 
-/// Runs `codec` for end `i` until the lab stops it, passing on what the
+/// End `i` of a point-to-point tunnel of lab `lab`.
+struct End<'a> {
+    lab: &'a str,
+    t: &'a Topology,
+    tun: &'a Tunnel,
+    w: &'a Wireguard,
+    i: usize,
+}
+
+/// Runs `codec` for an end until the lab stops it, passing on what the
 /// codec has to say (`notes`) to the log.
 fn serve<C: super::Codec + 'static>(
-    lab: &str,
-    t: &Topology,
-    tun: &Tunnel,
-    w: &Wireguard,
-    i: usize,
+    end: End,
     role: &str,
     codec: C,
     mut notes: impl FnMut(&mut C) -> Vec<String>,
 ) -> Result<()> {
+    let End { lab, t, tun, w, i } = end;
     let node = t.nodes[w.peers[i].node].name.clone();
     let mut config = DriverConfig::new(tun.tun_name(), transport(w, i));
     config.queues = w.queues as usize;
@@ -90,7 +96,8 @@ fn serve<C: super::Codec + 'static>(
 pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &EspTunnel, i: usize) -> Result<()> {
     let w = &e.overlay;
     let codec = Esp::new(sa_config(lab, t, tun, w, &e.sas, i)?);
-    serve(lab, t, tun, w, i, "esp", codec, Esp::take_notes)
+    let end = End { lab, t, tun, w, i };
+    serve(end, "esp", codec, Esp::take_notes)
 }
 
 pub fn run_l2tp(lab: &str, t: &Topology, tun: &Tunnel, l: &L2tpTunnel, i: usize) -> Result<()> {
@@ -105,8 +112,9 @@ pub fn run_l2tp(lab: &str, t: &Topology, tun: &Tunnel, l: &L2tpTunnel, i: usize)
         sequence: l.sequence,
         allowed: w.allowed_for(i, j),
     });
+    let end = End { lab, t, tun, w, i };
     match &l.ipsec {
-        None => serve(lab, t, tun, w, i, "l2tp", l2tp, |_| Vec::new()),
+        None => serve(end, "l2tp", l2tp, |_| Vec::new()),
         Some(sas) => {
             let codec = esp_transport::Transport::new(
                 &sa_config(lab, t, tun, w, sas, i)?,
@@ -114,7 +122,7 @@ pub fn run_l2tp(lab: &str, t: &Topology, tun: &Tunnel, l: &L2tpTunnel, i: usize)
                 crate::wire::l2tp::PORT,
                 l2tp,
             );
-            serve(lab, t, tun, w, i, "l2tp/ipsec", codec, |c| c.take_notes())
+            serve(end, "l2tp/ipsec", codec, |c| c.take_notes())
         }
     }
 }
