@@ -75,10 +75,17 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
             crate::topology::tunnel::TunnelKind::Dslite(d) => d,
             crate::topology::tunnel::TunnelKind::Esp(_)
             | crate::topology::tunnel::TunnelKind::L2tp(_) => {
+                use crate::tunnel::overhead::Encapsulation;
+                let (kind, how) = match tun.encapsulation() {
+                    Encapsulation::Esp { udp } => ("esp", if udp { "udp" } else { "raw" }),
+                    Encapsulation::L2tpIpsec { udp: true, .. } => ("l2tp", "ipsec, udp"),
+                    Encapsulation::L2tpIpsec { udp: false, .. } => ("l2tp", "ipsec, raw"),
+                    _ => ("l2tp", "bare"),
+                };
                 let w = tun.overlay().expect("an overlay");
                 let (a, b) = (&w.peers[0], &w.peers[1]);
                 v.push((
-                    format!("{} ({})", tun.name, tun.encapsulation().name()),
+                    format!("{kind} {} ({how})", tun.name),
                     t.nodes[a.node].name.clone(),
                     t.nodes[b.node].name.clone(),
                 ));

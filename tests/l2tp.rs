@@ -218,3 +218,59 @@ fn captures_dissect_as_l2tp_ppp_ip_and_decrypt_with_the_lab_keys() {
     assert!(out.contains("Point-to-Point Protocol"), "{out}");
     assert!(out.contains("Src: 198.18.77.1, Dst: 198.18.77.2"), "{out}");
 }
+
+/// `tunbench run` on topologies/vpn.toml compares the raw link and the VPN
+/// per scenario side by side, with ratios and a note per tunnel kind with its
+/// bytes per packet (TCP only and short runs here).
+#[test]
+fn run_compares_vpns_side_by_side_with_their_overhead() {
+    let lab = lab_name("vrun");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("vpn.toml");
+    let t = std::fs::read_to_string(topo("vpn.toml"))
+        .unwrap()
+        .replacen("name = \"vpn\"", &format!("name = \"{lab}\""), 1)
+        .replace("udp_len = 1392", "protocols = [\"tcp\"]");
+    std::fs::write(&f, t).unwrap();
+    let _g = LabGuard(lab.clone());
+    let o = tunbench(&[
+        "run",
+        f.to_str().unwrap(),
+        "--scenario",
+        "esp",
+        "--scenario",
+        "l2tp-ipsec",
+        "--runs",
+        "1",
+        "--duration",
+        "1",
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    for column in [
+        "esp/raw",
+        "esp/vpn",
+        "l2tp-ipsec/raw",
+        "l2tp-ipsec/vpn",
+        "ratio",
+    ] {
+        assert!(out.contains(column), "no column {column}: {out}");
+    }
+    assert!(
+        out.contains(
+            "path vpn crosses ESP in UDP 4500 tunnel vpn: 62-65 bytes per packet over IPv4"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "path vpn crosses L2TP/IPsec in UDP 4500 tunnel vpn: 80-83 bytes per packet over IPv4"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6)"),
+        "{out}"
+    );
+    assert_gone(&lab);
+}
