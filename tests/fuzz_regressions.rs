@@ -5,7 +5,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use tunbench::tunnel::{dslite, esp as esp_codec, l2tp as l2tp_codec};
+use tunbench::tunnel::{dslite, esp as esp_codec, esp_transport, l2tp as l2tp_codec};
 use tunbench::wire::{esp, ipv4, ipv6, l2tp};
 
 fn inputs(target: &str) -> Vec<PathBuf> {
@@ -78,10 +78,15 @@ fn l2tp_codec() {
     replay("l2tp_codec", l2tp_codec::fuzz);
 }
 
+#[test]
+fn l2tp_ipsec_codec() {
+    replay("l2tp_ipsec_codec", esp_transport::fuzz::codec);
+}
+
 /// Every prefix of every input: truncation anywhere must not panic either.
 #[test]
 fn every_prefix_of_every_input() {
-    let targets: [(&str, Entry); 8] = [
+    let targets: [(&str, Entry); 9] = [
         ("wire_ipv4", ipv4::fuzz),
         ("wire_ipv6", ipv6::fuzz),
         ("dslite_b4", dslite::fuzz::b4),
@@ -90,6 +95,7 @@ fn every_prefix_of_every_input() {
         ("wire_l2tp", l2tp::fuzz),
         ("esp_codec", esp_codec::fuzz::codec),
         ("l2tp_codec", l2tp_codec::fuzz),
+        ("l2tp_ipsec_codec", esp_transport::fuzz::codec),
     ];
     for (target, entry) in targets {
         for path in inputs(target) {
