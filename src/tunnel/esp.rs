@@ -163,6 +163,11 @@ impl Outbound {
     /// Seals `payload` (next header `next`) into `out` as one ESP packet.
     /// None when the sequence numbers are used up.
     pub fn seal(&mut self, payload: &[u8], next: u8, out: &mut Vec<u8>) -> Option<()> {
+        self.seal_parts(&[payload], next, out)
+    }
+
+    /// `seal` with the payload in parts, sealed as if they were one.
+    pub fn seal_parts(&mut self, parts: &[&[u8]], next: u8, out: &mut Vec<u8>) -> Option<()> {
         if self.next > u32::MAX as u64 {
             return None;
         }
@@ -170,7 +175,7 @@ impl Outbound {
         self.next += 1;
         // The IV is the 64-bit sequence number: never repeats under one key.
         let iv = (seq as u64).to_be_bytes();
-        wire::emit(out, self.spi, seq, iv, payload, next);
+        wire::emit_parts(out, self.spi, seq, iv, parts, next);
         let end = out.len() - wire::ICV_LEN;
         let mut aad = [0u8; 8];
         aad.copy_from_slice(&out[..8]);
@@ -291,9 +296,15 @@ impl SaPair {
     /// Replaces `packet` with it sealed under next header `next`, bound for
     /// the peer.
     pub fn seal(&mut self, packet: &mut Vec<u8>, next: u8) -> Verdict {
+        self.seal_behind(&[], packet, next)
+    }
+
+    /// `seal` with `header` in front of the packet inside the encryption
+    /// (transport mode's UDP header), without copying the packet twice.
+    pub fn seal_behind(&mut self, header: &[u8], packet: &mut Vec<u8>, next: u8) -> Verdict {
         if self
             .outbound
-            .seal(packet, next, &mut self.scratch)
+            .seal_parts(&[header, packet], next, &mut self.scratch)
             .is_none()
         {
             if !self.exhausted {

@@ -18,7 +18,6 @@ pub struct Transport<C: Codec> {
     peer: IpAddr,
     /// The protected datagrams' port at both ends (1701 for L2TP).
     port: u16,
-    scratch: Vec<u8>,
 }
 
 impl<C: Codec> Transport<C> {
@@ -29,7 +28,6 @@ impl<C: Codec> Transport<C> {
             local,
             peer: c.peer.ip(),
             port,
-            scratch: Vec::with_capacity(2048),
         }
     }
 
@@ -43,15 +41,8 @@ impl<C: Codec> Transport<C> {
         let Verdict::ToNetwork(_) = v else {
             return v;
         };
-        self.scratch.clear();
-        udp::emit(
-            &mut self.scratch,
-            (self.local, self.port),
-            (self.peer, self.port),
-            packet,
-        );
-        std::mem::swap(packet, &mut self.scratch);
-        self.sa.seal(packet, esp_wire::NEXT_UDP)
+        let h = udp::header((self.local, self.port), (self.peer, self.port), packet);
+        self.sa.seal_behind(&h, packet, esp_wire::NEXT_UDP)
     }
 }
 

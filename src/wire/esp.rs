@@ -111,13 +111,22 @@ pub fn pad_len(len: usize) -> usize {
 /// first), leaving room for the ICV at the end (zeroed). The caller encrypts
 /// `out[HEADER_LEN..len - ICV_LEN]` and writes the tag.
 pub fn emit(out: &mut Vec<u8>, spi: u32, seq: u32, iv: [u8; 8], payload: &[u8], next: u8) {
-    let pad = pad_len(payload.len());
+    emit_parts(out, spi, seq, iv, &[payload], next)
+}
+
+/// `emit` with the payload in parts (a header made apart from its body),
+/// written one after the other.
+pub fn emit_parts(out: &mut Vec<u8>, spi: u32, seq: u32, iv: [u8; 8], parts: &[&[u8]], next: u8) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let pad = pad_len(len);
     out.clear();
-    out.reserve(HEADER_LEN + payload.len() + pad + TRAILER_LEN + ICV_LEN);
+    out.reserve(HEADER_LEN + len + pad + TRAILER_LEN + ICV_LEN);
     out.extend_from_slice(&spi.to_be_bytes());
     out.extend_from_slice(&seq.to_be_bytes());
     out.extend_from_slice(&iv);
-    out.extend_from_slice(payload);
+    for p in parts {
+        out.extend_from_slice(p);
+    }
     out.extend(1..=pad as u8);
     out.push(pad as u8);
     out.push(next);

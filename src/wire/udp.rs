@@ -22,28 +22,29 @@ pub const PROTOCOL: u8 = 17;
 /// Appends a UDP header and `payload` to `out`, checksummed for a datagram
 /// from `src` to `dst`.
 pub fn emit(out: &mut Vec<u8>, src: (IpAddr, u16), dst: (IpAddr, u16), payload: &[u8]) {
-    let start = out.len();
-    let len = (HEADER_LEN + payload.len()) as u16;
-    out.extend_from_slice(&src.1.to_be_bytes());
-    out.extend_from_slice(&dst.1.to_be_bytes());
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&header(src, dst, payload));
     out.extend_from_slice(payload);
+}
+
+/// The UDP header of a datagram from `src` to `dst` carrying `payload`.
+pub fn header(src: (IpAddr, u16), dst: (IpAddr, u16), payload: &[u8]) -> [u8; HEADER_LEN] {
+    let len = (HEADER_LEN + payload.len()) as u16;
+    let mut h = [0u8; HEADER_LEN];
+    h[0..2].copy_from_slice(&src.1.to_be_bytes());
+    h[2..4].copy_from_slice(&dst.1.to_be_bytes());
+    h[4..6].copy_from_slice(&len.to_be_bytes());
     let pseudo = match (src.0, dst.0) {
         (IpAddr::V4(s), IpAddr::V4(d)) => sum(&s.octets()) as u64 + sum(&d.octets()) as u64,
         (s, d) => sum(&v6_bytes(s)) as u64 + sum(&v6_bytes(d)) as u64,
     };
-    let total = pseudo
-        + PROTOCOL as u64
-        + len as u64
-        + sum(&out[start..start + HEADER_LEN]) as u64
-        + sum(payload) as u64;
+    let total = pseudo + PROTOCOL as u64 + len as u64 + sum(&h) as u64 + sum(payload) as u64;
     // 0 means "no checksum" in IPv4; a computed 0 goes out as all ones.
     let c = match !fold(total) {
         0 => 0xffff,
         c => c,
     };
-    out[start + 6..start + 8].copy_from_slice(&c.to_be_bytes());
+    h[6..8].copy_from_slice(&c.to_be_bytes());
+    h
 }
 
 fn v6_bytes(a: IpAddr) -> [u8; 16] {
