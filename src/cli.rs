@@ -989,7 +989,8 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
         }
         let datapaths = crate::datapath::stats_of(l);
         let wireguard = crate::tunnel::wg_endpoint::peers_of(l);
-        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "datapaths": datapaths, "wireguard": wireguard }));
+        let ikev2 = crate::tunnel::ikev2_endpoint::sa_files_of(l);
+        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2 }));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -1054,6 +1055,11 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
         for w in l["wireguard"].as_array().into_iter().flatten() {
             if let Ok(f) = serde_json::from_value(w.clone()) {
                 print!("{}", crate::tunnel::wg_endpoint::describe(&f));
+            }
+        }
+        for s in l["ikev2"].as_array().into_iter().flatten() {
+            if let Ok(f) = serde_json::from_value(s.clone()) {
+                print!("{}", crate::tunnel::ikev2_endpoint::describe(&f));
             }
         }
     }

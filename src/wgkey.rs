@@ -97,7 +97,7 @@ mod tests {
     }
 }
 
-/// The keys of a lab's WireGuard tunnels, kept in its state directory with
+/// The keys of a lab's WireGuard, ESP and IKEv2 tunnels, kept in its state directory with
 /// mode 0600: given in the topology, or made when the lab came up.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct LabKeys {
@@ -113,6 +113,14 @@ pub struct TunnelKeys {
     /// ESP: node -> the key material (hex, 20 bytes) of the SA into it.
     #[serde(default)]
     pub sa: std::collections::BTreeMap<String, String>,
+    /// IKEv2: the pre-shared key's bytes in hex (the topology's, or 32 made
+    /// per lab), as swanctl.conf takes it after "0x".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psk: Option<String>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 const KEYS_FILE: &str = "wireguard-keys.json";
@@ -128,12 +136,24 @@ impl LabKeys {
         use crate::topology::wireguard::Preshared;
         let mut keys = LabKeys::default();
         for tun in &t.tunnels {
+            if let TunnelKind::Ikev2(e) = &tun.kind {
+                use crate::topology::ikev2::Psk;
+                let psk = match &e.psk {
+                    Psk::Given(s) => hex(s.as_bytes()),
+                    Psk::Generate => hex(&random::<32>()?),
+                };
+                let tk = TunnelKeys {
+                    psk: Some(psk),
+                    ..TunnelKeys::default()
+                };
+                keys.tunnels.insert(tun.name.clone(), tk);
+                continue;
+            }
             if let TunnelKind::Esp(e) = &tun.kind {
                 let mut tk = TunnelKeys::default();
                 for p in &e.overlay.peers {
                     let k = random::<20>()?;
-                    let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
-                    tk.sa.insert(t.nodes[p.node].name.clone(), hex);
+                    tk.sa.insert(t.nodes[p.node].name.clone(), hex(&k));
                 }
                 keys.tunnels.insert(tun.name.clone(), tk);
                 continue;
@@ -208,6 +228,14 @@ impl LabKeys {
             *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)?;
         }
         Ok(k)
+    }
+
+    /// IKEv2: the tunnel's pre-shared key, in hex.
+    pub fn psk_hex(&self, tunnel: &str) -> anyhow::Result<&str> {
+        self.tunnels
+            .get(tunnel)
+            .and_then(|t| t.psk.as_deref())
+            .ok_or_else(|| anyhow::anyhow!("no pre-shared key for IKEv2 tunnel {tunnel}"))
     }
 
     pub fn preshared(&self, tunnel: &str) -> Option<[u8; 32]> {

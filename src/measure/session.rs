@@ -77,16 +77,16 @@ pub fn measure_lab(
     })
 }
 
-/// For every measured path into a WireGuard tunnel: what the tunnel adds per
-/// packet, and the MTU and MSS that leaves.
+/// For every measured path into a point-to-point tunnel (WireGuard, ESP,
+/// IKEv2): what the tunnel adds per packet, and the MTU and MSS that leaves.
 fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
     use crate::topology::tunnel::TunnelKind;
-    use crate::tunnel::overhead::{Encapsulation, mss};
+    use crate::tunnel::overhead::mss;
     let mut out = Vec::new();
     for s in specs {
         let targets: Vec<std::net::IpAddr> = [s.ipv4, s.ipv6].into_iter().flatten().collect();
         for tun in &t.tunnels {
-            let TunnelKind::Wireguard(w) = &tun.kind else {
+            let Some(w) = tun.overlay() else {
                 continue;
             };
             let inside = targets.iter().any(|a| {
@@ -100,16 +100,47 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
                 continue;
             }
             let v6 = w.outer_v6();
-            let mut imps: Vec<&str> = w.peers.iter().map(|p| p.implementation.as_str()).collect();
-            imps.dedup();
+            let outer = if v6 { 40 } else { 20 };
+            let (lo, hi) = tun.encapsulation().overhead_range(v6);
+            let bytes = if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            };
+            // ESP pads the payload to 4 bytes: 2 to 5 bytes of padding and trailer.
+            let esp_parts = "ESP header 8 + IV 8 + padding and trailer 2-5 + ICV 16";
+            let (kind, who, parts) = match &tun.kind {
+                TunnelKind::Wireguard(_) => {
+                    let mut imps: Vec<&str> =
+                        w.peers.iter().map(|p| p.implementation.as_str()).collect();
+                    imps.dedup();
+                    (
+                        "WireGuard",
+                        imps.join("/"),
+                        format!("outer IP {outer} + UDP 8 + WireGuard 32"),
+                    )
+                }
+                TunnelKind::Esp(e) => (
+                    "ESP",
+                    "tunbench".to_string(),
+                    if e.udp {
+                        format!("outer IP {outer} + UDP 8 + {esp_parts}")
+                    } else {
+                        format!("outer IP {outer} + {esp_parts}")
+                    },
+                ),
+                TunnelKind::Ikev2(_) => (
+                    "IKEv2",
+                    "strongSwan, kernel-libipsec, ESP always in UDP 4500".to_string(),
+                    format!("outer IP {outer} + UDP 8 + {esp_parts}"),
+                ),
+                TunnelKind::Dslite(_) => continue,
+            };
             let note = format!(
-                "path {} crosses WireGuard tunnel {} ({}): {} bytes per packet on its {} underlay (outer IP {} + UDP 8 + WireGuard 32); inner MTU {}, so TCP MSS {} over IPv4 and {} over IPv6 inside.",
+                "path {} crosses {kind} tunnel {} ({who}): {bytes} bytes per packet on its {} underlay ({parts}); inner MTU {}, so TCP MSS {} over IPv4 and {} over IPv6 inside.",
                 s.path,
                 tun.name,
-                imps.join("/"),
-                Encapsulation::Wireguard.overhead(v6, 0),
                 if v6 { "IPv6" } else { "IPv4" },
-                if v6 { 40 } else { 20 },
                 w.mtu,
                 mss(w.mtu as usize, false),
                 mss(w.mtu as usize, true)

@@ -1,6 +1,6 @@
 //! `[tunnels.NAME]`: tunnels between lab nodes, as written (raw), resolved, and
-//! checked. One kind so far, `dslite` (RFC 6333 softwires); each kind is one
-//! variant of `RawTunnel` and of `TunnelKind`.
+//! checked: `dslite` (RFC 6333 softwires), `wireguard`, `esp` and `ikev2`;
+//! each kind is one variant of `RawTunnel` and of `TunnelKind`.
 
 use super::model::{NodeKind, Topology};
 use super::{KeyPath, Problem, int_in, valid_name};
@@ -24,9 +24,10 @@ pub enum RawTunnel {
     Dslite(RawDslite),
     Wireguard(super::wireguard::RawWireguard),
     Esp(super::esp::RawEsp),
+    Ikev2(super::ikev2::RawIkev2),
 }
 
-pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\"";
+pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\", \"ikev2\"";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,6 +152,7 @@ pub enum TunnelKind {
     Dslite(Dslite),
     Wireguard(super::wireguard::Wireguard),
     Esp(super::esp::EspTunnel),
+    Ikev2(super::ikev2::Ikev2Tunnel),
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -202,6 +204,8 @@ impl Tunnel {
             TunnelKind::Dslite(_) => "tun",
             TunnelKind::Wireguard(_) => "wg",
             TunnelKind::Esp(_) => "esp",
+            // charon's kernel-libipsec makes and names it.
+            TunnelKind::Ikev2(_) => return super::ikev2::LIBIPSEC_TUN.to_string(),
         };
         let mut s = format!("{prefix}-{}", self.name);
         s.truncate(15);
@@ -214,7 +218,28 @@ impl Tunnel {
         match &self.kind {
             TunnelKind::Wireguard(w) => Some(w),
             TunnelKind::Esp(e) => Some(&e.overlay),
+            TunnelKind::Ikev2(e) => Some(&e.overlay),
             TunnelKind::Dslite(_) => None,
+        }
+    }
+
+    /// The device the overlay's inner addresses go on: the tunnel's TUN, or
+    /// `lo` where the TUN is not ours to address (IKEv2: libipsec's).
+    pub fn inner_device(&self) -> String {
+        match self.kind {
+            TunnelKind::Ikev2(_) => "lo".to_string(),
+            _ => self.tun_name(),
+        }
+    }
+
+    /// What the tunnel adds to each packet, for the reports.
+    pub fn encapsulation(&self) -> crate::tunnel::overhead::Encapsulation {
+        use crate::tunnel::overhead::Encapsulation;
+        match &self.kind {
+            TunnelKind::Dslite(_) => Encapsulation::Dslite,
+            TunnelKind::Wireguard(_) => Encapsulation::Wireguard,
+            TunnelKind::Esp(e) => e.encapsulation(),
+            TunnelKind::Ikev2(e) => e.encapsulation(),
         }
     }
 
@@ -233,7 +258,7 @@ impl Tunnel {
             }
             // Every peer is a process: tunbench's datapath, or the one that
             // runs and configures an external implementation.
-            TunnelKind::Wireguard(_) | TunnelKind::Esp(_) => self
+            TunnelKind::Wireguard(_) | TunnelKind::Esp(_) | TunnelKind::Ikev2(_) => self
                 .overlay()
                 .expect("an overlay")
                 .peers
@@ -274,6 +299,16 @@ pub fn resolve(
                         name: name.clone(),
                         description: e_description(rt),
                         kind: TunnelKind::Esp(e),
+                        at,
+                    });
+                }
+            }
+            RawTunnel::Ikev2(e) => {
+                if let Some(e) = super::ikev2::resolve(name, e, &at, &node, p) {
+                    out.push(Tunnel {
+                        name: name.clone(),
+                        description: e_description(rt),
+                        kind: TunnelKind::Ikev2(e),
                         at,
                     });
                 }
@@ -413,6 +448,7 @@ fn w_description(rt: &RawTunnel) -> Option<String> {
         RawTunnel::Dslite(d) => d.description.clone(),
         RawTunnel::Wireguard(w) => w.description.clone(),
         RawTunnel::Esp(e) => e.description.clone(),
+        RawTunnel::Ikev2(e) => e.description.clone(),
     }
 }
 
@@ -511,6 +547,10 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
             }
             TunnelKind::Esp(e) => {
                 super::wireguard::validate(t, &tun.name, &e.overlay, &tun.tun_name(), p);
+                continue;
+            }
+            TunnelKind::Ikev2(e) => {
+                super::ikev2::validate(t, tun, e, p);
                 continue;
             }
         };

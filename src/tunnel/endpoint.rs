@@ -129,8 +129,11 @@ pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
         (TunnelKind::Esp(e), Role::Peer(i)) => {
             return super::esp_endpoint::run(lab, &running.topology, tun, e, i);
         }
-        (TunnelKind::Wireguard(_) | TunnelKind::Esp(_), _) => {
-            unreachable!("a WireGuard or ESP endpoint is a peer")
+        (TunnelKind::Ikev2(e), Role::Peer(i)) => {
+            return super::ikev2_endpoint::run(lab, &running.topology, tun, e, i);
+        }
+        (TunnelKind::Wireguard(_) | TunnelKind::Esp(_) | TunnelKind::Ikev2(_), _) => {
+            unreachable!("a WireGuard, ESP or IKEv2 endpoint is a peer")
         }
     };
     let config = driver_config(tun, d, role);
