@@ -1,7 +1,8 @@
 //! IKEv2 tunnels end to end, as root in namespaces: strongSwan's charon with
 //! userspace ESP (kernel-libipsec) at both ends, negotiated by `up`. TCP and
 //! UDP both ways through it, a capture that shows ESP in UDP 4500 on the
-//! underlay and not the inner packets, `down` leaving no charon behind; an
+//! underlay and not the inner packets, with the overhead the reports give,
+//! `down` leaving no charon behind; an
 //! unreachable peer failing `up` within the tunnel's timeout with charon's
 //! log; and validation naming the packages when strongSwan is missing.
 //! strongSwan must be installed (scripts/setup.sh): no test skips without it.
@@ -13,6 +14,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use tunbench::tunnel::overhead::Encapsulation;
 
 /// Lab names of this file start with "ik".
 fn ik_lab(tag: &str) -> String {
@@ -179,7 +181,15 @@ fn ikev2_carries_tcp_and_udp_both_ways_as_esp_in_udp() {
         ping(&lab, "a", &["-s", "400", "-p", "a5", "198.18.87.2"]);
     });
     let payload = udp_payloads(&std::fs::read(&pcap).unwrap()).remove(0);
-    assert!(payload.len() > 400, "{} bytes", payload.len());
+    // The 428-byte inner packet (IPv4 20 + ICMP 8 + 400) costs what the
+    // reports say ESP in UDP costs: outer IPv4 20 + UDP 8 + the ESP payload.
+    let inner = 20 + 8 + 400;
+    assert_eq!(
+        20 + 8 + payload.len() - inner,
+        Encapsulation::Esp { udp: true }.overhead(false, inner),
+        "{} bytes of ESP for {inner} inside",
+        payload.len()
+    );
     assert_ne!(payload[..4], [0, 0, 0, 0], "an IKE message, not ESP");
     assert!(
         !payload.windows(16).any(|w| w.iter().all(|&b| b == 0xa5)),

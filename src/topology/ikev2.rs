@@ -253,3 +253,99 @@ pub fn validate(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Resolved without `validate`, which also asks whether strongSwan is installed.
+    fn resolved(tunnel: &str) -> Topology {
+        let text = format!(
+            r#"name = "ikr"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "host"
+[[links]]
+a = {{ port = "a:eth0", ipv4 = "198.18.86.1/24" }}
+b = {{ port = "b:eth0", ipv4 = "198.18.86.2/24" }}
+[tunnels.vpn]
+kind = "ikev2"
+{tunnel}
+ends = [
+  {{ node = "a", endpoint = "198.18.86.1", address = ["198.18.87.1/24", "2001:2:0:87::1/64"] }},
+  {{ node = "b", endpoint = "198.18.86.2", address = "198.18.87.2/24", allowed_ips = ["198.18.88.0/24"] }},
+]
+"#
+        );
+        let raw: super::super::raw::RawTopology = toml::from_str(&text).unwrap();
+        let (t, problems) = super::super::resolve::resolve(&raw, Path::new(""));
+        assert!(problems.is_empty(), "{problems:?}");
+        t
+    }
+
+    fn ikev2(t: &Topology) -> &Ikev2Tunnel {
+        match &t.tunnels[0].kind {
+            super::super::tunnel::TunnelKind::Ikev2(e) => e,
+            k => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_and_inner_addresses_on_lo() {
+        let t = resolved("");
+        let e = ikev2(&t);
+        assert_eq!(e.proposals, DEFAULT_PROPOSALS);
+        assert_eq!(e.esp_proposals, DEFAULT_ESP_PROPOSALS);
+        assert_eq!(e.timeout_secs, 20);
+        assert_eq!(e.psk, Psk::Generate);
+        assert_eq!(e.overlay.mtu, LIBIPSEC_MTU);
+        assert_eq!(t.tunnels[0].tun_name(), "ipsec0");
+        let a = t.node_addresses(0);
+        assert!(
+            a.contains(&("lo".to_string(), "198.18.87.1/32".parse().unwrap())),
+            "{a:?}"
+        );
+        assert!(
+            a.contains(&("lo".to_string(), "2001:2:0:87::1/128".parse().unwrap())),
+            "{a:?}"
+        );
+        // b's traffic selectors: its address and the network behind it.
+        let ts: Vec<String> = e
+            .overlay
+            .allowed_for(0, 1)
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(ts, ["198.18.87.2/32", "198.18.88.0/24"]);
+    }
+
+    #[test]
+    fn up_makes_no_device_and_the_key_stays_unprinted() {
+        let t = resolved(r#"psk = "not for printing""#);
+        let p = crate::plan::plan(&t, &crate::plan::Naming::new("ikr", None));
+        let text: Vec<String> = p.ops.iter().map(|o| o.to_string()).collect();
+        assert!(
+            !text
+                .iter()
+                .any(|o| o.contains("tuntap") || o.contains("ipsec0")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|o| o.contains("addr add 198.18.87.1/32 dev lo")),
+            "{text:?}"
+        );
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(!json.contains("not for printing"));
+        assert!(json.contains("\"psk\":\"given\""), "{json}");
+        let keys = crate::wgkey::LabKeys::make(&t).unwrap();
+        assert_eq!(
+            keys.psk_hex("vpn").unwrap(),
+            "6e6f7420666f72207072696e74696e67"
+        );
+        let made = crate::wgkey::LabKeys::make(&resolved("")).unwrap();
+        assert_eq!(made.psk_hex("vpn").unwrap().len(), 64);
+    }
+}
