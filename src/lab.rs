@@ -73,7 +73,7 @@ pub async fn up_text(
     std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
     let datapaths = crate::wgkey::LabKeys::make(t)
         .and_then(|k| k.store(&naming.lab))
-        .context("storing the lab's WireGuard keys")
+        .context("making and storing the lab's tunnel keys")
         .and_then(|_| crate::datapath::start_all(t, naming, None));
     if let Err(e) = datapaths {
         let _ = netns::down(&naming.lab).await;

@@ -117,6 +117,20 @@ pub struct TunnelKeys {
     /// per lab), as swanctl.conf takes it after "0x".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub psk: Option<String>,
+    /// IKEv2 with certificates: the lab CA's certificate (PEM; its key is
+    /// not kept) ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    /// ... and node -> its private key and certificate.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub certs: std::collections::BTreeMap<String, EndCertificate>,
+}
+
+/// An IKEv2 end's credentials, PEM.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct EndCertificate {
+    pub key: String,
+    pub cert: String,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -137,15 +151,40 @@ impl LabKeys {
         let mut keys = LabKeys::default();
         for tun in &t.tunnels {
             if let TunnelKind::Ikev2(e) = &tun.kind {
-                use crate::topology::ikev2::Psk;
-                let psk = match &e.psk {
-                    Psk::Given(s) => hex(s.as_bytes()),
-                    Psk::Generate => hex(&random::<32>()?),
-                };
-                let tk = TunnelKeys {
-                    psk: Some(psk),
-                    ..TunnelKeys::default()
-                };
+                use crate::topology::ikev2::{Auth, Psk};
+                let mut tk = TunnelKeys::default();
+                match e.auth {
+                    Auth::Psk => {
+                        tk.psk = Some(match &e.psk {
+                            Psk::Given(s) => hex(s.as_bytes()),
+                            Psk::Generate => hex(&random::<32>()?),
+                        });
+                    }
+                    Auth::Cert => {
+                        let nodes: Vec<String> = e
+                            .overlay
+                            .peers
+                            .iter()
+                            .map(|p| t.nodes[p.node].name.clone())
+                            .collect();
+                        let issued = crate::tunnel::strongswan::Install::find(true)
+                            .and_then(|i| {
+                                crate::tunnel::strongswan::issue_certificates(
+                                    &i.pki, &tun.name, &nodes,
+                                )
+                            })
+                            .map_err(|e| {
+                                std::io::Error::other(format!(
+                                    "certificates for IKEv2 tunnel {}: {e}",
+                                    tun.name
+                                ))
+                            })?;
+                        tk.ca = Some(issued.ca);
+                        for (node, key, cert) in issued.ends {
+                            tk.certs.insert(node, EndCertificate { key, cert });
+                        }
+                    }
+                }
                 keys.tunnels.insert(tun.name.clone(), tk);
                 continue;
             }
@@ -228,6 +267,21 @@ impl LabKeys {
             *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)?;
         }
         Ok(k)
+    }
+
+    /// IKEv2 with certificates: the CA's certificate and `node`'s own.
+    pub fn certificates(
+        &self,
+        tunnel: &str,
+        node: &str,
+    ) -> anyhow::Result<(&str, &EndCertificate)> {
+        let t = self.tunnels.get(tunnel);
+        let ca = t.and_then(|t| t.ca.as_deref());
+        let end = t.and_then(|t| t.certs.get(node));
+        match (ca, end) {
+            (Some(ca), Some(end)) => Ok((ca, end)),
+            _ => anyhow::bail!("no certificate for {node} in IKEv2 tunnel {tunnel}"),
+        }
     }
 
     /// IKEv2: the tunnel's pre-shared key, in hex.

@@ -22,22 +22,30 @@ fn ik_lab(tag: &str) -> String {
 }
 
 fn two_hosts(dir: &Path) -> PathBuf {
-    let text = r#"name = "ikv"
+    two_hosts_with(dir, "")
+}
+
+/// Two hosts on one link and an IKEv2 tunnel between them with `settings`.
+fn two_hosts_with(dir: &Path, settings: &str) -> PathBuf {
+    let text = format!(
+        r#"name = "ikv"
 [nodes.a]
 kind = "host"
 [nodes.b]
 kind = "host"
 [[links]]
-a = { port = "a:eth0", ipv4 = "198.18.86.1/24", ipv6 = "2001:2:0:86::1/64" }
-b = { port = "b:eth0", ipv4 = "198.18.86.2/24", ipv6 = "2001:2:0:86::2/64" }
+a = {{ port = "a:eth0", ipv4 = "198.18.86.1/24", ipv6 = "2001:2:0:86::1/64" }}
+b = {{ port = "b:eth0", ipv4 = "198.18.86.2/24", ipv6 = "2001:2:0:86::2/64" }}
 [tunnels.vpn]
 kind = "ikev2"
+{settings}
 ends = [
-  { node = "a", endpoint = "198.18.86.1", address = ["198.18.87.1/24", "2001:2:0:87::1/64"] },
-  { node = "b", endpoint = "198.18.86.2", address = ["198.18.87.2/24", "2001:2:0:87::2/64"] },
+  {{ node = "a", endpoint = "198.18.86.1", address = ["198.18.87.1/24", "2001:2:0:87::1/64"] }},
+  {{ node = "b", endpoint = "198.18.86.2", address = ["198.18.87.2/24", "2001:2:0:87::2/64"] }},
 ]
-"#;
-    let p = dir.join("ikev2.toml");
+"#
+    );
+    let p = dir.join(format!("ikev2{}.toml", settings.len()));
     std::fs::write(&p, text).unwrap();
     p
 }
@@ -169,6 +177,11 @@ fn ikev2_carries_tcp_and_udp_both_ways_as_esp_in_udp() {
             udp > 25e6,
             "{lab}: UDP {client} -> {to}: {udp} bit/s of 30M"
         );
+        eprintln!(
+            "{lab}: {client} -> {to}: TCP {:.0} Mbit/s, UDP {:.1} of 30 Mbit/s",
+            tcp / 1e6,
+            udp / 1e6
+        );
     }
     eventually("the SA counts the traffic", || {
         child_sa(&lab, "b")["bytes_in"].as_u64().unwrap_or(0) > 1_000_000
@@ -213,6 +226,42 @@ fn ikev2_carries_tcp_and_udp_both_ways_as_esp_in_udp() {
             "charon {pid} still runs"
         );
     }
+}
+
+#[test]
+fn certificates_from_a_lab_ca_authenticate_both_ends() {
+    assert_strongswan_installed();
+    assert!(
+        Path::new("/usr/bin/pki").is_file(),
+        "/usr/bin/pki is missing: run scripts/setup.sh (strongswan-pki)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let lab = ik_lab("c");
+    let _g = up_named(&two_hosts_with(dir.path(), r#"auth = "cert""#), &lab);
+    for node in ["a", "b"] {
+        assert_eq!(child_sa(&lab, node)["state"], "INSTALLED");
+        let log =
+            std::fs::read_to_string(state_dir(&lab).join(format!("ikev2-vpn-{node}/charon.log")))
+                .unwrap();
+        let peer = if node == "a" { "b" } else { "a" };
+        assert!(
+            log.contains(&format!("received end entity cert \"CN={peer}\"")),
+            "{log}"
+        );
+        assert!(
+            log.contains("with ECDSA_WITH_SHA256_DER successful"),
+            "{log}"
+        );
+    }
+    // The lab keeps the CA's certificate, not its key.
+    let keys = std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap();
+    assert_eq!(keys.matches("BEGIN EC PRIVATE KEY").count(), 2, "{keys}");
+    assert!(ping(&lab, "a", &["198.18.87.2"]), "a -> b");
+    assert!(ping(&lab, "b", &["2001:2:0:87::1"]), "b -> a");
+    let d = tunbench(&["down", &lab]);
+    assert!(d.status.success(), "{}", text(&d));
+    assert_gone(&lab);
+    assert_eq!(charons_of(&lab), Vec::<i32>::new(), "charon left behind");
 }
 
 #[test]

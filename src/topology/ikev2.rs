@@ -4,6 +4,9 @@
 //! addresses, networks behind), so the plan, the routing model and the reports
 //! treat it like the other point-to-point tunnels.
 //!
+//! The ends authenticate with a pre-shared key or with certificates from a
+//! CA made when the lab comes up (`auth = "cert"`).
+//!
 //! libipsec makes its own TUN (`ipsec0`, MTU 1400) and routes into it from
 //! table 220, so `up` makes no device for it: the inner addresses go on the
 //! node's `lo` as host addresses (this kernel has no dummy interfaces).
@@ -29,6 +32,9 @@ pub const LIBIPSEC_TUN: &str = "ipsec0";
 pub struct RawIkev2 {
     #[serde(default)]
     pub description: Option<String>,
+    /// "psk" (default) or "cert": certificates from a CA made per lab.
+    #[serde(default)]
+    pub auth: Option<String>,
     /// The pre-shared key; default: one made per lab.
     #[serde(default)]
     pub psk: Option<String>,
@@ -72,10 +78,24 @@ impl serde::Serialize for Psk {
     }
 }
 
+/// How the ends authenticate each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Auth {
+    /// One pre-shared key.
+    Psk,
+    /// ECDSA certificates issued by a CA made when the lab comes up (whose
+    /// private key is dropped once both are issued), the node names as their
+    /// subjectAltNames.
+    Cert,
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Ikev2Tunnel {
     /// The two ends, as peers of an overlay; inner addresses as host prefixes.
     pub overlay: Wireguard,
+    pub auth: Auth,
+    /// The pre-shared key (`auth = "psk"`).
     pub psk: Psk,
     pub proposals: String,
     pub esp_proposals: String,
@@ -115,6 +135,23 @@ pub fn resolve(
     p: &mut Vec<Problem>,
 ) -> Option<Ikev2Tunnel> {
     let before = p.len();
+    let auth = match r.auth.as_deref() {
+        None | Some("psk") => Auth::Psk,
+        Some("cert") => Auth::Cert,
+        Some(o) => {
+            p.push(Problem::new(
+                &at.key("auth"),
+                format!("auth \"{o}\" is not one of \"psk\" (a pre-shared key), \"cert\" (certificates from a CA made per lab)"),
+            ));
+            Auth::Psk
+        }
+    };
+    if auth == Auth::Cert && r.psk.is_some() {
+        p.push(Problem::new(
+            &at.key("psk"),
+            "a pre-shared key with auth = \"cert\"; give one or the other",
+        ));
+    }
     let psk = match r.psk.as_deref() {
         None => Psk::Generate,
         Some("") => {
@@ -200,6 +237,7 @@ pub fn resolve(
             hub: None,
             peers,
         },
+        auth,
         psk,
         proposals,
         esp_proposals,
@@ -216,7 +254,7 @@ pub fn validate(
     p: &mut Vec<Problem>,
 ) {
     super::wireguard::validate(t, &tunnel.name, &e.overlay, "lo", p);
-    if let Err(missing) = crate::tunnel::strongswan::Install::find() {
+    if let Err(missing) = crate::tunnel::strongswan::Install::find(e.auth == Auth::Cert) {
         p.push(Problem::new(&tunnel.at.key("kind"), missing));
     }
     for peer in &e.overlay.peers {
@@ -300,6 +338,7 @@ ends = [
         assert_eq!(e.esp_proposals, DEFAULT_ESP_PROPOSALS);
         assert_eq!(e.timeout_secs, 20);
         assert_eq!(e.psk, Psk::Generate);
+        assert_eq!(e.auth, Auth::Psk);
         assert_eq!(e.overlay.mtu, LIBIPSEC_MTU);
         assert_eq!(t.tunnels[0].tun_name(), "ipsec0");
         let a = t.node_addresses(0);

@@ -12,10 +12,10 @@
 
 use super::endpoint::{stopping, write_json};
 use super::external::{PrivateRun, cpu_seconds, isolate, stop};
-use super::strongswan::{EndConfig, IkeSa, Install, log_tail, parse_list_sas};
+use super::strongswan::{EndAuth, EndConfig, IkeSa, Install, log_tail, parse_list_sas};
 use crate::datapath::Job;
 use crate::topology::Topology;
-use crate::topology::ikev2::Ikev2Tunnel;
+use crate::topology::ikev2::{Auth, Ikev2Tunnel};
 use crate::topology::tunnel::Tunnel;
 use crate::wgkey::LabKeys;
 use anyhow::{Context, Result, bail};
@@ -332,7 +332,7 @@ impl End<'_> {
 
 pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &Ikev2Tunnel, i: usize) -> Result<()> {
     super::endpoint::on_stop_signals();
-    let install = Install::find().map_err(anyhow::Error::msg)?;
+    let install = Install::find(false).map_err(anyhow::Error::msg)?;
     let w = &e.overlay;
     let j = 1 - i;
     let node = t.nodes[w.peers[i].node].name.clone();
@@ -358,7 +358,21 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &Ikev2Tunnel, i: usize) -> 
         remote_ts: w.allowed_for(i, j),
         proposals: e.proposals.clone(),
         esp_proposals: e.esp_proposals.clone(),
-        psk_hex: keys.psk_hex(&tun.name)?.to_string(),
+        auth: match e.auth {
+            Auth::Psk => EndAuth::Psk(keys.psk_hex(&tun.name)?.to_string()),
+            Auth::Cert => {
+                // Where swanctl --load-all looks, beside swanctl.conf.
+                let (ca, mine) = keys.certificates(&tun.name, &node)?;
+                for sub in ["x509ca", "x509", "ecdsa"] {
+                    std::fs::create_dir(dir.join(sub))?;
+                }
+                let cert = format!("{node}.pem");
+                write_private(&dir.join("x509ca/ca.pem"), ca)?;
+                write_private(&dir.join("x509").join(&cert), &mine.cert)?;
+                write_private(&dir.join("ecdsa").join(format!("{node}.key")), &mine.key)?;
+                EndAuth::Cert(cert)
+            }
+        },
     };
     let conf = dir.join("strongswan.conf");
     write_private(&conf, &super::strongswan::strongswan_conf())?;

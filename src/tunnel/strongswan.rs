@@ -16,6 +16,8 @@ pub const PREFIX_ENV: &str = "TUNBENCH_STRONGSWAN_PREFIX";
 /// The Debian packages an IKEv2 tunnel needs.
 pub const PACKAGES: &str =
     "strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins";
+/// And one with certificates (`pki` issues them).
+pub const PKI_PACKAGE: &str = "strongswan-pki";
 
 /// charon's plugins, in load order: kernel-libipsec before kernel-netlink.
 const CHARON_PLUGINS: &str = "random nonce openssl aes sha1 sha2 hmac gcm pem pkcs1 pkcs8 x509 pubkey kdf kernel-libipsec kernel-netlink socket-default vici";
@@ -26,11 +28,13 @@ const SWANCTL_PLUGINS: &str = "pem pkcs1 pkcs8 x509 pubkey openssl random";
 pub struct Install {
     pub charon: PathBuf,
     pub swanctl: PathBuf,
+    pub pki: PathBuf,
 }
 
 impl Install {
-    /// The installed strongSwan, or what is missing and how to install it.
-    pub fn find() -> Result<Install, String> {
+    /// The installed strongSwan (with `pki` when `certificates`), or what is
+    /// missing and how to install it.
+    pub fn find(certificates: bool) -> Result<Install, String> {
         let prefix = std::env::var_os(PREFIX_ENV)
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/"));
@@ -38,8 +42,9 @@ impl Install {
         let install = Install {
             charon: at("usr/lib/ipsec/charon"),
             swanctl: at("usr/sbin/swanctl"),
+            pki: at("usr/bin/pki"),
         };
-        let needed = [
+        let mut needed = vec![
             (install.charon.clone(), "strongswan-charon"),
             (install.swanctl.clone(), "strongswan-swanctl"),
             (
@@ -51,6 +56,11 @@ impl Install {
                 "libstrongswan-standard-plugins",
             ),
         ];
+        let mut packages = PACKAGES.to_string();
+        if certificates {
+            needed.push((install.pki.clone(), PKI_PACKAGE));
+            packages = format!("{packages} {PKI_PACKAGE}");
+        }
         let missing: Vec<String> = needed
             .iter()
             .filter(|(p, _)| !p.is_file())
@@ -60,7 +70,7 @@ impl Install {
             return Ok(install);
         }
         Err(format!(
-            "an IKEv2 tunnel runs strongSwan's charon with userspace ESP, and strongSwan is not installed: missing {}; install it with `apt-get install {PACKAGES}` (scripts/setup.sh does)",
+            "an IKEv2 tunnel runs strongSwan's charon with userspace ESP, and strongSwan is not installed: missing {}; install it with `apt-get install {packages}` (scripts/setup.sh does)",
             missing.join(", ")
         ))
     }
@@ -109,6 +119,16 @@ swanctl {{
     )
 }
 
+/// How an end proves who it is.
+#[derive(Debug, Clone)]
+pub enum EndAuth {
+    /// The pre-shared key's bytes in hex.
+    Psk(String),
+    /// Its certificate, a file in `x509/` beside swanctl.conf (its key is in
+    /// `ecdsa/`, the CA's certificate in `x509ca/`).
+    Cert(String),
+}
+
 /// One end as swanctl.conf describes it.
 #[derive(Debug, Clone)]
 pub struct EndConfig {
@@ -122,8 +142,7 @@ pub struct EndConfig {
     pub remote_ts: Vec<ipnetwork::IpNetwork>,
     pub proposals: String,
     pub esp_proposals: String,
-    /// The pre-shared key's bytes in hex.
-    pub psk_hex: String,
+    pub auth: EndAuth,
 }
 
 fn ts(v: &[ipnetwork::IpNetwork]) -> String {
@@ -134,6 +153,23 @@ fn ts(v: &[ipnetwork::IpNetwork]) -> String {
 }
 
 pub fn swanctl_conf(c: &EndConfig) -> String {
+    let (local_auth, remote_auth, secrets) = match &c.auth {
+        EndAuth::Psk(hex) => (
+            "auth = psk".to_string(),
+            "psk",
+            format!(
+                "secrets {{\n  ike-{name} {{\n    id-local = {lid}\n    id-remote = {rid}\n    secret = 0x{hex}\n  }}\n}}\n",
+                name = c.name,
+                lid = c.local_id,
+                rid = c.remote_id
+            ),
+        ),
+        EndAuth::Cert(file) => (
+            format!("auth = pubkey\n      certs = {file}"),
+            "pubkey",
+            String::new(),
+        ),
+    };
     format!(
         r#"# Written by tunbench for one IKEv2 end.
 connections {{
@@ -144,11 +180,11 @@ connections {{
     proposals = {prop}
     mobike = no
     local {{
-      auth = psk
+      {local_auth}
       id = {lid}
     }}
     remote {{
-      auth = psk
+      auth = {remote_auth}
       id = {rid}
     }}
     children {{
@@ -163,14 +199,7 @@ connections {{
     }}
   }}
 }}
-secrets {{
-  ike-{name} {{
-    id-local = {lid}
-    id-remote = {rid}
-    secret = 0x{psk}
-  }}
-}}
-"#,
+{secrets}"#,
         name = c.name,
         la = c.local_addr,
         ra = c.remote_addr,
@@ -180,8 +209,108 @@ secrets {{
         lts = ts(&c.local_ts),
         rts = ts(&c.remote_ts),
         esp = c.esp_proposals,
-        psk = c.psk_hex,
     )
+}
+
+/// A lab's certificates for one tunnel (PEM): the CA's, and per end its
+/// private key and certificate.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    pub ca: String,
+    /// (node, key, certificate)
+    pub ends: Vec<(String, String, String)>,
+}
+
+/// Makes a CA and issues an ECDSA P-256 certificate to each node (the node's
+/// name as subject CN and subjectAltName, which charon matches to its IKE
+/// id) with `pki`, in a directory that is removed again with the CA's key.
+pub fn issue_certificates(pki: &Path, tunnel: &str, nodes: &[String]) -> Result<Issued, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let work = std::env::temp_dir().join(format!("tunbench-ca-{}-{tunnel}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&work)
+        .map_err(|e| format!("creating {}: {e}", work.display()))?;
+    let result = issue_in(pki, &work, tunnel, nodes);
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+fn issue_in(pki: &Path, work: &Path, tunnel: &str, nodes: &[String]) -> Result<Issued, String> {
+    let run = |args: &[&str]| -> Result<String, String> {
+        let o = std::process::Command::new(pki)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("running {}: {e}", pki.display()))?;
+        if !o.status.success() {
+            let err = String::from_utf8_lossy(&o.stderr);
+            // Without the lines about plugins this build lacks.
+            let said: Vec<&str> = err.lines().filter(|l| !l.starts_with("plugin '")).collect();
+            return Err(format!("pki {} failed: {}", args[0], said.join("; ")));
+        }
+        String::from_utf8(o.stdout).map_err(|_| "pki wrote no PEM text".to_string())
+    };
+    let file = |name: &str, text: &str| -> Result<String, String> {
+        let p = work.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
+        Ok(p.to_string_lossy().into_owned())
+    };
+    let gen_key = || {
+        run(&[
+            "--gen",
+            "--type",
+            "ecdsa",
+            "--size",
+            "256",
+            "--outform",
+            "pem",
+        ])
+    };
+    let ca_key = file("ca.key", &gen_key()?)?;
+    let ca_dn = format!("CN=tunbench {tunnel} CA");
+    let ca = run(&[
+        "--self",
+        "--ca",
+        "--lifetime",
+        "365",
+        "--in",
+        &ca_key,
+        "--type",
+        "ecdsa",
+        "--dn",
+        &ca_dn,
+        "--outform",
+        "pem",
+    ])?;
+    let ca_cert = file("ca.pem", &ca)?;
+    let mut ends = Vec::new();
+    for n in nodes {
+        let key = gen_key()?;
+        let key_file = file(&format!("{n}.key"), &key)?;
+        let cert = run(&[
+            "--issue",
+            "--lifetime",
+            "365",
+            "--cacert",
+            &ca_cert,
+            "--cakey",
+            &ca_key,
+            "--type",
+            "priv",
+            "--in",
+            &key_file,
+            "--dn",
+            &format!("CN={n}"),
+            "--san",
+            n,
+            "--outform",
+            "pem",
+        ])?;
+        ends.push((n.clone(), key, cert));
+    }
+    Ok(Issued { ca, ends })
 }
 
 /// One value of a vici message as `--raw` prints it.
@@ -441,9 +570,20 @@ mod tests {
             ],
             proposals: "aes128gcm16-prfsha256-ecp256".into(),
             esp_proposals: "aes128gcm16".into(),
-            psk_hex: "00ff".into(),
+            auth: EndAuth::Psk("00ff".into()),
         };
         let w = swanctl_conf(&c);
+        assert!(w.contains("auth = psk\n      id = a"), "{w}");
+        let cert = swanctl_conf(&EndConfig {
+            auth: EndAuth::Cert("a.pem".into()),
+            ..c.clone()
+        });
+        assert!(
+            cert.contains("auth = pubkey\n      certs = a.pem\n      id = a"),
+            "{cert}"
+        );
+        assert!(cert.contains("auth = pubkey\n      id = b"), "{cert}");
+        assert!(!cert.contains("secrets"), "{cert}");
         assert!(
             w.contains("remote_ts = 198.18.87.2/32,198.18.88.0/24"),
             "{w}"
