@@ -114,9 +114,14 @@ pub fn jobs(t: &Topology) -> Vec<(Job, String)> {
 
 /// Start the datapath processes of a lab that `netns::up` has just built, and
 /// wait until each has attached to its TUN (an IKEv2 end: until its child SA
-/// is installed). On error the caller takes the lab down (which stops
-/// whatever was started).
-pub fn start_all(t: &Topology, naming: &Naming, exe: Option<&std::path::Path>) -> Result<usize> {
+/// is installed). On error or `cancel` the caller takes the lab down (which
+/// stops whatever was started).
+pub fn start_all(
+    t: &Topology,
+    naming: &Naming,
+    exe: Option<&std::path::Path>,
+    cancel: &netns::Cancel,
+) -> Result<usize> {
     let jobs = jobs(t);
     let mut started = Vec::new();
     for (job, node) in &jobs {
@@ -138,6 +143,10 @@ pub fn start_all(t: &Topology, naming: &Naming, exe: Option<&std::path::Path>) -
                 let log =
                     std::fs::read_to_string(log_path(&naming.lab, job, node)).unwrap_or_default();
                 bail!("{what} stopped while starting: {}", log.trim());
+            }
+            // Ctrl-C: an IKEv2 end may take the tunnel's whole timeout.
+            if cancel.is_cancelled() {
+                bail!("interrupted while waiting for {what}");
             }
             if Instant::now() > deadline {
                 bail!(

@@ -74,7 +74,7 @@ pub async fn up_text(
     let datapaths = crate::wgkey::LabKeys::make(t)
         .and_then(|k| k.store(&naming.lab))
         .context("making and storing the lab's tunnel keys")
-        .and_then(|_| crate::datapath::start_all(t, naming, None));
+        .and_then(|_| crate::datapath::start_all(t, naming, None, cancel));
     if let Err(e) = datapaths {
         let _ = netns::down(&naming.lab).await;
         return Err(e.context(format!("bringing up lab {}", naming.lab)));

@@ -110,25 +110,39 @@ struct Swanctl {
     /// strongswan.conf, for swanctl's own plugins.
     conf: PathBuf,
     uri: String,
+    /// Where a run's output goes (read back when it ends).
+    output: PathBuf,
 }
 
 impl Swanctl {
     /// Runs `swanctl ARGS --uri URI`: whether it succeeded, and what it said.
+    /// A stop signal ends it: `--initiate` may wait for seconds.
     fn run(&self, args: &[&str]) -> Result<(bool, String)> {
+        let out = std::fs::File::create(&self.output)
+            .with_context(|| format!("creating {}", self.output.display()))?;
         // The long --uri: -u means --uninstall.
-        let o = Command::new(&self.exe)
+        let mut child = Command::new(&self.exe)
             .args(args)
             .args(["--uri", &self.uri])
             .env("STRONGSWAN_CONF", &self.conf)
             .stdin(Stdio::null())
-            .output()
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
             .with_context(|| format!("running {}", self.exe.display()))?;
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        Ok((o.status.success(), text))
+        let status = loop {
+            if let Some(st) = child.try_wait()? {
+                break st;
+            }
+            if stopping() {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("stopped while running swanctl {}", args.join(" "));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let text = std::fs::read_to_string(&self.output).unwrap_or_default();
+        Ok((status.success(), text))
     }
 
     fn list_sas(&self) -> Vec<IkeSa> {
@@ -393,6 +407,7 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &Ikev2Tunnel, i: usize) -> 
             exe: install.swanctl.clone(),
             conf,
             uri: format!("unix://{}", dir.join("charon.vici").display()),
+            output: dir.join("swanctl.out"),
         },
     };
     let deadline = Instant::now() + end.timeout;
