@@ -5,7 +5,9 @@
 //! `down` leaving no charon behind; an
 //! unreachable peer failing `up` within the tunnel's timeout with charon's
 //! log; and validation naming the packages when strongSwan is missing.
-//! strongSwan must be installed (scripts/setup.sh): no test skips without it.
+//! The main lab is the shipped topologies/ikev2.toml (and its `certificates`
+//! scenario). strongSwan must be installed (scripts/setup.sh): no test skips
+//! without it.
 
 mod common;
 
@@ -21,31 +23,25 @@ fn ik_lab(tag: &str) -> String {
     format!("ik{tag}{}", std::process::id() % 100000)
 }
 
+/// Two hosts and an IKEv2 tunnel, like topologies/ikev2.toml, where line 10
+/// is the tunnel's kind.
 fn two_hosts(dir: &Path) -> PathBuf {
-    two_hosts_with(dir, "")
-}
-
-/// Two hosts on one link and an IKEv2 tunnel between them with `settings`.
-fn two_hosts_with(dir: &Path, settings: &str) -> PathBuf {
-    let text = format!(
-        r#"name = "ikv"
+    let text = r#"name = "ikv"
 [nodes.a]
 kind = "host"
 [nodes.b]
 kind = "host"
 [[links]]
-a = {{ port = "a:eth0", ipv4 = "198.18.86.1/24", ipv6 = "2001:2:0:86::1/64" }}
-b = {{ port = "b:eth0", ipv4 = "198.18.86.2/24", ipv6 = "2001:2:0:86::2/64" }}
+a = { port = "a:eth0", ipv4 = "198.18.86.1/24" }
+b = { port = "b:eth0", ipv4 = "198.18.86.2/24" }
 [tunnels.vpn]
 kind = "ikev2"
-{settings}
 ends = [
-  {{ node = "a", endpoint = "198.18.86.1", address = ["198.18.87.1/24", "2001:2:0:87::1/64"] }},
-  {{ node = "b", endpoint = "198.18.86.2", address = ["198.18.87.2/24", "2001:2:0:87::2/64"] }},
+  { node = "a", endpoint = "198.18.86.1", address = "198.18.87.1/24" },
+  { node = "b", endpoint = "198.18.86.2", address = "198.18.87.2/24" },
 ]
-"#
-    );
-    let p = dir.join(format!("ikev2{}.toml", settings.len()));
+"#;
+    let p = dir.join("ikev2.toml");
     std::fs::write(&p, text).unwrap();
     p
 }
@@ -145,7 +141,7 @@ fn ikev2_carries_tcp_and_udp_both_ways_as_esp_in_udp() {
     let dir = tempfile::tempdir().unwrap();
     let lab = ik_lab("v");
     let t0 = Instant::now();
-    let _g = up_named(&two_hosts(dir.path()), &lab);
+    let _g = up_named(&topo("ikev2.toml"), &lab);
     eprintln!("{lab}: up in {:.1} s", t0.elapsed().as_secs_f64());
     // `up` returned: both child SAs are installed.
     for node in ["a", "b"] {
@@ -235,9 +231,18 @@ fn certificates_from_a_lab_ca_authenticate_both_ends() {
         Path::new("/usr/bin/pki").is_file(),
         "/usr/bin/pki is missing: run scripts/setup.sh (strongswan-pki)"
     );
-    let dir = tempfile::tempdir().unwrap();
     let lab = ik_lab("c");
-    let _g = up_named(&two_hosts_with(dir.path(), r#"auth = "cert""#), &lab);
+    let _g = LabGuard(lab.clone());
+    let file = topo("ikev2.toml");
+    let o = tunbench(&[
+        "up",
+        file.to_str().unwrap(),
+        "--name",
+        &lab,
+        "--scenario",
+        "certificates",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
     for node in ["a", "b"] {
         assert_eq!(child_sa(&lab, node)["state"], "INSTALLED");
         let log =
