@@ -33,6 +33,10 @@ have wg || need_pkgs+=(wireguard-tools)
 [ -x /usr/lib/ipsec/charon ] || need_pkgs+=(strongswan-charon)
 have swanctl || need_pkgs+=(strongswan-swanctl)
 [ -e /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] || need_pkgs+=(libcharon-extra-plugins)
+# AES-GCM and the ECP groups of the default proposals: the openssl plugin.
+[ -e /usr/lib/ipsec/plugins/libstrongswan-openssl.so ] || need_pkgs+=(libstrongswan-standard-plugins)
+# auth = "cert": pki issues the lab CA's certificates.
+have pki || need_pkgs+=(strongswan-pki)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

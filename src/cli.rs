@@ -989,6 +989,7 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
         }
         let datapaths = crate::datapath::stats_of(l);
         let wireguard = crate::tunnel::wg_endpoint::peers_of(l);
+        let ikev2 = crate::tunnel::ikev2_endpoint::sa_files_of(l);
         let tunnels: Vec<serde_json::Value> = crate::lab::find(l)
             .map(|r| {
                 r.topology
@@ -998,7 +999,7 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
                     .collect()
             })
             .unwrap_or_default();
-        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard }));
+        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2 }));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -1074,6 +1075,11 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
         for w in l["wireguard"].as_array().into_iter().flatten() {
             if let Ok(f) = serde_json::from_value(w.clone()) {
                 print!("{}", crate::tunnel::wg_endpoint::describe(&f));
+            }
+        }
+        for s in l["ikev2"].as_array().into_iter().flatten() {
+            if let Ok(f) = serde_json::from_value(s.clone()) {
+                print!("{}", crate::tunnel::ikev2_endpoint::describe(&f));
             }
         }
     }

@@ -18,6 +18,25 @@ use std::time::{Duration, Instant};
 /// How long `up` waits for a datapath process to attach to its TUN.
 const READY_WAIT: Duration = Duration::from_secs(10);
 
+/// How long `up` waits for this job: an IKEv2 end is ready once its child SA
+/// is installed, which the tunnel's own timeout bounds.
+fn ready_wait(t: &Topology, job: &Job) -> Duration {
+    use crate::topology::tunnel::TunnelKind;
+    let ikev2 = match job {
+        Job::Tunnel(name) => {
+            t.tunnels
+                .iter()
+                .find(|x| &x.name == name)
+                .and_then(|x| match &x.kind {
+                    TunnelKind::Ikev2(e) => Some(e.timeout_secs),
+                    _ => None,
+                })
+        }
+        _ => None,
+    };
+    READY_WAIT + Duration::from_secs(ikev2.unwrap_or(0) as u64)
+}
+
 /// What one datapath process runs on its node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Job {
@@ -94,9 +113,15 @@ pub fn jobs(t: &Topology) -> Vec<(Job, String)> {
 }
 
 /// Start the datapath processes of a lab that `netns::up` has just built, and
-/// wait until each has attached to its TUN. On error the caller takes the lab
-/// down (which stops whatever was started).
-pub fn start_all(t: &Topology, naming: &Naming, exe: Option<&std::path::Path>) -> Result<usize> {
+/// wait until each has attached to its TUN (an IKEv2 end: until its child SA
+/// is installed). On error or `cancel` the caller takes the lab down (which
+/// stops whatever was started).
+pub fn start_all(
+    t: &Topology,
+    naming: &Naming,
+    exe: Option<&std::path::Path>,
+    cancel: &netns::Cancel,
+) -> Result<usize> {
     let jobs = jobs(t);
     let mut started = Vec::new();
     for (job, node) in &jobs {
@@ -105,9 +130,11 @@ pub fn start_all(t: &Topology, naming: &Naming, exe: Option<&std::path::Path>) -
         let pid = spawn(naming, job, node, exe)?;
         started.push((pid, stats, job, node));
     }
-    let deadline = Instant::now() + READY_WAIT;
+    let t0 = Instant::now();
     for (pid, stats, job, node) in started {
         let what = job.describe(node);
+        let wait = ready_wait(t, job);
+        let deadline = t0 + wait;
         loop {
             if stats.exists() {
                 break;
@@ -117,10 +144,14 @@ pub fn start_all(t: &Topology, naming: &Naming, exe: Option<&std::path::Path>) -
                     std::fs::read_to_string(log_path(&naming.lab, job, node)).unwrap_or_default();
                 bail!("{what} stopped while starting: {}", log.trim());
             }
+            // Ctrl-C: an IKEv2 end may take the tunnel's whole timeout.
+            if cancel.is_cancelled() {
+                bail!("interrupted while waiting for {what}");
+            }
             if Instant::now() > deadline {
                 bail!(
                     "{what} did not start within {} s (log: {})",
-                    READY_WAIT.as_secs(),
+                    wait.as_secs(),
                     log_path(&naming.lab, job, node).display()
                 );
             }

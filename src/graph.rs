@@ -91,6 +91,16 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
                 ));
                 continue;
             }
+            crate::topology::tunnel::TunnelKind::Ikev2(e) => {
+                let w = &e.overlay;
+                let (a, b) = (&w.peers[0], &w.peers[1]);
+                v.push((
+                    format!("ikev2 {} (strongSwan)", tun.name),
+                    t.nodes[a.node].name.clone(),
+                    t.nodes[b.node].name.clone(),
+                ));
+                continue;
+            }
             crate::topology::tunnel::TunnelKind::Wireguard(w) => {
                 for i in 0..w.peers.len() {
                     for j in w.neighbours(i).into_iter().filter(|&j| j > i) {

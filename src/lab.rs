@@ -73,8 +73,8 @@ pub async fn up_text(
     std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
     let datapaths = crate::wgkey::LabKeys::make(t)
         .and_then(|k| k.store(&naming.lab))
-        .context("storing the lab's WireGuard keys")
-        .and_then(|_| crate::datapath::start_all(t, naming, None));
+        .context("making and storing the lab's tunnel keys")
+        .and_then(|_| crate::datapath::start_all(t, naming, None, cancel));
     if let Err(e) = datapaths {
         let _ = netns::down(&naming.lab).await;
         return Err(e.context(format!("bringing up lab {}", naming.lab)));

@@ -97,7 +97,7 @@ mod tests {
     }
 }
 
-/// The keys of a lab's WireGuard tunnels, kept in its state directory with
+/// The keys of a lab's WireGuard, ESP and IKEv2 tunnels, kept in its state directory with
 /// mode 0600: given in the topology, or made when the lab came up.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct LabKeys {
@@ -113,6 +113,28 @@ pub struct TunnelKeys {
     /// ESP: node -> the key material (hex, 20 bytes) of the SA into it.
     #[serde(default)]
     pub sa: std::collections::BTreeMap<String, String>,
+    /// IKEv2: the pre-shared key's bytes in hex (the topology's, or 32 made
+    /// per lab), as swanctl.conf takes it after "0x".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psk: Option<String>,
+    /// IKEv2 with certificates: the lab CA's certificate (PEM; its key is
+    /// not kept) ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    /// ... and node -> its private key and certificate.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub certs: std::collections::BTreeMap<String, EndCertificate>,
+}
+
+/// An IKEv2 end's credentials, PEM.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct EndCertificate {
+    pub key: String,
+    pub cert: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 const KEYS_FILE: &str = "wireguard-keys.json";
@@ -128,6 +150,44 @@ impl LabKeys {
         use crate::topology::wireguard::Preshared;
         let mut keys = LabKeys::default();
         for tun in &t.tunnels {
+            if let TunnelKind::Ikev2(e) = &tun.kind {
+                use crate::topology::ikev2::{Auth, Psk};
+                let mut tk = TunnelKeys::default();
+                match e.auth {
+                    Auth::Psk => {
+                        tk.psk = Some(match &e.psk {
+                            Psk::Given(s) => hex(s.as_bytes()),
+                            Psk::Generate => hex(&random::<32>()?),
+                        });
+                    }
+                    Auth::Cert => {
+                        let nodes: Vec<String> = e
+                            .overlay
+                            .peers
+                            .iter()
+                            .map(|p| t.nodes[p.node].name.clone())
+                            .collect();
+                        let issued = crate::tunnel::strongswan::Install::find(true)
+                            .and_then(|i| {
+                                crate::tunnel::strongswan::issue_certificates(
+                                    &i.pki, &tun.name, &nodes,
+                                )
+                            })
+                            .map_err(|e| {
+                                std::io::Error::other(format!(
+                                    "certificates for IKEv2 tunnel {}: {e}",
+                                    tun.name
+                                ))
+                            })?;
+                        tk.ca = Some(issued.ca);
+                        for (node, key, cert) in issued.ends {
+                            tk.certs.insert(node, EndCertificate { key, cert });
+                        }
+                    }
+                }
+                keys.tunnels.insert(tun.name.clone(), tk);
+                continue;
+            }
             let esp = match &tun.kind {
                 TunnelKind::Esp(e) => Some(&e.overlay),
                 TunnelKind::L2tp(l) if l.ipsec.is_some() => Some(&l.overlay),
@@ -137,8 +197,7 @@ impl LabKeys {
                 let mut tk = TunnelKeys::default();
                 for p in &o.peers {
                     let k = random::<20>()?;
-                    let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
-                    tk.sa.insert(t.nodes[p.node].name.clone(), hex);
+                    tk.sa.insert(t.nodes[p.node].name.clone(), hex(&k));
                 }
                 keys.tunnels.insert(tun.name.clone(), tk);
                 continue;
@@ -213,6 +272,29 @@ impl LabKeys {
             *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)?;
         }
         Ok(k)
+    }
+
+    /// IKEv2 with certificates: the CA's certificate and `node`'s own.
+    pub fn certificates(
+        &self,
+        tunnel: &str,
+        node: &str,
+    ) -> anyhow::Result<(&str, &EndCertificate)> {
+        let t = self.tunnels.get(tunnel);
+        let ca = t.and_then(|t| t.ca.as_deref());
+        let end = t.and_then(|t| t.certs.get(node));
+        match (ca, end) {
+            (Some(ca), Some(end)) => Ok((ca, end)),
+            _ => anyhow::bail!("no certificate for {node} in IKEv2 tunnel {tunnel}"),
+        }
+    }
+
+    /// IKEv2: the tunnel's pre-shared key, in hex.
+    pub fn psk_hex(&self, tunnel: &str) -> anyhow::Result<&str> {
+        self.tunnels
+            .get(tunnel)
+            .and_then(|t| t.psk.as_deref())
+            .ok_or_else(|| anyhow::anyhow!("no pre-shared key for IKEv2 tunnel {tunnel}"))
     }
 
     pub fn preshared(&self, tunnel: &str) -> Option<[u8; 32]> {

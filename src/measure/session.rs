@@ -78,7 +78,8 @@ pub fn measure_lab(
 }
 
 /// For every measured path into a point-to-point tunnel (WireGuard, ESP,
-/// L2TP): what the tunnel adds per packet, and the MTU and MSS that leaves.
+/// L2TP, IKEv2): what the tunnel adds per packet, and the MTU and MSS that
+/// leaves.
 fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
     use crate::topology::tunnel::TunnelKind;
     let mut out = Vec::new();
@@ -104,6 +105,9 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
                         w.peers.iter().map(|p| p.implementation.as_str()).collect();
                     imps.dedup();
                     format!(" ({})", imps.join("/"))
+                }
+                TunnelKind::Ikev2(_) => {
+                    " (strongSwan, kernel-libipsec: ESP always in UDP 4500)".into()
                 }
                 _ => String::new(),
             };

@@ -4,9 +4,10 @@
 //! neighbour into it. The datapath process (`tunbench datapath`) attaches to
 //! the TUN: tunbench's driver, or the external implementation it runs, which
 //! needs the TUN made the way it attaches (wireguard-go: one plain queue).
+//! ESP ends are made alike; IKEv2 ends need nothing here.
 
 use crate::topology::Topology;
-use crate::topology::tunnel::Tunnel;
+use crate::topology::tunnel::{Tunnel, TunnelKind};
 use crate::topology::wireguard::Implementation;
 use netns::Op;
 
@@ -14,6 +15,11 @@ pub fn ops(_t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op>
     let Some(w) = tun.overlay() else {
         return Vec::new();
     };
+    // charon's kernel-libipsec makes its TUN and routes (table 220) itself;
+    // the inner addresses are on lo with the node's own.
+    if matches!(tun.kind, TunnelKind::Ikev2(_)) {
+        return Vec::new();
+    }
     let dev = tun.tun_name();
     let mut ops = Vec::new();
     for (i, p) in w.peers.iter().enumerate() {

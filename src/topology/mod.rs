@@ -3,6 +3,7 @@
 
 mod device;
 pub mod esp;
+pub mod ikev2;
 pub mod impair;
 pub mod l2tp;
 pub mod locate;

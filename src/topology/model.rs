@@ -200,12 +200,12 @@ impl Topology {
                 out.push((i.name.clone(), *a));
             }
         }
-        // Inner addresses of WireGuard peers, on the tunnel's TUN (last, so
+        // Inner addresses of overlay peers, on the tunnel's TUN or lo (last, so
         // defaults that take a node's first address take a link's).
         for tun in &self.tunnels {
             if let Some(w) = tun.overlay() {
                 for p in w.peers.iter().filter(|p| p.node == node) {
-                    out.extend(p.addresses.iter().map(|a| (tun.tun_name(), *a)));
+                    out.extend(p.addresses.iter().map(|a| (tun.inner_device(), *a)));
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! `[tunnels.NAME]`: tunnels between lab nodes, as written (raw), resolved, and
-//! checked. One kind so far, `dslite` (RFC 6333 softwires); each kind is one
-//! variant of `RawTunnel` and of `TunnelKind`.
+//! checked: `dslite` (RFC 6333 softwires), `wireguard`, `esp` and `ikev2`;
+//! each kind is one variant of `RawTunnel` and of `TunnelKind`.
 
 use super::model::{NodeKind, Topology};
 use super::{KeyPath, Problem, int_in, valid_name};
@@ -25,9 +25,10 @@ pub enum RawTunnel {
     Wireguard(super::wireguard::RawWireguard),
     Esp(super::esp::RawEsp),
     L2tp(super::l2tp::RawL2tp),
+    Ikev2(super::ikev2::RawIkev2),
 }
 
-pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\", \"l2tp\"";
+pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\", \"l2tp\", \"ikev2\"";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -153,6 +154,7 @@ pub enum TunnelKind {
     Wireguard(super::wireguard::Wireguard),
     Esp(super::esp::EspTunnel),
     L2tp(super::l2tp::L2tpTunnel),
+    Ikev2(super::ikev2::Ikev2Tunnel),
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -242,6 +244,8 @@ impl Tunnel {
             TunnelKind::Wireguard(_) => "wg",
             TunnelKind::Esp(_) => "esp",
             TunnelKind::L2tp(_) => "l2tp",
+            // charon's kernel-libipsec makes and names it.
+            TunnelKind::Ikev2(_) => return super::ikev2::LIBIPSEC_TUN.to_string(),
         };
         let mut s = format!("{prefix}-{}", self.name);
         s.truncate(15);
@@ -255,7 +259,17 @@ impl Tunnel {
             TunnelKind::Wireguard(w) => Some(w),
             TunnelKind::Esp(e) => Some(&e.overlay),
             TunnelKind::L2tp(l) => Some(&l.overlay),
+            TunnelKind::Ikev2(e) => Some(&e.overlay),
             TunnelKind::Dslite(_) => None,
+        }
+    }
+
+    /// The device the overlay's inner addresses go on: the tunnel's TUN, or
+    /// `lo` where the TUN is not ours to address (IKEv2: libipsec's).
+    pub fn inner_device(&self) -> String {
+        match self.kind {
+            TunnelKind::Ikev2(_) => "lo".to_string(),
+            _ => self.tun_name(),
         }
     }
 
@@ -267,6 +281,7 @@ impl Tunnel {
             TunnelKind::Wireguard(_) => Encapsulation::Wireguard,
             TunnelKind::Esp(e) => e.encapsulation(),
             TunnelKind::L2tp(l) => l.encapsulation(),
+            TunnelKind::Ikev2(e) => e.encapsulation(),
         }
     }
 
@@ -310,7 +325,10 @@ impl Tunnel {
             }
             // Every peer is a process: tunbench's datapath, or the one that
             // runs and configures an external implementation.
-            TunnelKind::Wireguard(_) | TunnelKind::Esp(_) | TunnelKind::L2tp(_) => self
+            TunnelKind::Wireguard(_)
+            | TunnelKind::Esp(_)
+            | TunnelKind::L2tp(_)
+            | TunnelKind::Ikev2(_) => self
                 .overlay()
                 .expect("an overlay")
                 .peers
@@ -361,6 +379,16 @@ pub fn resolve(
                         name: name.clone(),
                         description: description(rt),
                         kind: TunnelKind::L2tp(l),
+                        at,
+                    });
+                }
+            }
+            RawTunnel::Ikev2(e) => {
+                if let Some(e) = super::ikev2::resolve(name, e, &at, &node, p) {
+                    out.push(Tunnel {
+                        name: name.clone(),
+                        description: description(rt),
+                        kind: TunnelKind::Ikev2(e),
                         at,
                     });
                 }
@@ -497,6 +525,7 @@ fn description(rt: &RawTunnel) -> Option<String> {
         RawTunnel::Wireguard(w) => w.description.clone(),
         RawTunnel::Esp(e) => e.description.clone(),
         RawTunnel::L2tp(l) => l.description.clone(),
+        RawTunnel::Ikev2(e) => e.description.clone(),
     }
 }
 
@@ -596,6 +625,10 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
             TunnelKind::Esp(_) | TunnelKind::L2tp(_) => {
                 let o = tun.overlay().expect("an overlay");
                 super::wireguard::validate(t, &tun.name, o, &tun.tun_name(), p);
+                continue;
+            }
+            TunnelKind::Ikev2(e) => {
+                super::ikev2::validate(t, tun, e, p);
                 continue;
             }
         };

@@ -444,8 +444,9 @@ pub fn resolve(
     })
 }
 
-/// Checks that need the whole topology.
-pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, tun_name: &str, p: &mut Vec<Problem>) {
+/// Checks that need the whole topology. `inner_dev` is where the peers'
+/// inner addresses live: the tunnel's TUN, or `lo` (IKEv2).
+pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, inner_dev: &str, p: &mut Vec<Problem>) {
     let mut nodes = std::collections::BTreeMap::new();
     let mut keys = std::collections::BTreeMap::new();
     for (i, peer) in w.peers.iter().enumerate() {
@@ -477,11 +478,13 @@ pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, tun_name: &str, p: &m
                 ));
             }
         }
-        let own = t.node_addresses(peer.node);
-        if !own
-            .iter()
-            .any(|(d, a)| a.ip() == peer.endpoint && d != tun_name)
-        {
+        // The node's addresses besides this peer's inner ones.
+        let own: Vec<(String, IpNetwork)> = t
+            .node_addresses(peer.node)
+            .into_iter()
+            .filter(|(d, a)| !(d == inner_dev && peer.addresses.contains(a)))
+            .collect();
+        if !own.iter().any(|(_, a)| a.ip() == peer.endpoint) {
             p.push(Problem::new(&peer.at.key("endpoint"), format!("{} is not an address of node \"{}\"; the endpoint is the underlay address the peer listens on", peer.endpoint, n.name)));
         }
         if w.peers
@@ -494,10 +497,9 @@ pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, tun_name: &str, p: &m
             ));
         }
         for a in &peer.addresses {
-            if own.iter().any(|(d, b)| {
-                d != tun_name
-                    && IpNetwork::new(b.network(), b.prefix())
-                        .is_ok_and(|net| net.contains(a.ip()) && b.prefix() > 0)
+            if own.iter().any(|(_, b)| {
+                IpNetwork::new(b.network(), b.prefix())
+                    .is_ok_and(|net| net.contains(a.ip()) && b.prefix() > 0)
             }) {
                 p.push(Problem::new(&peer.at.key("address"), format!("{a} lies in a subnet of the node's own links; inner addresses need a subnet of their own")));
             }
@@ -505,8 +507,8 @@ pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, tun_name: &str, p: &m
     }
     // Another tunbench TUN of the same name on one node would be one device.
     for other in &t.tunnels {
-        if other.name != tunnel && other.tun_name() == tun_name {
-            p.push(Problem::new(&other.at, format!("tunnels \"{tunnel}\" and \"{}\" both need a device named {tun_name}; rename one", other.name)));
+        if other.name != tunnel && other.tun_name() == inner_dev {
+            p.push(Problem::new(&other.at, format!("tunnels \"{tunnel}\" and \"{}\" both need a device named {inner_dev}; rename one", other.name)));
         }
     }
 }

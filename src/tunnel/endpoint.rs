@@ -132,8 +132,17 @@ pub fn run(lab: &str, tunnel: &str, node: &str) -> Result<()> {
         (TunnelKind::L2tp(l), Role::Peer(i)) => {
             return super::esp_endpoint::run_l2tp(lab, &running.topology, tun, l, i);
         }
-        (TunnelKind::Wireguard(_) | TunnelKind::Esp(_) | TunnelKind::L2tp(_), _) => {
-            unreachable!("a WireGuard, ESP or L2TP endpoint is a peer")
+        (TunnelKind::Ikev2(e), Role::Peer(i)) => {
+            return super::ikev2_endpoint::run(lab, &running.topology, tun, e, i);
+        }
+        (
+            TunnelKind::Wireguard(_)
+            | TunnelKind::Esp(_)
+            | TunnelKind::L2tp(_)
+            | TunnelKind::Ikev2(_),
+            _,
+        ) => {
+            unreachable!("a WireGuard, ESP, L2TP or IKEv2 endpoint is a peer")
         }
     };
     let config = driver_config(tun, d, role);

@@ -13,6 +13,7 @@
 //! gives last_handshake_time_sec as Unix time, boringtun as seconds since.
 
 use super::endpoint::{stopping, write_json};
+use super::external::{PrivateRun, find_program, isolate, stop};
 use super::wg_endpoint::PeerSetup;
 use super::wireguard::PeerStatus;
 use crate::topology::tunnel::Tunnel;
@@ -21,7 +22,6 @@ use crate::wgkey::to_base64;
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,15 +41,6 @@ fn unhex(s: &str) -> Option<[u8; 32]> {
         *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(k)
-}
-
-/// Where a program is on PATH.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// The UAPI `set` request for this peer.
@@ -152,7 +143,7 @@ fn now_unix() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Command {
+fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Result<Command> {
     let mut cmd = Command::new(exe);
     match imp {
         Implementation::WireguardGo => {
@@ -174,56 +165,9 @@ fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Command
         Implementation::Tunbench => unreachable!("not external"),
     }
     cmd.stdin(Stdio::null());
-    // SAFETY: only async-signal-safe syscalls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            // A private /run for the UAPI socket, and no life beyond ours.
-            if libc::unshare(libc::CLONE_NEWNS) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let none = c"none".as_ptr();
-            if libc::mount(
-                none,
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::mount(
-                none,
-                c"/run".as_ptr(),
-                c"tmpfs".as_ptr(),
-                0,
-                std::ptr::null(),
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
-    cmd
-}
-
-/// Stops the child: SIGTERM, then SIGKILL after 3 s.
-fn stop(child: &mut Child) {
-    // SAFETY: a signal to our own child.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(3) {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    // A private /run for the UAPI socket, and no life beyond ours.
+    isolate(&mut cmd, PrivateRun::Empty)?;
+    Ok(cmd)
 }
 
 pub fn run(
@@ -243,11 +187,11 @@ pub fn run(
         );
     };
     let dev = tun.tun_name();
-    let mut child = command(imp, &exe, &dev, w)
+    let mut child = command(imp, &exe, &dev, w)?
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
     let result = supervise(&mut child, imp, &dev, setup, stats_path, each);
-    stop(&mut child);
+    stop(&mut child, Duration::from_secs(3));
     result
 }
 

@@ -1,0 +1,392 @@
+//! `[tunnels.NAME] kind = "ikev2"`: a real IKEv2 negotiation by strongSwan's
+//! charon at both ends, with userspace ESP (kernel-libipsec) in UDP 4500.
+//! Its two ends are described like ESP ends (node, underlay endpoint, inner
+//! addresses, networks behind), so the plan, the routing model and the reports
+//! treat it like the other point-to-point tunnels.
+//!
+//! The ends authenticate with a pre-shared key or with certificates from a
+//! CA made when the lab comes up (`auth = "cert"`).
+//!
+//! libipsec makes its own TUN (`ipsec0`, MTU 1400) and routes into it from
+//! table 220, so `up` makes no device for it: the inner addresses go on the
+//! node's `lo` as host addresses (this kernel has no dummy interfaces).
+
+use super::model::{NodeKind, Topology};
+use super::wireguard::{Implementation, Peer, Preshared, Wireguard};
+use super::{KeyPath, Problem, int_in};
+use crate::tunnel::overhead::Encapsulation;
+use ipnetwork::IpNetwork;
+use serde::Deserialize;
+
+pub const DEFAULT_PROPOSALS: &str = "aes128gcm16-prfsha256-ecp256";
+pub const DEFAULT_ESP_PROPOSALS: &str = "aes128gcm16";
+/// Seconds `up` gives both child SAs to be INSTALLED.
+pub const DEFAULT_TIMEOUT: i64 = 20;
+/// The MTU kernel-libipsec gives its TUN in strongSwan 5.9.8.
+pub const LIBIPSEC_MTU: u32 = 1400;
+/// The device kernel-libipsec makes.
+pub const LIBIPSEC_TUN: &str = "ipsec0";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIkev2 {
+    #[serde(default)]
+    pub description: Option<String>,
+    /// "psk" (default) or "cert": certificates from a CA made per lab.
+    #[serde(default)]
+    pub auth: Option<String>,
+    /// The pre-shared key; default: one made per lab.
+    #[serde(default)]
+    pub psk: Option<String>,
+    /// IKE proposals, as swanctl.conf writes them.
+    #[serde(default)]
+    pub proposals: Option<String>,
+    /// ESP proposals of the child SA.
+    #[serde(default)]
+    pub esp_proposals: Option<String>,
+    /// Seconds to wait for the child SA (default 20).
+    #[serde(default)]
+    pub timeout: Option<i64>,
+    #[serde(default)]
+    pub ends: Vec<RawEnd>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEnd {
+    pub node: String,
+    pub endpoint: String,
+    pub address: super::raw::OneOrMany,
+    #[serde(default)]
+    pub allowed_ips: Vec<String>,
+}
+
+/// Where the pre-shared key comes from. Never serialized as the key itself:
+/// resolved topologies are printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Psk {
+    Generate,
+    Given(String),
+}
+
+impl serde::Serialize for Psk {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            Psk::Generate => "generated",
+            Psk::Given(_) => "given",
+        })
+    }
+}
+
+/// How the ends authenticate each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Auth {
+    /// One pre-shared key.
+    Psk,
+    /// ECDSA certificates issued by a CA made when the lab comes up (whose
+    /// private key is dropped once both are issued), the node names as their
+    /// subjectAltNames.
+    Cert,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Ikev2Tunnel {
+    /// The two ends, as peers of an overlay; inner addresses as host prefixes.
+    pub overlay: Wireguard,
+    pub auth: Auth,
+    /// The pre-shared key (`auth = "psk"`).
+    pub psk: Psk,
+    pub proposals: String,
+    pub esp_proposals: String,
+    pub timeout_secs: u32,
+}
+
+impl Ikev2Tunnel {
+    /// libipsec in 5.9.8 always encapsulates ESP in UDP 4500, as if behind NAT.
+    pub fn encapsulation(&self) -> Encapsulation {
+        Encapsulation::Esp { udp: true }
+    }
+}
+
+/// A proposal list goes into swanctl.conf as it is: only what proposals are
+/// made of (algorithm names, '-' and ',').
+fn proposal(v: Option<&str>, default: &str, at: &KeyPath, p: &mut Vec<Problem>) -> String {
+    let Some(s) = v else {
+        return default.to_string();
+    };
+    let ok = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ',' || c == '_');
+    if !ok {
+        p.push(Problem::new(
+            at,
+            format!("\"{s}\" is not a strongSwan proposal list (like \"{default}\": algorithms joined by '-', proposals by ',')"),
+        ));
+    }
+    s.to_string()
+}
+
+pub fn resolve(
+    name: &str,
+    r: &RawIkev2,
+    at: &KeyPath,
+    node: &super::wireguard::NodeLookup<'_>,
+    p: &mut Vec<Problem>,
+) -> Option<Ikev2Tunnel> {
+    let before = p.len();
+    let auth = match r.auth.as_deref() {
+        None | Some("psk") => Auth::Psk,
+        Some("cert") => Auth::Cert,
+        Some(o) => {
+            p.push(Problem::new(
+                &at.key("auth"),
+                format!("auth \"{o}\" is not one of \"psk\" (a pre-shared key), \"cert\" (certificates from a CA made per lab)"),
+            ));
+            Auth::Psk
+        }
+    };
+    if auth == Auth::Cert && r.psk.is_some() {
+        p.push(Problem::new(
+            &at.key("psk"),
+            "a pre-shared key with auth = \"cert\"; give one or the other",
+        ));
+    }
+    let psk = match r.psk.as_deref() {
+        None => Psk::Generate,
+        Some("") => {
+            p.push(Problem::new(
+                &at.key("psk"),
+                "the pre-shared key is empty; give one, or leave psk out for one made per lab",
+            ));
+            Psk::Generate
+        }
+        Some(s) => Psk::Given(s.to_string()),
+    };
+    let proposals = proposal(
+        r.proposals.as_deref(),
+        DEFAULT_PROPOSALS,
+        &at.key("proposals"),
+        p,
+    );
+    let esp_proposals = proposal(
+        r.esp_proposals.as_deref(),
+        DEFAULT_ESP_PROPOSALS,
+        &at.key("esp_proposals"),
+        p,
+    );
+    let timeout_secs = int_in(
+        r.timeout,
+        2..=600,
+        DEFAULT_TIMEOUT,
+        &at.key("timeout"),
+        p,
+        |t| format!("timeout {t} s; use 2..=600 (default {DEFAULT_TIMEOUT})"),
+    ) as u32;
+    if r.ends.len() != 2 {
+        p.push(Problem::new(
+            &at.key("ends"),
+            format!(
+                "tunnel \"{name}\" has {} end(s); an IKEv2 tunnel has exactly two",
+                r.ends.len()
+            ),
+        ));
+    }
+    let mut peers = Vec::new();
+    for (i, re) in r.ends.iter().enumerate() {
+        let eat = at.key("ends").index(i);
+        let n = node(&re.node, &eat.key("node"), p);
+        let (endpoint, addresses, allowed_ips) = super::wireguard::end_fields(
+            &re.endpoint,
+            &re.address,
+            &re.allowed_ips,
+            "end",
+            &eat,
+            p,
+        );
+        // On lo, an address is the host's own and no more: the traffic
+        // selectors, not a connected subnet, decide what goes through.
+        let addresses = addresses
+            .iter()
+            .map(|a| {
+                IpNetwork::new(a.ip(), if a.is_ipv4() { 32 } else { 128 }).expect("host prefix")
+            })
+            .collect();
+        if let (Some(node), Some(endpoint)) = (n, endpoint) {
+            peers.push(Peer {
+                node,
+                endpoint,
+                port: crate::topology::esp::ESP_PORT,
+                addresses,
+                allowed_ips,
+                private_key: None,
+                implementation: Implementation::Tunbench,
+                at: eat,
+            });
+        }
+    }
+    if p.len() > before {
+        return None;
+    }
+    Some(Ikev2Tunnel {
+        overlay: Wireguard {
+            mtu: LIBIPSEC_MTU,
+            keepalive: None,
+            preshared: Preshared::None,
+            queues: 1,
+            hub: None,
+            peers,
+        },
+        auth,
+        psk,
+        proposals,
+        esp_proposals,
+        timeout_secs,
+    })
+}
+
+/// Checks that need the whole topology, and strongSwan's presence: a lab with
+/// an IKEv2 tunnel cannot come up without it.
+pub fn validate(
+    t: &Topology,
+    tunnel: &super::tunnel::Tunnel,
+    e: &Ikev2Tunnel,
+    p: &mut Vec<Problem>,
+) {
+    super::wireguard::validate(t, &tunnel.name, &e.overlay, "lo", p);
+    if let Err(missing) = crate::tunnel::strongswan::Install::find(e.auth == Auth::Cert) {
+        p.push(Problem::new(&tunnel.at.key("kind"), missing));
+    }
+    for peer in &e.overlay.peers {
+        let n = &t.nodes[peer.node];
+        if n.kind == NodeKind::Switch {
+            continue;
+        }
+        // One charon per namespace: it binds UDP 500 and 4500 on every address.
+        for other in &t.tunnels {
+            if other.name == tunnel.name {
+                continue;
+            }
+            let clash = match &other.kind {
+                super::tunnel::TunnelKind::Ikev2(o) => {
+                    o.overlay.peers.iter().any(|q| q.node == peer.node)
+                }
+                // ESP or L2TP/IPsec over UDP, or anything else on 4500 or 500.
+                _ => other.overlay().is_some_and(|o| {
+                    o.peers.iter().any(|q| {
+                        q.node == peer.node && [super::esp::ESP_PORT, 500].contains(&q.port)
+                    })
+                }),
+            };
+            // Between two IKEv2 tunnels, said once.
+            let once = !matches!(other.kind, super::tunnel::TunnelKind::Ikev2(_))
+                || tunnel.name < other.name;
+            if clash && once {
+                p.push(Problem::new(
+                    &peer.at.key("node"),
+                    format!(
+                        "node \"{}\" is also an end of tunnel \"{}\"; charon needs UDP 500 and 4500 of the node to itself, so a node is an end of one IKEv2 tunnel and of no other tunnel on those ports (ESP or L2TP/IPsec over UDP)",
+                        n.name, other.name
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// Resolved without `validate`, which also asks whether strongSwan is installed.
+    fn resolved(tunnel: &str) -> Topology {
+        let text = format!(
+            r#"name = "ikr"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "host"
+[[links]]
+a = {{ port = "a:eth0", ipv4 = "198.18.86.1/24" }}
+b = {{ port = "b:eth0", ipv4 = "198.18.86.2/24" }}
+[tunnels.vpn]
+kind = "ikev2"
+{tunnel}
+ends = [
+  {{ node = "a", endpoint = "198.18.86.1", address = ["198.18.87.1/24", "2001:2:0:87::1/64"] }},
+  {{ node = "b", endpoint = "198.18.86.2", address = "198.18.87.2/24", allowed_ips = ["198.18.88.0/24"] }},
+]
+"#
+        );
+        let raw: super::super::raw::RawTopology = toml::from_str(&text).unwrap();
+        let (t, problems) = super::super::resolve::resolve(&raw, Path::new(""));
+        assert!(problems.is_empty(), "{problems:?}");
+        t
+    }
+
+    fn ikev2(t: &Topology) -> &Ikev2Tunnel {
+        match &t.tunnels[0].kind {
+            super::super::tunnel::TunnelKind::Ikev2(e) => e,
+            k => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_and_inner_addresses_on_lo() {
+        let t = resolved("");
+        let e = ikev2(&t);
+        assert_eq!(e.proposals, DEFAULT_PROPOSALS);
+        assert_eq!(e.esp_proposals, DEFAULT_ESP_PROPOSALS);
+        assert_eq!(e.timeout_secs, 20);
+        assert_eq!(e.psk, Psk::Generate);
+        assert_eq!(e.auth, Auth::Psk);
+        assert_eq!(e.overlay.mtu, LIBIPSEC_MTU);
+        assert_eq!(t.tunnels[0].tun_name(), "ipsec0");
+        let a = t.node_addresses(0);
+        assert!(
+            a.contains(&("lo".to_string(), "198.18.87.1/32".parse().unwrap())),
+            "{a:?}"
+        );
+        assert!(
+            a.contains(&("lo".to_string(), "2001:2:0:87::1/128".parse().unwrap())),
+            "{a:?}"
+        );
+        // b's traffic selectors: its address and the network behind it.
+        let ts: Vec<String> = e
+            .overlay
+            .allowed_for(0, 1)
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(ts, ["198.18.87.2/32", "198.18.88.0/24"]);
+    }
+
+    #[test]
+    fn up_makes_no_device_and_the_key_stays_unprinted() {
+        let t = resolved(r#"psk = "not for printing""#);
+        let p = crate::plan::plan(&t, &crate::plan::Naming::new("ikr", None));
+        let text: Vec<String> = p.ops.iter().map(|o| o.to_string()).collect();
+        assert!(
+            !text
+                .iter()
+                .any(|o| o.contains("tuntap") || o.contains("ipsec0")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|o| o.contains("addr add 198.18.87.1/32 dev lo")),
+            "{text:?}"
+        );
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(!json.contains("not for printing"));
+        assert!(json.contains("\"psk\":\"given\""), "{json}");
+        let keys = crate::wgkey::LabKeys::make(&t).unwrap();
+        assert_eq!(
+            keys.psk_hex("vpn").unwrap(),
+            "6e6f7420666f72207072696e74696e67"
+        );
+        let made = crate::wgkey::LabKeys::make(&resolved("")).unwrap();
+        assert_eq!(made.psk_hex("vpn").unwrap().len(), 64);
+    }
+}
