@@ -14,8 +14,8 @@ fn graph_dot_shows_nodes_links_interfaces_and_addresses() {
     assert!(s.contains("\"sw\" [shape=box3d"), "{s}");
     assert!(s.contains("\"pc\" -- \"nvr500\" [taillabel=\"eth0\\n198.18.11.2/24\\n2001:2:0:11::2/64\", headlabel=\"lan1\\n198.18.11.250/24"), "{s}");
     // Nine links, the softwire from the OpenWrt B4 to the AFTR, and the
-    // WireGuard and L2TP/IPsec tunnels from the PC to the server.
-    assert_eq!(s.matches(" -- ").count(), 12);
+    // WireGuard, L2TP/IPsec and IKEv2 tunnels from the PC to the server.
+    assert_eq!(s.matches(" -- ").count(), 13);
     assert!(
         s.contains("\"openwrt\" -- \"aftr\" [style=dashed, label=\"dslite transix (kernel)\"]"),
         "{s}"

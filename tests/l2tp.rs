@@ -220,8 +220,9 @@ fn captures_dissect_as_l2tp_ppp_ip_and_decrypt_with_the_lab_keys() {
 }
 
 /// `tunbench run` on topologies/vpn.toml compares the raw link and the VPN
-/// per scenario side by side, with ratios and a note per tunnel kind with its
-/// bytes per packet (TCP only and short runs here).
+/// per scenario (tunbench's ESP and L2TP/IPsec, strongSwan's IKEv2) side by
+/// side, with ratios and a note per tunnel kind with its bytes per packet
+/// (TCP only and short runs here).
 #[test]
 fn run_compares_vpns_side_by_side_with_their_overhead() {
     let lab = lab_name("vrun");
@@ -240,6 +241,8 @@ fn run_compares_vpns_side_by_side_with_their_overhead() {
         "esp",
         "--scenario",
         "l2tp-ipsec",
+        "--scenario",
+        "ikev2",
         "--runs",
         "1",
         "--duration",

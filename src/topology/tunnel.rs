@@ -200,8 +200,8 @@ pub struct Sizes {
     pub overhead_max: usize,
     /// "60" or "62-65".
     pub overhead: String,
-    /// The same over the other underlay family.
-    pub other_outer: String,
+    /// The same over the other underlay family, where the kind has one.
+    pub other_outer: Option<String>,
     pub breakdown: String,
     pub inner_mtu: u32,
     pub mss_ipv4: usize,
@@ -213,15 +213,13 @@ impl Sizes {
     /// over IPv6); inner MTU 1416, TCP MSS 1376 (IPv4) / 1356 (IPv6)".
     pub fn describe(&self) -> String {
         let other = if self.outer == "IPv4" { "IPv6" } else { "IPv4" };
+        let other = match &self.other_outer {
+            Some(o) => format!("; {o} over {other}"),
+            None => String::new(),
+        };
         format!(
-            "{} bytes per packet over {} ({}; {} over {other}); inner MTU {}, TCP MSS {} (IPv4) / {} (IPv6)",
-            self.overhead,
-            self.outer,
-            self.breakdown,
-            self.other_outer,
-            self.inner_mtu,
-            self.mss_ipv4,
-            self.mss_ipv6
+            "{} bytes per packet over {} ({}{other}); inner MTU {}, TCP MSS {} (IPv4) / {} (IPv6)",
+            self.overhead, self.outer, self.breakdown, self.inner_mtu, self.mss_ipv4, self.mss_ipv6
         )
     }
 }
@@ -302,7 +300,9 @@ impl Tunnel {
             overhead_min: min,
             overhead_max: max,
             overhead: enc.overhead_text(outer_v6),
-            other_outer: enc.overhead_text(!outer_v6),
+            // A softwire's underlay is IPv6 by definition.
+            other_outer: (!matches!(self.kind, TunnelKind::Dslite(_)))
+                .then(|| enc.overhead_text(!outer_v6)),
             breakdown: enc.breakdown(outer_v6),
             inner_mtu,
             mss_ipv4: crate::tunnel::overhead::mss(inner_mtu as usize, false),
