@@ -38,12 +38,7 @@ ends = [
 }
 
 fn ping(lab: &str, from: &str, to: &str, size: &str) -> bool {
-    Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-{from}")])
-        .args(["ping", "-c", "1", "-W", "1", "-s", size, to])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    ping_from(lab, from, &["-s", size, to])
 }
 
 /// The tunnel's inner MTU as `tunbench status --json` states it.
@@ -71,22 +66,10 @@ fn bare_and_protected_l2tp_carry_tcp_and_udp_both_ways() {
             ping(&lab, "b", "2001:2:0:77::1", "56"),
             "{tag}: no IPv6 ping"
         );
-        for (client, server, to) in [("a", "b", "198.18.77.2"), ("b", "a", "2001:2:0:77::1")] {
-            let tcp = engine_bps(&lab, client, server, to, 5201, &["-t", "1"]);
-            assert!(tcp > 20e6, "{tag}: TCP {client} -> {to}: {tcp} bit/s");
-            let udp = engine_bps(
-                &lab,
-                client,
-                server,
-                to,
-                5201,
-                &["-t", "1", "-u", "-b", "30M", "-l", "1200"],
-            );
-            assert!(
-                udp > 25e6,
-                "{tag}: UDP {client} -> {to}: {udp} bit/s of 30M"
-            );
-        }
+        traffic_both_ways(
+            &lab,
+            &[("a", "b", "198.18.77.2"), ("b", "a", "2001:2:0:77::1")],
+        );
         // The MTU made, the MTU stated, and what fits a 1500-byte underlay.
         assert_eq!(stated_mtu(&lab), mtu, "{tag}");
         let o = Command::new("ip")

@@ -436,3 +436,40 @@ pub fn rate_within(measured: f64, expected: f64, tolerance: f64) -> Judged {
         Judged::Pass
     }
 }
+
+/// One ping from `LAB-NODE` (one echo, 1 s to answer), `args` after the
+/// defaults (the target last): whether it was answered.
+pub fn ping_from(lab: &str, node: &str, args: &[&str]) -> bool {
+    Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-{node}")])
+        .args(["ping", "-c", "1", "-W", "1"])
+        .args(args)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// TCP and UDP through a tunnel with tunbench's engine, 1 s each, for every
+/// (client, server, target): each must move real traffic (TCP above 20
+/// Mbit/s, UDP 25 of 30 Mbit/s). Returns the (TCP, UDP) bit/s of each.
+pub fn traffic_both_ways(lab: &str, pairs: &[(&str, &str, &str)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for &(client, server, to) in pairs {
+        let tcp = engine_bps(lab, client, server, to, 5201, &["-t", "1"]);
+        assert!(tcp > 20e6, "{lab}: TCP {client} -> {to}: {tcp} bit/s");
+        let udp = engine_bps(
+            lab,
+            client,
+            server,
+            to,
+            5201,
+            &["-t", "1", "-u", "-b", "30M", "-l", "1200"],
+        );
+        assert!(
+            udp > 25e6,
+            "{lab}: UDP {client} -> {to}: {udp} bit/s of 30M"
+        );
+        out.push((tcp, udp));
+    }
+    out
+}
