@@ -4,8 +4,10 @@
 # LAN2 switch), the NVR500 model's fast path, its normal path -- and measures the
 # raw path from the client PC to the server on LAN2: IPv4 and IPv6, TCP and UDP,
 # upload and download, UDP at the highest rate within 10 % loss; then the 6-stream
-# IPv6 download of the seed's speed test, and native IPv6 against IPv4 over the
-# DS-Lite softwire (kernel and userspace). It prints the report with the seed's
+# IPv6 download of the seed's speed test, the VPNs from the PC to the server
+# through the NVR500's fast path (WireGuard, L2TP/IPsec, and IKEv2 with real
+# strongSwan), and native IPv6 against IPv4 over the DS-Lite softwire (kernel
+# and userspace). It prints the report with the seed's
 # table beside the measured one (ratio per cell; the NVR500 is a model calibrated
 # from those figures, and the report says so) and takes the labs down. Short runs
 # (3 x 3 s, best of 3), so it finishes in about a quarter of an hour; the results
