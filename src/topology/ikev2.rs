@@ -12,7 +12,7 @@
 //! node's `lo` as host addresses (this kernel has no dummy interfaces).
 
 use super::model::{NodeKind, Topology};
-use super::wireguard::{Implementation, Peer, Preshared, Wireguard};
+use super::wireguard::{Preshared, Wireguard};
 use super::{KeyPath, Problem, int_in};
 use crate::tunnel::overhead::Encapsulation;
 use ipnetwork::IpNetwork;
@@ -48,17 +48,7 @@ pub struct RawIkev2 {
     #[serde(default)]
     pub timeout: Option<i64>,
     #[serde(default)]
-    pub ends: Vec<RawEnd>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawEnd {
-    pub node: String,
-    pub endpoint: String,
-    pub address: super::raw::OneOrMany,
-    #[serde(default)]
-    pub allowed_ips: Vec<String>,
+    pub ends: Vec<super::esp::RawEnd>,
 }
 
 /// Where the pre-shared key comes from. Never serialized as the key itself:
@@ -183,46 +173,28 @@ pub fn resolve(
         p,
         |t| format!("timeout {t} s; use 2..=600 (default {DEFAULT_TIMEOUT})"),
     ) as u32;
-    if r.ends.len() != 2 {
-        p.push(Problem::new(
-            &at.key("ends"),
-            format!(
-                "tunnel \"{name}\" has {} end(s); an IKEv2 tunnel has exactly two",
-                r.ends.len()
-            ),
-        ));
-    }
-    let mut peers = Vec::new();
+    let mut peers = super::esp::two_ends(
+        name,
+        "an IKEv2 tunnel",
+        &r.ends,
+        crate::topology::esp::ESP_PORT,
+        at,
+        node,
+        p,
+    );
     for (i, re) in r.ends.iter().enumerate() {
-        let eat = at.key("ends").index(i);
-        let n = node(&re.node, &eat.key("node"), p);
-        let (endpoint, addresses, allowed_ips) = super::wireguard::end_fields(
-            &re.endpoint,
-            &re.address,
-            &re.allowed_ips,
-            "end",
-            &eat,
-            p,
-        );
-        // On lo, an address is the host's own and no more: the traffic
-        // selectors, not a connected subnet, decide what goes through.
-        let addresses = addresses
-            .iter()
-            .map(|a| {
-                IpNetwork::new(a.ip(), if a.is_ipv4() { 32 } else { 128 }).expect("host prefix")
-            })
-            .collect();
-        if let (Some(node), Some(endpoint)) = (n, endpoint) {
-            peers.push(Peer {
-                node,
-                endpoint,
-                port: crate::topology::esp::ESP_PORT,
-                addresses,
-                allowed_ips,
-                private_key: None,
-                implementation: Implementation::Tunbench,
-                at: eat,
-            });
+        if re.spi.is_some() || re.tunnel_id.is_some() || re.session_id.is_some() {
+            p.push(Problem::new(
+                &at.key("ends").index(i),
+                "spi, tunnel_id and session_id are for tunbench's static ESP and L2TP; IKEv2 negotiates its SAs",
+            ));
+        }
+    }
+    // On lo, an address is the host's own and no more: the traffic
+    // selectors, not a connected subnet, decide what goes through.
+    for peer in &mut peers {
+        for a in &mut peer.addresses {
+            *a = IpNetwork::new(a.ip(), if a.is_ipv4() { 32 } else { 128 }).expect("host prefix");
         }
     }
     if p.len() > before {
