@@ -26,19 +26,14 @@ ROUNDS=${1:-${ROUNDS:-5}}
 SECS=${2:-${DURATION:-5}}
 PORT=${PORT:-5201}
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 . scripts/setup.sh
 
-die() { echo "vpn-vs-strongswan: $*" >&2; exit 1; }
-num() { [[ $2 =~ ^[0-9]+$ && $2 -ge 1 ]] || die "$1 must be a whole number >= 1 (got '$2')"; }
+BENCH=vpn-vs-strongswan
+. bench/common.sh
 num ROUNDS "$ROUNDS"; num SECONDS "$SECS"; num PORT "$PORT"
 for c in iperf3 python3 ss swanctl; do command -v "$c" >/dev/null || die "$c is missing"; done
 
-echo "building tunbench (release) ..." >&2
-cargo build --release -q --bin tunbench >&2
-TB=${CARGO_TARGET_DIR:-target}/release/tunbench
-[[ $TB == /* ]] || TB=$ROOT/$TB
-[[ -x $TB ]] || die "no binary at $TB"
+build_tunbench
 
 LAB=bvpn
 TOPO=topologies/vpn.toml
@@ -79,14 +74,13 @@ lab_ticks() {
     for ns in "$LAB-a" "$LAB-b"; do
         for p in $(ip netns pids "$ns" 2>/dev/null); do
             [[ $(cat /proc/"$p"/comm 2>/dev/null) == iperf3 ]] && continue
-            v=$(sed 's/.*) //' /proc/"$p"/stat 2>/dev/null | awk '{print $12 + $13}') || true
+            v=$(proc_ticks "$p") || true
             t=$((t + ${v:-0}))
         done
     done
     echo "$t"
 }
 
-listening() { [[ -n $(ip netns exec "$LAB-b" ss -Hltn "sport = :$PORT" 2>/dev/null) ]]; }
 
 run_once() { # addr args...: sets BPS, GBIT, CPU
     local addr=$1 i c0 c1 rc=0

@@ -42,16 +42,12 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 . scripts/setup.sh
 
-die() { echo "wireguard-vs-peers: $*" >&2; exit 1; }
-num() { [[ $2 =~ ^[0-9]+$ && $2 -ge 1 ]] || die "$1 must be a whole number >= 1 (got '$2')"; }
+BENCH=wireguard-vs-peers
+. bench/common.sh
 num ROUNDS "$ROUNDS"; num SECONDS "$SECS"; num PORT "$PORT"
 for c in iperf3 wireguard-go python3 ss; do command -v "$c" >/dev/null || die "$c is missing"; done
 
-echo "building tunbench (release) ..." >&2
-cargo build --release -q --bin tunbench >&2
-TB=${CARGO_TARGET_DIR:-target}/release/tunbench
-[[ $TB == /* ]] || TB=$ROOT/$TB
-[[ -x $TB ]] || die "no binary at $TB"
+build_tunbench
 
 # boringtun-cli 0.7.1: from PATH, else target/peers/bin (installed there when missing).
 BT_VERSION=0.7.1
@@ -167,7 +163,7 @@ lab_up() { # scenario
 cpu_ticks() { # pids... -> sum of utime+stime in clock ticks
     local p t=0 v
     for p in "$@"; do
-        v=$(sed 's/.*) //' /proc/"$p"/stat 2>/dev/null | awk '{print $12 + $13}') || true
+        v=$(proc_ticks "$p") || true
         [[ -n $v ]] || { echo "process $p is gone" >&2; echo -1; return; }
         t=$((t + v))
     done
@@ -187,7 +183,6 @@ for _ in range(30):
 PY
 }
 
-listening() { [[ -n $(ip netns exec "$LAB-b" ss -Hltn "sport = :$PORT" 2>/dev/null) ]]; }
 
 # --- one test; sets BPS, GBIT (received), CPU (s), JCPU (s, tunbench only, else "")
 run_once() { # impl addr args...
