@@ -16,6 +16,12 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # ip and tc (router slow path, link shaping) both come with iproute2.
 { have ip && have tc; } || need_pkgs+=(iproute2)
 have pgrep || need_pkgs+=(procps)
+# Tests ping through tunnels and softwires (the fresh image has no ping).
+have ping || need_pkgs+=(iputils-ping)
+# The engine benchmark turns the lab veths' UDP GSO/GRO off for its split-path
+# variant; jq reads iperf3's JSON in the benchmarks.
+have ethtool || need_pkgs+=(ethtool)
+have jq || need_pkgs+=(jq)
 have cc || need_pkgs+=(gcc libc6-dev)
 have cargo || need_pkgs+=(cargo rustc)
 # The engine's interop tests run against Debian's iperf3 (3.12 on Debian 12).
