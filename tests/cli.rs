@@ -158,6 +158,7 @@ fn results_with_reference(published: &str) -> String {
         lost_percent: None,
         jitter_ms: None,
         out_of_order: None,
+        sender_limited: false,
         cpu_client: 20.0,
         cpu_server: 30.0,
     };

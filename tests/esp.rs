@@ -108,7 +108,7 @@ fn a_live_capture_decrypts_and_bad_packets_are_dropped_and_counted() {
     let sa = format!(
         "uat:esp_sa:\"IPv4\",\"198.18.74.1\",\"198.18.74.2\",\"0x00001001\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x{key_b}\",\"NULL\",\"\""
     );
-    let o = Command::new("tshark")
+    let o = Command::new(program("tshark"))
         .arg("-r")
         .arg(&pcap)
         .args(["-o", "esp.enable_encryption_decode:TRUE", "-o", &sa, "-V"])

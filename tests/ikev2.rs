@@ -173,7 +173,7 @@ fn ikev2_carries_tcp_and_udp_both_ways_as_esp_in_udp() {
         !payload.windows(16).any(|w| w.iter().all(|&b| b == 0xa5)),
         "the inner ping is in clear on the underlay"
     );
-    let o = Command::new("tshark")
+    let o = Command::new(program("tshark"))
         .arg("-r")
         .arg(&pcap)
         .output()

@@ -117,7 +117,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 fn ours_to_iperf3(host: &str, args: &[&str]) {
     let _turn = one_at_a_time();
     let (child, port) = spawn_listening(|port| {
-        let mut c = Command::new("iperf3");
+        let mut c = Command::new(program("iperf3"));
         c.args(["-s", "-1", "-J", "-p", &port.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -188,7 +188,7 @@ fn iperf3_to_ours(host: &str, args: &[&str]) {
     .collect();
     a.extend(args.iter().map(|s| s.to_string()));
     let ctx = format!("iperf3 {}", a.join(" "));
-    let o = Command::new("iperf3").args(&a).output().unwrap();
+    let o = Command::new(program("iperf3")).args(&a).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{ctx}: {}", text(&o));
     let j: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{ctx}: not JSON ({e})"));

@@ -82,12 +82,7 @@ fn bare_and_protected_l2tp_carry_tcp_and_udp_both_ways() {
         let full = (mtu - 28).to_string();
         assert!(ping(&lab, "a", "198.18.77.2", &full), "{tag}: {full}");
         let over = (mtu - 27).to_string();
-        let o = Command::new("ip")
-            .args(["netns", "exec", &format!("{lab}-a")])
-            .args(["ping", "-c", "1", "-W", "1", "-M", "do", "-s", &over])
-            .arg("198.18.77.2")
-            .output()
-            .unwrap();
+        let o = ping_output(&lab, "a", &["-M", "do", "-s", &over, "198.18.77.2"]);
         assert!(
             !o.status.success(),
             "{tag}: {over} bytes passed an MTU of {mtu}"
@@ -102,7 +97,7 @@ fn drops(lab: &str, node: &str, reason: &str) -> u64 {
 }
 
 fn tshark(pcap: &Path, opts: &[String]) -> String {
-    let mut c = Command::new("tshark");
+    let mut c = Command::new(program("tshark"));
     c.arg("-r").arg(pcap);
     for o in opts {
         c.args(["-o", o]);

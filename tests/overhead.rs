@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::process::Command;
 
 const TOPOLOGY: &str = r#"name = "overhead"
 [nodes.a]
@@ -101,11 +100,7 @@ fn stated_overhead_matches_captured_packets_for_every_kind() {
                 &format!("{filter} and greater 1000"),
                 &pcap,
                 || {
-                    Command::new("ip")
-                        .args(["netns", "exec", &format!("{lab}-a")])
-                        .args(["ping", "-c", "1", "-W", "1", "-s", &size.to_string(), to])
-                        .output()
-                        .unwrap();
+                    ping_output(&lab, "a", &["-s", &size.to_string(), to]);
                 },
             );
             let frame = frames(&std::fs::read(&pcap).unwrap()).remove(0);

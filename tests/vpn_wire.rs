@@ -88,7 +88,7 @@ fn tshark_with(file: &std::path::Path, key: &[u8; 20]) -> String {
     let sa = format!(
         "uat:esp_sa:\"IPv4\",\"198.18.70.1\",\"198.18.70.2\",\"{SPI:#010x}\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x{hex}\",\"NULL\",\"\""
     );
-    let o = Command::new("tshark")
+    let o = Command::new(common::program("tshark"))
         .arg("-r")
         .arg(file)
         .args(["-o", "esp.enable_encryption_decode:TRUE", "-o", &sa, "-V"])
@@ -165,7 +165,7 @@ fn tshark_dissects_our_l2tp_as_ppp_and_ipv4() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("l2tp.pcap");
         std::fs::write(&f, pcap(&[frame])).unwrap();
-        let o = Command::new("tshark")
+        let o = Command::new(common::program("tshark"))
             .arg("-r")
             .arg(&f)
             .arg("-V")

@@ -245,21 +245,7 @@ fn a_replayed_data_packet_is_dropped() {
         "udp dst port 51820 and greater 300",
         &pcap,
         || {
-            let _ = Command::new("ip")
-                .args([
-                    "netns",
-                    "exec",
-                    &format!("{lab}-a"),
-                    "ping",
-                    "-c",
-                    "1",
-                    "-s",
-                    "400",
-                    "-W",
-                    "1",
-                    B_INNER,
-                ])
-                .output();
+            ping_output(&lab, "a", &["-s", "400", B_INNER]);
         },
     );
     // A WireGuard data message (type 4) carrying the ping.

@@ -146,6 +146,11 @@ impl SendBatch {
         &mut self.buf[i * self.len..(i + 1) * self.len]
     }
 
+    /// Datagrams `0..n` of the batch, in order.
+    pub fn datagrams_mut(&mut self, n: usize) -> std::slice::ChunksExactMut<'_, u8> {
+        self.buf[..n * self.len].chunks_exact_mut(self.len)
+    }
+
     /// Sends datagrams `0..n` (n <= capacity) and says how many went out; they go in
     /// order, so those are the first ones. A path that refuses GSO turns it off and
     /// the datagrams go again without it.

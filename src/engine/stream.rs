@@ -336,20 +336,12 @@ fn udp_send(
             }
             n
         };
-        // One clock read per batch: the datagrams of a batch leave together.
-        let now = monotonic();
-        for i in 0..n {
-            let repr = UdpRepr {
-                sec: now.as_secs() as u32,
-                usec: now.subsec_micros(),
-                counter: counter + 1 + i as u64,
-                wide: plan.wide_counters,
-            };
-            repr.emit(&mut UdpPacket::new_unchecked(
-                batch.datagram_mut(i),
-                plan.wide_counters,
-            ));
-        }
+        stamp(
+            batch.datagrams_mut(n),
+            counter + 1,
+            plan.wide_counters,
+            monotonic,
+        );
         match batch.send(sock, n) {
             Ok(sent) => {
                 counter += sent as u64;
@@ -370,6 +362,28 @@ fn udp_send(
         }
     }
     Ok(())
+}
+
+/// Writes the iperf3 header into each datagram, numbered from `first`, each
+/// stamped by its own read of `clock`, as iperf3 stamps every datagram it sends:
+/// the receiver's jitter compares each datagram's transit with the one before,
+/// so one stamp shared by a whole batch would hide the spacing within it.
+fn stamp<'a>(
+    datagrams: impl Iterator<Item = &'a mut [u8]>,
+    first: u64,
+    wide: bool,
+    mut clock: impl FnMut() -> Duration,
+) {
+    for (i, d) in datagrams.enumerate() {
+        let now = clock();
+        UdpRepr {
+            sec: now.as_secs() as u32,
+            usec: now.subsec_micros(),
+            counter: first + i as u64,
+            wide,
+        }
+        .emit(&mut UdpPacket::new_unchecked(d, wide));
+    }
 }
 
 fn udp_recv(
@@ -567,5 +581,28 @@ mod tests {
         assert_eq!(blocks_per_write(&limited), 1);
         total.store(400 * 1024, Ordering::Relaxed);
         assert_eq!(blocks_per_write(&limited), 1);
+    }
+
+    #[test]
+    fn every_datagram_carries_its_own_send_time() {
+        let len = 64;
+        let mut buf = vec![0u8; 4 * len];
+        // A clock that moves 250 us per read: four datagrams, four stamps.
+        let mut t = Duration::from_secs(7) + Duration::from_micros(1);
+        stamp(buf.chunks_exact_mut(len), 10, false, || {
+            t += Duration::from_micros(250);
+            t
+        });
+        let got: Vec<(u64, u32, u32)> = buf
+            .chunks_exact(len)
+            .map(|d| {
+                let r = UdpRepr::parse(&UdpPacket::new_checked(d, false).unwrap()).unwrap();
+                (r.counter, r.sec, r.usec)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![(10, 7, 251), (11, 7, 501), (12, 7, 751), (13, 7, 1001)]
+        );
     }
 }

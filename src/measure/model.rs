@@ -185,6 +185,10 @@ pub struct Run {
     pub lost_percent: Option<f64>,
     pub jitter_ms: Option<f64>,
     pub out_of_order: Option<u64>,
+    /// UDP: the sender could not offer the rate asked; `offered_bps` is what it
+    /// did send.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sender_limited: bool,
     /// CPU use in percent of one core: the measuring client and the server.
     pub cpu_client: f64,
     pub cpu_server: f64,
@@ -199,6 +203,16 @@ pub struct Trial {
     pub out_of_order: u64,
     /// Measured again because packets arrived out of order (the seed's rule).
     pub remeasured: bool,
+    /// The sender could not offer the rate asked: `offered_bps` is what it sent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sender_limited: bool,
+}
+
+impl Trial {
+    /// Within the loss threshold (percent).
+    pub fn passes(&self, threshold: f64) -> bool {
+        self.lost_percent <= threshold
+    }
 }
 
 /// The highest offered UDP rate whose receiver-side loss stays within the threshold.
@@ -206,8 +220,28 @@ pub struct Trial {
 pub struct UdpSearch {
     pub loss_threshold_percent: f64,
     pub trials: Vec<Trial>,
-    /// The rate the confirmed runs were made at.
+    /// The cell's figure: the highest offered rate at which a confirmation run
+    /// (a full-length run, `CellResult::runs`) kept its loss within the
+    /// threshold. 0 when none did.
     pub rate_bps: f64,
+    /// Every confirmation run in the order made, those over the threshold
+    /// (after which the rate stepped down) included. Empty in results saved
+    /// before confirmations were judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Trial>,
+}
+
+impl UdpSearch {
+    /// The confirmation runs that broke the loss rule, each with the rate
+    /// tried next: what reports say about a figure that was stepped down.
+    pub fn step_downs(&self) -> Vec<(&Trial, Option<f64>)> {
+        let c = &self.confirmations;
+        c.iter()
+            .enumerate()
+            .filter(|(_, t)| !t.passes(self.loss_threshold_percent))
+            .map(|(i, t)| (t, c.get(i + 1).map(|n| n.offered_bps)))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -396,6 +430,7 @@ mod tests {
             lost_percent: None,
             jitter_ms: None,
             out_of_order: None,
+            sender_limited: false,
             cpu_client: 0.0,
             cpu_server: 0.0,
         };

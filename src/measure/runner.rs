@@ -3,7 +3,7 @@
 //! a thread inside the source node's namespace, cell after cell.
 
 use super::model::*;
-use super::search::RateSearch;
+use super::search::{Confirmation, RateSearch};
 use crate::engine::client::{self, ClientOptions};
 use crate::engine::params::{Protocol, TestParams};
 use crate::engine::report::TestReport;
@@ -320,7 +320,23 @@ fn udp_loss(d: &crate::engine::report::DirectionSum) -> f64 {
     }
 }
 
-fn to_run(r: &TestReport, offered: Option<f64>) -> Run {
+/// A UDP run at `asked` bit/s as the search and the confirmation judge it. A
+/// sender that could not offer the rate asked (under 95 % of it) is said to be
+/// limited, and what it did send is the run's offered rate.
+fn udp_trial(r: &TestReport, asked: f64) -> Trial {
+    let d = r.forward();
+    let sender_limited = d.sent_bps > 0.0 && d.sent_bps < 0.95 * asked;
+    Trial {
+        offered_bps: if sender_limited { d.sent_bps } else { asked },
+        received_bps: d.received_bps,
+        lost_percent: udp_loss(&d),
+        out_of_order: d.out_of_order,
+        remeasured: false,
+        sender_limited,
+    }
+}
+
+fn to_run(r: &TestReport, offered: Option<f64>, sender_limited: bool) -> Run {
     let d = r.forward();
     let udp = r.protocol == Protocol::Udp;
     Run {
@@ -332,6 +348,7 @@ fn to_run(r: &TestReport, offered: Option<f64>) -> Run {
         lost_percent: udp.then_some(udp_loss(&d)),
         jitter_ms: udp.then_some(d.jitter_ms),
         out_of_order: udp.then_some(d.out_of_order),
+        sender_limited,
         cpu_client: r.cpu_local.total,
         cpu_server: r.cpu_remote.total,
     }
@@ -427,7 +444,11 @@ pub fn measure(
                             bail!("interrupted");
                         }
                         report(format!("run {n}/{}", spec.runs));
-                        runs.push(to_run(&run_client(&client_ns, opts(base.clone()))?, None));
+                        runs.push(to_run(
+                            &run_client(&client_ns, opts(base.clone()))?,
+                            None,
+                            false,
+                        ));
                     }
                     Ok(CellResult::from_runs(*cell, runs, None))
                 }
@@ -454,57 +475,95 @@ pub fn measure(
                             ..base.clone()
                         };
                         let r = run_client(&client_ns, opts(p))?;
-                        let d = r.forward();
+                        let t = udp_trial(&r, rate);
                         // A sender that cannot offer the rate asked: what it did send
                         // is the trial's rate, and the search goes no higher.
-                        let offered = if d.sent_bps > 0.0 && d.sent_bps < 0.95 * rate {
-                            search.cap(d.sent_bps);
-                            d.sent_bps
-                        } else {
-                            rate
-                        };
-                        search.record(offered, d.received_bps, udp_loss(&d), d.out_of_order);
+                        if t.sender_limited {
+                            search.cap(t.offered_bps);
+                        }
+                        search.record_trial(t);
                     }
-                    let Some(rate) = search.result() else {
-                        return Ok(CellResult {
+                    let failed = |search: &RateSearch, confirmations: Vec<Trial>, why: String| {
+                        Ok(CellResult {
                             search: Some(UdpSearch {
                                 loss_threshold_percent: spec.udp_loss_percent,
                                 trials: search.trials().to_vec(),
                                 rate_bps: 0.0,
+                                confirmations,
                             }),
-                            ..CellResult::failed(
-                                *cell,
-                                format!(
-                                    "loss above {} % at every rate tried",
-                                    spec.udp_loss_percent
-                                ),
-                            )
-                        });
+                            ..CellResult::failed(*cell, why)
+                        })
                     };
+                    let Some(found) = search.result() else {
+                        return failed(
+                            &search,
+                            Vec::new(),
+                            format!("loss above {} % at every rate tried", spec.udp_loss_percent),
+                        );
+                    };
+                    // Full-length runs at that rate, each within the threshold or
+                    // stepped down until one is.
+                    let mut confirm =
+                        Confirmation::new(found, spec.runs as usize, spec.udp_loss_percent);
                     let mut runs = Vec::new();
-                    for n in 1..=spec.runs {
+                    while let Some(rate) = confirm.next_rate() {
                         if cancel.load(Ordering::Relaxed) {
                             bail!("interrupted");
                         }
-                        report(format!("run {n}/{} at {:.0} Mbit/s", spec.runs, rate / 1e6));
+                        let step_down = if rate < found { " (stepped down)" } else { "" };
+                        report(format!(
+                            "run {}/{} at {:.0} Mbit/s{step_down}",
+                            confirm.passing().count() + 1,
+                            spec.runs,
+                            rate / 1e6
+                        ));
                         let p = TestParams {
                             rate: (rate / cell.streams as f64) as u64,
                             ..base.clone()
                         };
-                        let mut r = run_client(&client_ns, opts(p.clone()))?;
-                        // The seed's rule: a run with packets out of order is measured again.
-                        if r.forward().out_of_order > 0 {
-                            r = run_client(&client_ns, opts(p))?;
-                        }
-                        runs.push(to_run(&r, Some(rate)));
+                        let r = run_client(&client_ns, opts(p))?;
+                        let t = udp_trial(&r, rate);
+                        runs.push(to_run(&r, Some(t.offered_bps), t.sender_limited));
+                        confirm.record(t);
                     }
+                    let confirmations = confirm.runs().to_vec();
+                    let Some(rate) = confirm.result() else {
+                        let tried: Vec<String> = confirmations
+                            .iter()
+                            .map(|t| {
+                                format!(
+                                    "{:.0} Mbit/s lost {:.1} %",
+                                    t.offered_bps / 1e6,
+                                    t.lost_percent
+                                )
+                            })
+                            .collect();
+                        return failed(
+                            &search,
+                            confirmations,
+                            format!(
+                                "no full-length run kept the loss within {} % (the search's trials did, at {:.0} Mbit/s): {}",
+                                spec.udp_loss_percent,
+                                found / 1e6,
+                                tried.join(", ")
+                            ),
+                        );
+                    };
+                    // Only the runs that count: within the rule, not made again.
+                    let kept: Vec<Run> = runs
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(i, _)| confirm.counts(*i))
+                        .map(|(_, r)| r)
+                        .collect();
                     Ok(CellResult::from_runs(
                         *cell,
-                        runs,
+                        kept,
                         Some(UdpSearch {
                             loss_threshold_percent: spec.udp_loss_percent,
                             trials: search.trials().to_vec(),
                             rate_bps: rate,
+                            confirmations,
                         }),
                     ))
                 }

@@ -58,14 +58,23 @@ impl RateSearch {
 
     /// The outcome of a trial at `offered` bit/s.
     pub fn record(&mut self, offered: f64, received: f64, lost_percent: f64, out_of_order: u64) {
-        let remeasured = self.remeasure.take().is_some();
-        self.trials.push(Trial {
+        self.record_trial(Trial {
             offered_bps: offered,
             received_bps: received,
             lost_percent,
             out_of_order,
-            remeasured,
+            remeasured: false,
+            sender_limited: false,
         });
+    }
+
+    /// The outcome of a trial (`remeasured` is set here).
+    pub fn record_trial(&mut self, mut trial: Trial) {
+        let remeasured = self.remeasure.take().is_some();
+        trial.remeasured = remeasured;
+        let (offered, lost_percent, out_of_order) =
+            (trial.offered_bps, trial.lost_percent, trial.out_of_order);
+        self.trials.push(trial);
         if out_of_order > 0 && !remeasured && self.trials.len() < self.max_trials {
             self.remeasure = Some(offered);
             return;
@@ -97,9 +106,186 @@ impl RateSearch {
     }
 }
 
+/// Step-downs a confirmation may take before the cell is given up.
+pub const MAX_STEP_DOWNS: usize = 5;
+
+/// The full-length runs at the rate a search found, each held to the search's
+/// own rule. Short trials can overshoot (a queue that swallows a one-second
+/// trial's excess overflows in a longer run), so a run whose loss is over the
+/// threshold steps the rate down and is made again; a cell none of whose runs
+/// passes has no figure. A run with packets out of order is made again once at
+/// the same rate (the seed's rule). Pure: it proposes rates and is told the
+/// outcomes.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    threshold: f64,
+    rate: f64,
+    wanted: usize,
+    steps_left: usize,
+    runs: Vec<Trial>,
+    remeasure: bool,
+    given_up: bool,
+}
+
+impl Confirmation {
+    /// `wanted` runs within `threshold_percent` loss, starting at `rate` bit/s.
+    pub fn new(rate: f64, wanted: usize, threshold_percent: f64) -> Self {
+        Confirmation {
+            threshold: threshold_percent,
+            rate,
+            wanted,
+            steps_left: MAX_STEP_DOWNS,
+            runs: Vec::new(),
+            remeasure: false,
+            given_up: false,
+        }
+    }
+
+    /// The rate of the next run, or None when enough runs passed or the
+    /// step-downs are spent.
+    pub fn next_rate(&self) -> Option<f64> {
+        (!self.given_up && self.passing().count() < self.wanted).then_some(self.rate)
+    }
+
+    /// The outcome of the run just made (`remeasured` is set here).
+    pub fn record(&mut self, mut run: Trial) {
+        run.remeasured = std::mem::take(&mut self.remeasure);
+        let (offered, received, lost, ooo) = (
+            run.offered_bps,
+            run.received_bps,
+            run.lost_percent,
+            run.out_of_order,
+        );
+        let first_try = !run.remeasured;
+        self.runs.push(run);
+        if ooo > 0 && first_try {
+            self.remeasure = true;
+        } else if lost > self.threshold {
+            if self.steps_left == 0 {
+                self.given_up = true;
+            } else {
+                self.steps_left -= 1;
+                self.rate = step_down(self.rate.min(offered), received, self.threshold);
+            }
+        }
+    }
+
+    /// Every run made, in order, the ones over the threshold and the ones
+    /// made again included.
+    pub fn runs(&self) -> &[Trial] {
+        &self.runs
+    }
+
+    /// The runs that count: within the threshold and not made again.
+    pub fn passing(&self) -> impl Iterator<Item = &Trial> {
+        (0..self.runs.len())
+            .filter(|i| self.counts(*i))
+            .map(|i| &self.runs[i])
+    }
+
+    /// Whether run `i` counts: within the threshold and not made again.
+    pub fn counts(&self, i: usize) -> bool {
+        let superseded = self.runs.get(i + 1).is_some_and(|n| n.remeasured);
+        self.runs
+            .get(i)
+            .is_some_and(|t| !superseded && t.passes(self.threshold))
+    }
+
+    /// The cell's figure: the highest offered rate of a passing run (None:
+    /// none passed).
+    pub fn result(&self) -> Option<f64> {
+        self.passing().map(|t| t.offered_bps).reduce(f64::max)
+    }
+}
+
+/// The rate after a run at `rate` received `received` with too much loss: the
+/// rate at which that much received would be exactly the threshold's loss,
+/// but at least 10 % and at most 50 % lower than `rate`.
+fn step_down(rate: f64, received: f64, threshold: f64) -> f64 {
+    let at_threshold = received / (1.0 - threshold.min(99.0) / 100.0);
+    at_threshold.clamp(0.5 * rate, 0.9 * rate)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run_at(offered: f64, received: f64) -> Trial {
+        Trial {
+            offered_bps: offered,
+            received_bps: received,
+            lost_percent: 100.0 * (offered - received) / offered,
+            out_of_order: 0,
+            remeasured: false,
+            sender_limited: false,
+        }
+    }
+
+    #[test]
+    fn a_confirmation_within_the_rule_keeps_the_rate() {
+        let mut c = Confirmation::new(500e6, 3, 10.0);
+        for _ in 0..3 {
+            assert_eq!(c.next_rate(), Some(500e6));
+            c.record(run_at(500e6, 480e6));
+        }
+        assert_eq!(c.next_rate(), None);
+        assert_eq!(c.result(), Some(500e6));
+        assert_eq!(c.passing().count(), 3);
+    }
+
+    #[test]
+    fn an_overshot_rate_steps_down_until_a_run_passes() {
+        // The search found 1110 Mbit/s on a line that carries 992: 10.6 % loss.
+        let mut c = Confirmation::new(1110e6, 2, 10.0);
+        c.record(run_at(1110e6, 992e6));
+        let next = c.next_rate().unwrap();
+        assert!(next <= 0.9 * 1110e6, "{next}");
+        // 10 % at most, so the next rate is 999 and the line carries it.
+        c.record(run_at(next, 992e6_f64.min(next)));
+        c.record(run_at(next, 992e6_f64.min(next)));
+        assert_eq!(c.next_rate(), None);
+        assert_eq!(c.result(), Some(next));
+        assert_eq!(c.runs().len(), 3);
+        assert_eq!(c.passing().count(), 2);
+    }
+
+    #[test]
+    fn a_far_overshoot_steps_by_what_the_run_received() {
+        let mut c = Confirmation::new(1000e6, 1, 10.0);
+        c.record(run_at(1000e6, 600e6));
+        // 600 received is 10 % loss at 667.
+        let next = c.next_rate().unwrap();
+        assert!((next - 600e6 / 0.9).abs() < 1.0, "{next}");
+        c.record(run_at(next, 100e6));
+        // Never more than halved in one step.
+        assert_eq!(c.next_rate(), Some(next / 2.0));
+    }
+
+    #[test]
+    fn a_cell_that_never_passes_has_no_figure() {
+        let mut c = Confirmation::new(100e6, 3, 1.0);
+        while let Some(r) = c.next_rate() {
+            c.record(run_at(r, r * 0.9));
+        }
+        assert_eq!(c.runs().len(), MAX_STEP_DOWNS + 1);
+        assert_eq!(c.result(), None);
+    }
+
+    #[test]
+    fn out_of_order_runs_are_made_again_and_only_the_second_counts() {
+        let mut c = Confirmation::new(100e6, 1, 10.0);
+        // Out of order and over the threshold: made again at the same rate.
+        c.record(Trial {
+            out_of_order: 2,
+            ..run_at(100e6, 80e6)
+        });
+        assert_eq!(c.next_rate(), Some(100e6));
+        c.record(run_at(100e6, 95e6));
+        assert!(c.runs()[1].remeasured);
+        assert_eq!(c.next_rate(), None);
+        assert_eq!(c.result(), Some(100e6));
+        assert!(!c.counts(0) && c.counts(1));
+    }
 
     /// A path that loses nothing up to `capacity`, and the excess beyond it.
     fn run(capacity: f64, start: f64, threshold: f64) -> RateSearch {

@@ -2,11 +2,12 @@
 //! Fields are quoted as RFC 4180 says: when they hold a comma, a quote or a line
 //! break, with quotes doubled. A failed cell has empty figures and its error.
 
-use super::{ordered_cells, udp_loss, udp_rate};
+use super::{ordered_cells, udp_figure, udp_rate};
 use crate::measure::model::Results;
 
 pub(crate) const HEADER: &str = "path,scenario,cell,family,protocol,direction,streams,runs,\
-best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,error";
+best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,\
+sender_limited,error";
 
 pub(crate) fn render(r: &Results) -> String {
     let mut out = String::from(HEADER);
@@ -18,6 +19,8 @@ pub(crate) fn render(r: &Results) -> String {
         for c in cells {
             let ok = c.error.is_none();
             let bps = |v: f64| if ok { format!("{v:.0}") } else { String::new() };
+            // The run the UDP figure came from: its loss and what it received.
+            let figure = udp_figure(c).filter(|_| ok);
             let fields = [
                 p.path.clone(),
                 p.scenario.clone().unwrap_or_default(),
@@ -35,9 +38,12 @@ pub(crate) fn render(r: &Results) -> String {
                     .filter(|_| ok)
                     .map(|v| format!("{v:.0}"))
                     .unwrap_or_default(),
-                udp_loss(c)
-                    .filter(|_| ok)
-                    .map(|v| v.to_string())
+                figure.map(|f| f.loss.to_string()).unwrap_or_default(),
+                figure
+                    .map(|f| format!("{:.0}", f.received))
+                    .unwrap_or_default(),
+                figure
+                    .map(|f| f.sender_limited.to_string())
                     .unwrap_or_default(),
                 c.error.clone().unwrap_or_default(),
             ];
@@ -96,30 +102,30 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "path,scenario,cell,family,protocol,direction,streams,runs,best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,error"
+            "path,scenario,cell,family,protocol,direction,streams,runs,best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,sender_limited,error"
         );
         assert_eq!(
             lines[1],
-            "raw,,ipv4.tcp.sender,ipv4,tcp,sender,1,3,941000000,939000000,930000000,941000000,,,"
+            "raw,,ipv4.tcp.sender,ipv4,tcp,sender,1,3,941000000,939000000,930000000,941000000,,,,,"
         );
         assert_eq!(
             lines[3],
-            "raw,,ipv4.udp.sender,ipv4,udp,sender,1,3,347000000,340000000,330000000,347000000,350000000,2.9,"
+            "raw,,ipv4.udp.sender,ipv4,udp,sender,1,3,347000000,340000000,330000000,347000000,350000000,0.9,347000000,false,"
         );
         assert_eq!(
             lines[6],
-            "raw,,ipv4.tcp.sender.p6,ipv4,tcp,sender,6,3,941000000,940000000,936000000,941000000,,,"
+            "raw,,ipv4.tcp.sender.p6,ipv4,tcp,sender,6,3,941000000,940000000,936000000,941000000,,,,,"
         );
         // The failed cell: no figures, its error quoted because of the line break.
         assert_eq!(
             lines[11],
-            "wg,,ipv6.tcp.sender,ipv6,tcp,sender,1,0,,,,,,,\"connecting to [fd00:9::2]:5201:"
+            "wg,,ipv6.tcp.sender,ipv6,tcp,sender,1,0,,,,,,,,,\"connecting to [fd00:9::2]:5201:"
         );
         let rows = parse(&csv);
         assert_eq!(rows.len(), 1 + 6 + 5);
-        assert!(rows.iter().all(|r| r.len() == 15));
+        assert!(rows.iter().all(|r| r.len() == 17));
         assert_eq!(
-            rows[11][14],
+            rows[11][16],
             "connecting to [fd00:9::2]:5201:\nconnection refused"
         );
     }

@@ -20,6 +20,7 @@ fn tcp(key: &str, mbit: &[f64]) -> CellResult {
             lost_percent: None,
             jitter_ms: None,
             out_of_order: None,
+            sender_limited: false,
             cpu_client: 20.0,
             cpu_server: 30.0,
         })
@@ -40,9 +41,11 @@ fn udp(key: &str, rate: f64, trials: &[(f64, f64)], runs: &[(f64, f64)]) -> Cell
                 lost_percent: lost,
                 out_of_order: 0,
                 remeasured: false,
+                sender_limited: false,
             })
             .collect(),
         rate_bps: rate * 1e6,
+        confirmations: Vec::new(),
     };
     let runs = runs
         .iter()
@@ -55,6 +58,7 @@ fn udp(key: &str, rate: f64, trials: &[(f64, f64)], runs: &[(f64, f64)]) -> Cell
             lost_percent: Some(lost),
             jitter_ms: Some(0.05),
             out_of_order: Some(0),
+            sender_limited: false,
             cpu_client: 40.0,
             cpu_server: 90.0,
         })

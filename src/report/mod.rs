@@ -177,32 +177,71 @@ pub(crate) fn udp_rate(c: &CellResult) -> Option<f64> {
         .or_else(|| c.runs.iter().find_map(|r| r.offered_bps))
 }
 
-/// The receiver-side loss at that rate: the median over the runs, or the
-/// search's last trial at the rate when the runs carry none.
-pub(crate) fn udp_loss(c: &CellResult) -> Option<f64> {
-    if c.cell.protocol != Proto::Udp {
-        return None;
-    }
-    let losses: Vec<f64> = c.runs.iter().filter_map(|r| r.lost_percent).collect();
-    if !losses.is_empty() {
-        return Some(median(losses));
+/// The run a UDP cell's figure came from: the rate offered, what arrived,
+/// and the receiver-side loss, so no figure stands without what the path
+/// carried at it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct UdpFigure {
+    pub offered: f64,
+    pub received: f64,
+    pub loss: f64,
+    /// The sender could not offer more: the figure is its limit, not the path's.
+    pub sender_limited: bool,
+}
+
+/// The best run at the cell's rate (the seed's rule), or, in results that
+/// carry no loss in their runs, the search's trial at that rate.
+pub(crate) fn udp_figure(c: &CellResult) -> Option<UdpFigure> {
+    let rate = udp_rate(c)?;
+    let best = c
+        .runs
+        .iter()
+        .filter(|r| r.offered_bps == Some(rate) && r.lost_percent.is_some())
+        .max_by(|a, b| a.bits_per_second.total_cmp(&b.bits_per_second));
+    if let Some(r) = best {
+        return Some(UdpFigure {
+            offered: rate,
+            received: r.bits_per_second,
+            loss: r.lost_percent.unwrap_or_default(),
+            sender_limited: r.sender_limited,
+        });
     }
     let s = c.search.as_ref()?;
     s.trials
         .iter()
         .rev()
-        .find(|t| t.offered_bps == s.rate_bps)
-        .map(|t| t.lost_percent)
+        .find(|t| t.offered_bps == rate)
+        .map(|t| UdpFigure {
+            offered: rate,
+            received: t.received_bps,
+            loss: t.lost_percent,
+            sender_limited: t.sender_limited,
+        })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// What a UDP cell's confirmation did beyond its plain runs, for the notes
+/// under a report: the full-length runs over the loss threshold and the rate
+/// each stepped down to.
+pub(crate) fn step_down_notes(c: &CellResult) -> Vec<String> {
+    let Some(s) = &c.search else {
+        return Vec::new();
+    };
+    s.step_downs()
+        .into_iter()
+        .map(|(t, next)| {
+            let then = match next {
+                Some(n) => format!("stepped down to {} Mbit/s", mbit(n)),
+                None => "no step-down left".to_string(),
+            };
+            format!(
+                "a full-length run at {} Mbit/s received {} and lost {} % (over {} %): {then}",
+                mbit(t.offered_bps),
+                mbit(t.received_bps),
+                percent(t.lost_percent),
+                s.loss_threshold_percent
+            )
+        })
+        .collect()
 }
 
 /// `x` rounded to `digits` significant digits, written without exponent and
@@ -358,17 +397,27 @@ mod tests {
             .cell(&Cell::parse_key("ipv4.udp.sender").unwrap())
             .unwrap();
         assert_eq!(udp_rate(c), Some(350e6));
-        assert_eq!(udp_loss(c), Some(2.9));
+        // The best run at that rate: 347 received, 0.9 % lost.
+        assert_eq!(
+            udp_figure(c),
+            Some(UdpFigure {
+                offered: 350e6,
+                received: 347e6,
+                loss: 0.9,
+                sender_limited: false
+            })
+        );
         // No loss in the runs: the search's trial at the final rate.
         let mut bare = c.clone();
         for run in &mut bare.runs {
             run.lost_percent = None;
         }
-        assert_eq!(udp_loss(&bare), Some(4.0));
+        assert_eq!(udp_figure(&bare).unwrap().loss, 4.0);
+        assert_eq!(udp_figure(&bare).unwrap().received, 350e6 * 0.96);
         let tcp = r.paths[0]
             .cell(&Cell::parse_key("ipv4.tcp.sender").unwrap())
             .unwrap();
-        assert_eq!((udp_rate(tcp), udp_loss(tcp)), (None, None));
+        assert_eq!((udp_rate(tcp), udp_figure(tcp)), (None, None));
     }
 
     #[test]

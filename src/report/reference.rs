@@ -11,7 +11,7 @@
 
 use super::expect::Failure;
 use super::table::md_table;
-use super::{mbit, one_line, rate, seed_order, sig, udp_rate};
+use super::{mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
 use crate::measure::model::{
     Cell, CellResult, Proto, PublishedFigure, Reference, Results, Tolerance,
 };
@@ -61,12 +61,7 @@ pub fn compare<'a>(r: &Results, reference: &'a Reference) -> Vec<Comparison<'a>>
     figures
         .into_iter()
         .map(|figure| {
-            let cell = r
-                .paths
-                .iter()
-                .find(|p| p.label() == figure.path)
-                .and_then(|p| p.cell(&figure.cell));
-            let outcome = match cell {
+            let outcome = match measured_cell(r, figure) {
                 None => Outcome::NotMeasured,
                 Some(c) => match &c.error {
                     Some(e) => Outcome::Failed(one_line(e)),
@@ -87,6 +82,14 @@ pub fn compare<'a>(r: &Results, reference: &'a Reference) -> Vec<Comparison<'a>>
         .collect()
 }
 
+/// The cell of the run that a published figure is compared with.
+fn measured_cell<'r>(r: &'r Results, figure: &PublishedFigure) -> Option<&'r CellResult> {
+    r.paths
+        .iter()
+        .find(|p| p.label() == figure.path)
+        .and_then(|p| p.cell(&figure.cell))
+}
+
 /// The section's rows: path (on a group's first row only), cell, published,
 /// measured, ratio, and the verdict.
 fn rows(r: &Results, reference: &Reference) -> Vec<[String; 6]> {
@@ -104,7 +107,21 @@ fn rows(r: &Results, reference: &Reference) -> Vec<[String; 6]> {
             Outcome::NotMeasured => ("-".into(), "-".into(), "not measured".into()),
             Outcome::Failed(_) => ("-".into(), "-".into(), "failed".into()),
             Outcome::Measured { bps, ratio, within } => (
-                mbit(*bps),
+                // A UDP figure with what its run received and lost.
+                match measured_cell(r, f).and_then(udp_figure) {
+                    Some(u) => format!(
+                        "{}{} ({} rcvd, {} % lost)",
+                        mbit(*bps),
+                        if u.sender_limited {
+                            " sender-limited"
+                        } else {
+                            ""
+                        },
+                        mbit(u.received),
+                        percent(u.loss)
+                    ),
+                    None => mbit(*bps),
+                },
                 if ratio.is_finite() {
                     format!("{ratio:.2}")
                 } else {
@@ -239,7 +256,7 @@ fn legend(r: &Results, reference: &Reference) -> Vec<String> {
     {
         let _ = write!(
             measured,
-            ", UDP the highest offered rate with loss{threshold} (the best run where there was no search)"
+            ", UDP the highest offered rate at which a full-length run kept its loss{threshold}, with what that run received and lost (the best run where there was no search)"
         );
     }
     measured.push('.');
@@ -433,19 +450,19 @@ mod tests {
 
     const SECTION: &str = "\
 Published (the seed document, best of 5) vs measured
-Mbit/s; measured: TCP the best run, UDP the highest offered rate with loss within 10 % (the best run where there was no search).
+Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %, with what that run received and lost (the best run where there was no search).
 ratio: measured / published; ok within TCP +-15 %, UDP +-25 %.
 
-path  cell                published  measured  ratio  tolerance
-raw   IPv4 TCP Sender           941       941   1.00  ok
-      IPv4 TCP Receiver         790       940   1.19  OUT (+19 %)
-      IPv4 UDP Sender           347       350   1.01  ok
-      IPv4 UDP Receiver         955       960   1.01  ok
-      IPv6 UDP Receiver         940         -      -  not measured
-      IPv4 TCP Sender x6     656.69       941   1.43  OUT (+43 %)
-wg    IPv4 TCP Sender           300       292   0.97  ok
-      IPv6 TCP Sender           280         -      -  failed
-gre   IPv4 TCP Sender           500         -      -  not measured
+path  cell                published                    measured  ratio  tolerance
+raw   IPv4 TCP Sender           941                         941   1.00  ok
+      IPv4 TCP Receiver         790                         940   1.19  OUT (+19 %)
+      IPv4 UDP Sender           347  350 (347 rcvd, 0.9 % lost)   1.01  ok
+      IPv4 UDP Receiver         955  960 (955 rcvd, 0.5 % lost)   1.01  ok
+      IPv6 UDP Receiver         940                           -      -  not measured
+      IPv4 TCP Sender x6     656.69                         941   1.43  OUT (+43 %)
+wg    IPv4 TCP Sender           300                         292   0.97  ok
+      IPv6 TCP Sender           280                           -      -  failed
+gre   IPv4 TCP Sender           500                           -      -  not measured
 
 4 of 6 cells within tolerance (TCP +-15 %, UDP +-25 %); 2 not measured, 1 failed
 
@@ -532,10 +549,11 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
         );
         assert!(
             section.contains(
-                "\n| path | cell               | published | measured | ratio | tolerance    |\n\
-                 | :--- | :----------------- | --------: | -------: | ----: | :----------- |\n\
-                 | raw  | IPv4 TCP Sender    |       941 |      941 |  1.00 | ok           |\n\
-                 |      | IPv4 TCP Receiver  |       790 |      940 |  1.19 | OUT (+19 %)  |\n"
+                "\n| path | cell               | published |                   measured | ratio | tolerance    |\n\
+                 | :--- | :----------------- | --------: | -------------------------: | ----: | :----------- |\n\
+                 | raw  | IPv4 TCP Sender    |       941 |                        941 |  1.00 | ok           |\n\
+                 |      | IPv4 TCP Receiver  |       790 |                        940 |  1.19 | OUT (+19 %)  |\n\
+                 |      | IPv4 UDP Sender    |       347 | 350 (347 rcvd, 0.9 % lost) |  1.01 | ok           |\n"
             ),
             "{section}"
         );

@@ -1,7 +1,9 @@
 //! The seed's listing and the matrix table, as aligned text and as GitHub
 //! markdown. Both read one [`Matrix`], so they always agree.
 
-use super::{baseline_index, mbit, one_line, ordered_cells, percent, udp_loss, udp_rate, utc};
+use super::{
+    baseline_index, mbit, one_line, ordered_cells, percent, step_down_notes, udp_figure, utc,
+};
 use crate::measure::model::{Cell, Family, Proto, Results};
 use std::fmt::Write;
 
@@ -41,7 +43,7 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     let mut columns = vec!["cell".to_string()];
     let mut long_columns = columns.clone();
     let names: &[&str] = if with_udp {
-        &["best", "median", "min-max", "-b (loss)", "cpu c/s"]
+        &["best", "median", "min-max", "-b / rcvd (loss)", "cpu c/s"]
     } else {
         &["best", "median", "min-max", "cpu c/s"]
     };
@@ -87,18 +89,23 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
                 },
             };
             if with_udp {
-                let searched = p
-                    .cell(c)
-                    .filter(|cr| cr.error.is_none())
-                    .map(|cr| (udp_rate(cr), udp_loss(cr)));
-                figures.push(match searched {
-                    Some((Some(rate), Some(loss))) => {
-                        format!("{} ({} %)", mbit(rate), percent(loss))
+                let figure = p.cell(c).filter(|cr| cr.error.is_none()).and_then(|cr| {
+                    let f = udp_figure(cr)?;
+                    let mut s = format!(
+                        "{}{} / {} ({} %)",
+                        mbit(f.offered),
+                        if f.sender_limited { "s" } else { "" },
+                        mbit(f.received),
+                        percent(f.loss)
+                    );
+                    let steps = step_down_notes(cr);
+                    if !steps.is_empty() {
+                        notes.push(format!("{} {}: {}", p.label(), c.title(), steps.join("; ")));
+                        s += &format!(" [{}]", notes.len());
                     }
-                    Some((Some(rate), None)) => mbit(rate),
-                    Some((None, Some(loss))) => format!("? ({} %)", percent(loss)),
-                    _ => String::new(),
+                    Some(s)
                 });
+                figures.push(figure.unwrap_or_default());
             }
             // CPU of the client and the server, so a limit of the ends shows (the
             // seed's low UDP sender figures were its server's receive limit).
@@ -163,8 +170,20 @@ fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
             .map(|s| format!(" within {} %", s.loss_threshold_percent))
             .unwrap_or_default();
         legend.push(format!(
-            "UDP: received rate; -b: the highest offered rate with receiver-side loss{threshold}, and the loss at it."
+            "UDP: received rate; -b / rcvd (loss): the figure, the highest offered rate at which a full-length run kept its receiver-side loss{threshold}, then what that run received and lost."
         ));
+        let limited = r
+            .paths
+            .iter()
+            .flat_map(|p| &p.cells)
+            .filter(|c| c.error.is_none())
+            .any(|c| udp_figure(c).is_some_and(|f| f.sender_limited));
+        if limited {
+            legend.push(
+                "s: the sender could not offer more; that figure is the sending end's limit, not the path's."
+                    .to_string(),
+            );
+        }
     }
     legend.push(
         "cpu c/s: median CPU use of the client and the server, percent of one core.".to_string(),
@@ -555,6 +574,44 @@ mod tests {
     }
 
     #[test]
+    fn a_stepped_down_or_sender_limited_udp_figure_says_so() {
+        use crate::measure::model::{Cell, Trial};
+        let mut r = fixture::results();
+        let c = r.paths[0]
+            .cells
+            .iter_mut()
+            .find(|c| c.cell == Cell::parse_key("ipv4.udp.sender").unwrap())
+            .unwrap();
+        let run = |offered: f64, received: f64| Trial {
+            offered_bps: offered * 1e6,
+            received_bps: received * 1e6,
+            lost_percent: 100.0 * (offered - received) / offered,
+            out_of_order: 0,
+            remeasured: false,
+            sender_limited: false,
+        };
+        // The search found 400; a full-length run there lost 15 %, so 350.
+        let s = c.search.as_mut().unwrap();
+        s.confirmations = vec![run(400.0, 340.0), run(350.0, 347.0)];
+        c.runs[0].sender_limited = true;
+        let text = render(&r, Format::Text, None);
+        assert_eq!(
+            row(&text, "IPv4 UDP Sender")[4],
+            "350s / 347 (0.9 %) [1]",
+            "{text}"
+        );
+        assert!(
+            text.contains("\n[1] raw IPv4 UDP Sender: a full-length run at 400 Mbit/s received 340 and lost 15.0 % (over 10 %): stepped down to 350 Mbit/s\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\ns: the sender could not offer more;"),
+            "{text}"
+        );
+        assert!(!render(&fixture::results(), Format::Text, None).contains("\ns: "));
+    }
+
+    #[test]
     fn matrix_rows_ratios_udp_and_failures() {
         let text = render(&fixture::results(), Format::Text, None);
         assert_eq!(
@@ -594,12 +651,12 @@ mod tests {
                 "347",
                 "340",
                 "330-347",
-                "350 (2.9 %)",
+                "350 / 347 (0.9 %)",
                 "40/90",
                 "118",
                 "115",
                 "110-118",
-                "120 (4.0 %)",
+                "120 / 118 (1.5 %)",
                 "40/90",
                 "0.34"
             ]
@@ -725,12 +782,12 @@ mod tests {
                 "raw best",
                 "raw median",
                 "raw min-max",
-                "raw -b (loss)",
+                "raw -b / rcvd (loss)",
                 "raw cpu c/s",
                 "wg best",
                 "wg median",
                 "wg min-max",
-                "wg -b (loss)",
+                "wg -b / rcvd (loss)",
                 "wg cpu c/s",
                 "wg/raw"
             ]

@@ -5,6 +5,51 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The Debian package of each program the tests run besides tunbench.
+const PACKAGES: &[(&str, &str)] = &[
+    ("ip", "iproute2"),
+    ("ping", "iputils-ping"),
+    ("tshark", "tshark"),
+    ("iperf3", "iperf3"),
+    ("wg", "wireguard-tools"),
+    ("wireguard-go", "wireguard-go"),
+    ("swanctl", "strongswan-swanctl"),
+];
+
+/// `name`, once it is known to be on PATH. A missing program fails the test
+/// naming its package, instead of surfacing as a misleading "no ping through
+/// the tunnel" (or, worse, passing a test that expects a command to fail).
+pub fn program(name: &'static str) -> &'static str {
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    });
+    if !on_path {
+        let package = PACKAGES
+            .iter()
+            .find(|(p, _)| *p == name)
+            .map_or("its package", |(_, pkg)| pkg);
+        panic!(
+            "{name} is not installed, and this test runs it: install Debian's {package} (bash scripts/setup.sh does)"
+        );
+    }
+    name
+}
+
+/// One ping from `LAB-NODE` (one echo, 1 s to answer), `args` after the
+/// defaults (the target last), as it ran.
+pub fn ping_output(lab: &str, node: &str, args: &[&str]) -> Output {
+    Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-{node}")])
+        .args([program("ping"), "-c", "1", "-W", "1"])
+        .args(args)
+        .output()
+        .expect("running ip netns exec ... ping")
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tunbench")
 }
@@ -314,7 +359,7 @@ pub fn capture_one_on(
             "netns",
             "exec",
             &format!("{lab}-{node}"),
-            "tshark",
+            program("tshark"),
             "-q",
             "-i",
             iface,
@@ -440,13 +485,7 @@ pub fn rate_within(measured: f64, expected: f64, tolerance: f64) -> Judged {
 /// One ping from `LAB-NODE` (one echo, 1 s to answer), `args` after the
 /// defaults (the target last): whether it was answered.
 pub fn ping_from(lab: &str, node: &str, args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-{node}")])
-        .args(["ping", "-c", "1", "-W", "1"])
-        .args(args)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    ping_output(lab, node, args).status.success()
 }
 
 /// TCP and UDP through a tunnel with tunbench's engine, 1 s each, for every
