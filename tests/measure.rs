@@ -227,3 +227,102 @@ fn one_cell_as_a_library_call() {
     assert_eq!(r.ipv6.as_deref(), Some("2001:2:0:2::2"));
     assert!(r.cells[0].best_bps > 10e6, "{:?}", r.cells[0]);
 }
+
+/// A path whose queue swallows a short trial's excess: a router model that lets
+/// each UDP flow through at 20 Mbit/s with a queue of about one second. The
+/// search's one-second trial at 36 Mbit/s loses nothing (the queue is not yet
+/// full), but a four-second run at that rate overflows it; the confirmation
+/// must step the rate down until a full-length run keeps its loss within the
+/// threshold, and the report must say so.
+#[test]
+fn a_confirmation_steps_down_where_the_search_overshoots() {
+    use tunbench::measure::model::{Direction, Family, Proto};
+    use tunbench::measure::runner::{MeasureSpec, measure};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("overshoot.toml"),
+        r#"
+kind = "router"
+name = "overshoot"
+# About one second of 1448-byte datagrams at 20 Mbit/s.
+queue_packets = 1700
+[modes.deep]
+ceilings = [{ protocol = "udp", flow = "20M" }]
+"#,
+    )
+    .unwrap();
+    let router = std::fs::read_to_string(topo("router.toml"))
+        .unwrap()
+        .replace(
+            "[nodes.r1]\nkind = \"router\"\n",
+            "[nodes.r1]\nkind = \"router\"\nprofile = \"./overshoot.toml\"\nmode = \"deep\"\nlan = \"eth0\"\n",
+        );
+    assert!(router.contains("overshoot"), "router.toml changed shape");
+    let file = dir.path().join("overshoot-lab.toml");
+    std::fs::write(&file, router).unwrap();
+    let lab = lab_name("ovs");
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let running = tunbench::lab::find(&lab).unwrap();
+    let spec = MeasureSpec {
+        families: vec![Family::Ipv4],
+        protocols: vec![Proto::Udp],
+        directions: vec![Direction::Sender],
+        runs: 1,
+        duration: 4.0,
+        trial_duration: 1.0,
+        udp_max_trials: 1,
+        udp_start_bps: 36e6,
+        udp_ceiling_bps: 36e6,
+        server_exe: Some(bin().into()),
+        ..MeasureSpec::seed("left", "right")
+    };
+    let r = measure(
+        &running,
+        &spec,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    let c = &r.cells[0];
+    assert!(c.error.is_none(), "{c:?}");
+    let s = c.search.as_ref().unwrap();
+    eprintln!("search and confirmations: {s:?}");
+    // The search's short trial passed at 36 Mbit/s ...
+    assert_eq!(s.trials.len(), 1, "{s:?}");
+    assert!(s.trials[0].lost_percent <= 10.0, "{s:?}");
+    // ... a full-length run there did not, and the rate stepped down.
+    let first = &s.confirmations[0];
+    assert_eq!(first.offered_bps, 36e6, "{s:?}");
+    assert!(first.lost_percent > 10.0, "{s:?}");
+    assert!(s.rate_bps < 36e6 * 0.91, "{s:?}");
+    // The figure is a rate at which a full-length run kept the rule, and every
+    // run the cell keeps did.
+    let kept = s.confirmations.last().unwrap();
+    assert_eq!(kept.offered_bps, s.rate_bps);
+    assert!(kept.lost_percent <= 10.0, "{s:?}");
+    assert!(!c.runs.is_empty());
+    assert!(
+        c.runs.iter().all(|r| r.lost_percent.unwrap() <= 10.0),
+        "{c:?}"
+    );
+    // The report says what happened.
+    let results = tunbench::measure::model::Results {
+        tool: "t".into(),
+        lab: lab.clone(),
+        topology: None,
+        started: 0,
+        seconds: 0.0,
+        runs_per_cell: 1,
+        duration_per_run: 4.0,
+        paths: vec![r.clone()],
+        reference: None,
+        notes: Vec::new(),
+    };
+    let report = tunbench::report::render(&results, tunbench::report::Format::Text, None);
+    assert!(
+        report.contains("a full-length run at 36.0 Mbit/s received"),
+        "{report}"
+    );
+    assert!(report.contains("stepped down to"), "{report}");
+}
