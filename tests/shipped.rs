@@ -1,0 +1,46 @@
+//! Every topology shipped in topologies/ is built, checked and taken down: a
+//! file the README offers must come up on this machine, every address that
+//! its routing says is reachable must answer (`tunbench check`), and `down`
+//! must leave nothing behind. New files are picked up without listing them.
+
+mod common;
+use common::*;
+
+#[test]
+fn every_shipped_topology_comes_up_checks_and_goes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 8, "topologies/ holds {files:?}");
+    for (i, file) in files.iter().enumerate() {
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        let lab = lab_name(&format!("sh{i}"));
+        {
+            let (_guard, o) = up(file, &lab);
+            assert!(o.status.success(), "{name}: up failed\n{}", text(&o));
+            let o = tunbench(&["check", &lab, "--json"]);
+            assert!(o.status.success(), "{name}: check failed\n{}", text(&o));
+            let j: serde_json::Value = serde_json::from_slice(&o.stdout)
+                .unwrap_or_else(|e| panic!("{name}: check --json: {e}\n{}", text(&o)));
+            let probes = j["probes"].as_array().unwrap();
+            let expected = probes
+                .iter()
+                .filter(|p| p["unreachable_because"].is_null())
+                .count();
+            let silent: Vec<String> = probes
+                .iter()
+                .filter(|p| p["unreachable_because"].is_null() && p["replied"] != true)
+                .map(|p| format!("{} -> {} {}", p["from"], p["to"], p["addr"]))
+                .collect();
+            assert!(expected > 0, "{name}: routing expects no address to answer");
+            assert!(silent.is_empty(), "{name}: silent: {silent:?}");
+            let o = tunbench(&["down", &lab]);
+            assert!(o.status.success(), "{name}: down failed\n{}", text(&o));
+        }
+        assert_gone(&lab);
+    }
+}
