@@ -199,30 +199,44 @@ fn ctrl_c_during_run_takes_the_lab_down() {
     assert!(t0.elapsed() < Duration::from_secs(20), "stopped promptly");
 }
 
-#[test]
-fn one_cell_as_a_library_call() {
-    use tunbench::measure::model::{Direction, Family, Proto};
-    use tunbench::measure::runner::{MeasureSpec, measure};
-    let lab = lab_name("lib");
-    let (_g, o) = up(&topo("router.toml"), &lab);
-    assert!(o.status.success(), "{}", text(&o));
-    let running = tunbench::lab::find(&lab).unwrap();
-    let spec = MeasureSpec {
-        families: vec![Family::Ipv6],
-        protocols: vec![Proto::Tcp],
-        directions: vec![Direction::Receiver],
-        runs: 1,
-        duration: 1.0,
+/// `spec` measured in the running lab `lab` as a library call, with this
+/// build's tunbench as the server.
+fn measure_in(
+    lab: &str,
+    spec: tunbench::measure::runner::MeasureSpec,
+) -> tunbench::measure::model::PathResult {
+    let running = tunbench::lab::find(lab).unwrap();
+    let spec = tunbench::measure::runner::MeasureSpec {
         server_exe: Some(bin().into()),
-        ..MeasureSpec::seed("left", "right")
+        ..spec
     };
-    let r = measure(
+    tunbench::measure::runner::measure(
         &running,
         &spec,
         &std::sync::atomic::AtomicBool::new(false),
         &mut |_| {},
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn one_cell_as_a_library_call() {
+    use tunbench::measure::model::{Direction, Family, Proto};
+    use tunbench::measure::runner::MeasureSpec;
+    let lab = lab_name("lib");
+    let (_g, o) = up(&topo("router.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = measure_in(
+        &lab,
+        MeasureSpec {
+            families: vec![Family::Ipv6],
+            protocols: vec![Proto::Tcp],
+            directions: vec![Direction::Receiver],
+            runs: 1,
+            duration: 1.0,
+            ..MeasureSpec::seed("left", "right")
+        },
+    );
     assert_eq!(r.cells.len(), 1);
     assert_eq!(r.ipv6.as_deref(), Some("2001:2:0:2::2"));
     assert!(r.cells[0].best_bps > 10e6, "{:?}", r.cells[0]);
@@ -237,7 +251,7 @@ fn one_cell_as_a_library_call() {
 #[test]
 fn a_confirmation_steps_down_where_the_search_overshoots() {
     use tunbench::measure::model::{Direction, Family, Proto};
-    use tunbench::measure::runner::{MeasureSpec, measure};
+    use tunbench::measure::runner::MeasureSpec;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("overshoot.toml"),
@@ -263,27 +277,21 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
     let lab = lab_name("ovs");
     let (_g, o) = up(&file, &lab);
     assert!(o.status.success(), "{}", text(&o));
-    let running = tunbench::lab::find(&lab).unwrap();
-    let spec = MeasureSpec {
-        families: vec![Family::Ipv4],
-        protocols: vec![Proto::Udp],
-        directions: vec![Direction::Sender],
-        runs: 1,
-        duration: 4.0,
-        trial_duration: 1.0,
-        udp_max_trials: 1,
-        udp_start_bps: 36e6,
-        udp_ceiling_bps: 36e6,
-        server_exe: Some(bin().into()),
-        ..MeasureSpec::seed("left", "right")
-    };
-    let r = measure(
-        &running,
-        &spec,
-        &std::sync::atomic::AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let r = measure_in(
+        &lab,
+        MeasureSpec {
+            families: vec![Family::Ipv4],
+            protocols: vec![Proto::Udp],
+            directions: vec![Direction::Sender],
+            runs: 1,
+            duration: 4.0,
+            trial_duration: 1.0,
+            udp_max_trials: 1,
+            udp_start_bps: 36e6,
+            udp_ceiling_bps: 36e6,
+            ..MeasureSpec::seed("left", "right")
+        },
+    );
     let c = &r.cells[0];
     assert!(c.error.is_none(), "{c:?}");
     let s = c.search.as_ref().unwrap();
