@@ -234,11 +234,15 @@ pub struct UdpSearch {
 impl UdpSearch {
     /// The confirmation runs that broke the loss rule, each with the rate
     /// tried next: what reports say about a figure that was stepped down.
+    /// A run made again (packets out of order) stands for the one before it.
     pub fn step_downs(&self) -> Vec<(&Trial, Option<f64>)> {
         let c = &self.confirmations;
         c.iter()
             .enumerate()
-            .filter(|(_, t)| !t.passes(self.loss_threshold_percent))
+            .filter(|(i, t)| {
+                let superseded = c.get(i + 1).is_some_and(|n| n.remeasured);
+                !superseded && !t.passes(self.loss_threshold_percent)
+            })
             .map(|(i, t)| (t, c.get(i + 1).map(|n| n.offered_bps)))
             .collect()
     }
@@ -417,6 +421,33 @@ mod tests {
         ] {
             assert_eq!(Cell::parse_key(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn step_downs_name_the_runs_that_broke_the_rule_and_the_next_rate() {
+        let t = |offered: f64, lost: f64, remeasured: bool| Trial {
+            offered_bps: offered,
+            received_bps: offered * (1.0 - lost / 100.0),
+            lost_percent: lost,
+            out_of_order: 0,
+            remeasured,
+            sender_limited: false,
+        };
+        let s = UdpSearch {
+            loss_threshold_percent: 10.0,
+            trials: Vec::new(),
+            rate_bps: 150.0,
+            // Over the threshold but made again (out of order): not a step-down;
+            // its second run is, and the one after passes.
+            confirmations: vec![
+                t(200.0, 30.0, false),
+                t(200.0, 35.0, true),
+                t(150.0, 1.0, false),
+            ],
+        };
+        let steps = s.step_downs();
+        assert_eq!(steps.len(), 1);
+        assert_eq!((steps[0].0.lost_percent, steps[0].1), (35.0, Some(150.0)));
     }
 
     #[test]
