@@ -37,13 +37,14 @@
 # Each UDP figure: the highest offered rate (-b) at which the receiver's loss stays
 # <= UDP_LOSS %, found by the same search for both tools: bracket (start at UDP_START
 # bit/s, double while it passes, halve while it fails; there is no ceiling), then
-# bisect, at most UDP_TRIALS trials of UDP_TRIAL_SECS seconds; a trial whose sender
-# cannot reach the offered rate while the loss passes ends the search there (the sender
-# is the limit). The rate found is confirmed with a SECONDS-long run, stepping down
-# 10 % at most twice if the confirmation fails; the figure is the receiver's rate in
-# the confirmation. A confirmation still over UDP_LOSS % after the two step-downs is
-# reported as "failed", not as a figure, and leaves that round out of the medians and
-# ratios of that test.
+# bisect until the bracket is within 5 %, at most UDP_TRIALS trials of UDP_TRIAL_SECS
+# seconds (a search the trials cut short is marked "trials ran out"); a trial whose
+# sender cannot reach the offered rate while the loss passes ends the search there
+# (the sender is the limit). The rate found is confirmed with a SECONDS-long run,
+# stepping down 10 % at most twice if the confirmation fails; the figure is the
+# receiver's rate in the confirmation. A confirmation still over UDP_LOSS % after the
+# two step-downs is reported as "failed", not as a figure, and leaves that round out
+# of the medians and ratios of that test.
 # Figures come from each client's -J output (sum_received; for UDP also sum.lost_percent,
 # the receiver's loss), CPU from cpu_utilization_percent (percent of one core; the
 # client is the sender). For each UDP confirmation the script also gives the
@@ -53,7 +54,9 @@
 #
 # Environment: CARGO_TARGET_DIR (default: target/ of the workspace), PORT (default
 # 5201, inside the lab's namespaces), UDP_LOSS (1), UDP_LEN (1448), UDP_START (1e9),
-# UDP_TRIALS (8), UDP_TRIAL_SECS (2), UDP_BUF (33554432).
+# UDP_TRIALS (12: from 1 Gbit/s, doubling reaches 64 Gbit/s in 7 trials, and a
+# bracket as wide as 64-128 Gbit/s needs 4 more to close within 5 %), UDP_TRIAL_SECS
+# (2), UDP_BUF (33554432).
 #
 # Prints per-round figures, medians and the median of the per-round ratio
 # tunbench/iperf3 per test to stdout (progress to stderr). The lab, bench<pid>e, is
@@ -66,7 +69,7 @@ PORT=${PORT:-5201}
 UDP_LOSS=${UDP_LOSS:-1}
 UDP_LEN=${UDP_LEN:-1448}
 UDP_START=${UDP_START:-1000000000}
-UDP_TRIALS=${UDP_TRIALS:-8}
+UDP_TRIALS=${UDP_TRIALS:-12}
 UDP_TRIAL_SECS=${UDP_TRIAL_SECS:-2}
 UDP_BUF=${UDP_BUF:-33554432}
 
@@ -294,10 +297,12 @@ mbit_round() { awk -v r="$1" 'BEGIN {m = int(r / 1e6 + 0.5); if (m < 1) m = 1; p
 mbit_floor() { awk -v r="$1" 'BEGIN {m = int(r / 1e6); if (m < 1) m = 1; printf "%.0f", m * 1000000}'; }
 
 # The search; sets BPS (receiver rate in the confirmation), RATE (offered), LOSS,
-# TRIALS, LIMIT ("sender" when the sender could not reach the offered rate), CPU_C,
+# TRIALS, LIMIT ("sender" when the sender could not reach the offered rate, "trials
+# ran out" when UDP_TRIALS ended the search before it converged), CPU_C,
 # CPU_S, DPP, RCVBUF, FAILED (1 when the confirmation's loss stayed over UDP_LOSS).
 udp_search() { # tool
-    local tool=$1 lo=0 hi=0 r=$UDP_START trials=0 sat=0 a off
+    # capped: the trials ran out before the search ended on its own.
+    local tool=$1 lo=0 hi=0 r=$UDP_START trials=0 sat=0 capped=1 a off
     while ((trials < UDP_TRIALS)); do
         udp_trial "$tool" "$r" "$UDP_TRIAL_SECS"
         trials=$((trials + 1))
@@ -307,21 +312,21 @@ udp_search() { # tool
             ((off > lo)) && lo=$off
             # The loss passes but the sender offers well under the rate: asking for
             # more changes nothing, so the search ends at what it did offer.
-            if awk -v s="$T_SENT" -v r="$r" 'BEGIN {exit !(s < 0.9 * r)}'; then sat=1; break; fi
+            if awk -v s="$T_SENT" -v r="$r" 'BEGIN {exit !(s < 0.9 * r)}'; then sat=1 capped=0; break; fi
         else
             ((hi == 0 || off < hi)) && hi=$off
             # Failing below a rate that passed: noise; keep the pass.
-            ((lo == 0 || hi > lo)) || break
+            ((lo == 0 || hi > lo)) || { capped=0; break; }
         fi
         if ((hi == 0)); then
             r=$((lo * 2))
         elif ((lo == 0)); then
             r=$(mbit_round "$((hi / 2))")
-            ((hi > 1000000)) || break
+            ((hi > 1000000)) || { capped=0; break; }
         else
-            awk -v l="$lo" -v h="$hi" 'BEGIN {exit !(h <= 1.05 * l)}' && break
+            awk -v l="$lo" -v h="$hi" 'BEGIN {exit !(h <= 1.05 * l)}' && { capped=0; break; }
             r=$(mbit_round "$(((lo + hi) / 2))")
-            ((r > lo && r < hi)) || break
+            ((r > lo && r < hi)) || { capped=0; break; }
         fi
     done
     ((lo > 0)) || lo=1000000
@@ -333,7 +338,9 @@ udp_search() { # tool
     done
     BPS=$T_RECV RATE=$lo LOSS=$T_LOSS TRIALS=$((trials + a)) CPU_C=$T_CPU_C CPU_S=$T_CPU_S
     DPP=$T_DPP RCVBUF=$T_RCVBUF
-    LIMIT=$( ((sat)) && echo sender || echo loss)
+    LIMIT=loss
+    ((sat)) && LIMIT=sender
+    ((capped)) && LIMIT="trials ran out"
     FAILED=$((1 - T_PASS))
 }
 
@@ -380,7 +387,7 @@ printf '# Gbit/s at the receiver; cpu = client (sender) / server (receiver), per
 
 # --- rounds
 TESTS=(tcp1 tcp4 udp-gso udp-split)
-declare -A FIG=() RATIOS=() CPU=() LOSSES=() DPPS=() DROPS=() NFAIL=()
+declare -A FIG=() RATIOS=() CPU=() LOSSES=() DPPS=() DROPS=() ENDS=() NFAIL=()
 for ((r = 1; r <= ROUNDS; r++)); do
     if ((r % 2)); then order=(tunbench iperf3); else order=(iperf3 tunbench); fi
     echo "round $r of $ROUNDS (${order[0]} first)" >&2
@@ -401,6 +408,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
                     LOSSES[$t,$tool]+="$(printf '%.2f' "$LOSS") "
                     DPPS[$t,$tool]+="$DPP "
                     DROPS[$t,$tool]+="$RCVBUF "
+                    ENDS[$t,$tool]+="${LIMIT%% *} "
                     ;;
             esac
             CPU[$t,$tool,c]+="$CPU_C "
@@ -462,15 +470,17 @@ done
 echo "# medians over $ROUNDS rounds (a failed UDP figure is left out); ratio = tunbench / iperf3 in the same round, median of those"
 echo "# UDP loss: the receiver's, in the confirmation run; a figure is 'failed' when that stayed over ${UDP_LOSS} % after 2 step-downs"
 echo
-printf '%-10s %-8s | %-13s | %-28s | %-16s | %s\n' test tool "cpu c/s (med)" "confirmation loss % per round" "datagrams/packet" "rcvbuf drops (skbs) per round"
+printf '%-10s %-8s | %-13s | %-28s | %-16s | %-28s | %s\n' test tool "cpu c/s (med)" "confirmation loss % per round" \
+    "datagrams/packet" "rcvbuf drops (skbs) per round" "search ended by, per round"
 # shellcheck disable=SC2086
 for t in "${TESTS[@]}"; do
     for tool in tunbench iperf3; do
         c=$(numbers ${CPU[$t,$tool,c]} | median | awk '{printf "%.0f", $1}')
         s=$(numbers ${CPU[$t,$tool,s]} | median | awk '{printf "%.0f", $1}')
         if [[ $t == udp-* ]]; then
-            printf '%-10s %-8s | %13s | %-28s | %-16s | %s\n' "$t" "$tool" "$c/$s" "${LOSSES[$t,$tool]}" \
-                "$(numbers ${DPPS[$t,$tool]} | median | awk '{printf "%.2f", $1}') (median)" "${DROPS[$t,$tool]}"
+            printf '%-10s %-8s | %13s | %-28s | %-16s | %-28s | %s\n' "$t" "$tool" "$c/$s" "${LOSSES[$t,$tool]}" \
+                "$(numbers ${DPPS[$t,$tool]} | median | awk '{printf "%.2f", $1}') (median)" "${DROPS[$t,$tool]}" \
+                "${ENDS[$t,$tool]}"
         else
             printf '%-10s %-8s | %13s |\n' "$t" "$tool" "$c/$s"
         fi
