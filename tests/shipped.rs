@@ -44,3 +44,32 @@ fn every_shipped_topology_comes_up_checks_and_goes() {
         assert_gone(&lab);
     }
 }
+
+/// A test that needs a program setup.sh installs names its package when the
+/// program is missing, rather than failing as "no ping through the tunnel".
+#[test]
+fn a_missing_program_is_named_with_its_package() {
+    let nowhere = std::ffi::OsString::from("/nonexistent");
+    assert_eq!(
+        find_program("ping", &nowhere),
+        Err("ping is not installed, and this test runs it: install Debian's iputils-ping (bash scripts/setup.sh does)".to_string())
+    );
+    assert!(
+        find_program("tshark", &nowhere)
+            .unwrap_err()
+            .contains("Debian's tshark")
+    );
+    // Where setup.sh has run, every program the tests use is there.
+    let path = std::env::var_os("PATH").unwrap();
+    for name in [
+        "ip",
+        "ping",
+        "tshark",
+        "iperf3",
+        "wg",
+        "wireguard-go",
+        "swanctl",
+    ] {
+        assert_eq!(find_program(name, &path), Ok(()), "{name}");
+    }
+}

@@ -20,23 +20,30 @@ const PACKAGES: &[(&str, &str)] = &[
 /// naming its package, instead of surfacing as a misleading "no ping through
 /// the tunnel" (or, worse, passing a test that expects a command to fail).
 pub fn program(name: &'static str) -> &'static str {
-    let on_path = std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(d.join(name))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    });
-    if !on_path {
-        let package = PACKAGES
-            .iter()
-            .find(|(p, _)| *p == name)
-            .map_or("its package", |(_, pkg)| pkg);
-        panic!(
-            "{name} is not installed, and this test runs it: install Debian's {package} (bash scripts/setup.sh does)"
-        );
+    if let Err(e) = find_program(name, &std::env::var_os("PATH").unwrap_or_default()) {
+        panic!("{e}");
     }
     name
+}
+
+/// Whether `name` is an executable file in one of the directories of `path`;
+/// if not, what to install.
+pub fn find_program(name: &str, path: &std::ffi::OsStr) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let found = std::env::split_paths(path).any(|d| {
+        std::fs::metadata(d.join(name))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    if found {
+        return Ok(());
+    }
+    let package = PACKAGES
+        .iter()
+        .find(|(p, _)| *p == name)
+        .map_or("its package", |(_, pkg)| pkg);
+    Err(format!(
+        "{name} is not installed, and this test runs it: install Debian's {package} (bash scripts/setup.sh does)"
+    ))
 }
 
 /// One ping from `LAB-NODE` (one echo, 1 s to answer), `args` after the
