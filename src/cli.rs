@@ -411,6 +411,18 @@ pub fn main() -> i32 {
     }
 }
 
+/// Each lab's problems on stderr, one a line naming the lab; exit code 1 if any.
+fn report_problems(removed: &[netns::Removed]) -> i32 {
+    let mut code = 0;
+    for r in removed {
+        for p in &r.problems {
+            eprintln!("tunbench: lab {}: {p}", r.lab);
+            code = 1;
+        }
+    }
+    code
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -516,18 +528,24 @@ pub fn run(cli: Cli) -> Result<i32> {
             } else {
                 println!("lab {name} is not up; nothing to remove");
             }
-            Ok(0)
+            Ok(report_problems(std::slice::from_ref(&r)))
         }
         Command::Clean { labs } => {
             let rt = runtime()?;
             let removed = if labs.is_empty() {
-                rt.block_on(netns::clean())?
+                rt.block_on(netns::clean())
             } else {
-                let mut v = Vec::new();
-                for l in &labs {
-                    v.push(rt.block_on(netns::down(l))?);
-                }
-                v
+                labs.iter()
+                    .map(|l| {
+                        rt.block_on(netns::down(l))
+                            .unwrap_or_else(|e| netns::Removed {
+                                lab: l.clone(),
+                                found: true,
+                                problems: vec![e.to_string()],
+                                ..Default::default()
+                            })
+                    })
+                    .collect()
             };
             let mut any = false;
             for r in removed.iter().filter(|r| r.found) {
@@ -542,7 +560,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             if !any {
                 println!("nothing to clean");
             }
-            Ok(0)
+            Ok(report_problems(&removed))
         }
         Command::Status { lab: which, json } => status(which, json),
         Command::Keygen => {
@@ -968,15 +986,29 @@ fn client(a: ClientArgs) -> Result<i32> {
 }
 
 fn status(which: Option<String>, json: bool) -> Result<i32> {
+    let named = which.is_some();
     let labs = match which {
         Some(l) => vec![l],
         None => netns::LabState::lab_names(),
     };
     let rt = runtime()?;
     let mut out = Vec::new();
+    // One lab's unreadable record does not hide the others: each is reported, and
+    // the exit code says some were.
+    let mut unreadable = 0;
     for l in &labs {
-        let state =
-            netns::LabState::load(l)?.ok_or_else(|| anyhow::anyhow!("no lab named {l} is up"))?;
+        let state = match netns::LabState::load(l) {
+            Ok(Some(s)) => s,
+            Ok(None) if named => anyhow::bail!("no lab named {l} is up"),
+            // A directory without a record yet: an `up` that is just starting.
+            Ok(None) => continue,
+            Err(e) if named => return Err(e.into()),
+            Err(e) => {
+                unreadable += 1;
+                eprintln!("tunbench: lab {l}: unreadable record: {e}");
+                continue;
+            }
+        };
         let mut nodes = Vec::new();
         for n in &state.nodes {
             let devices = if netns::namespace::exists(&n.namespace) {
@@ -1001,11 +1033,12 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
             .unwrap_or_default();
         out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2 }));
     }
+    let code = if unreadable > 0 { 1 } else { 0 };
     if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(0);
+        return Ok(code);
     }
-    if out.is_empty() {
+    if out.is_empty() && unreadable == 0 {
         println!("no labs are up");
     }
     for l in &out {
@@ -1083,7 +1116,7 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
             }
         }
     }
-    Ok(0)
+    Ok(code)
 }
 
 /// Enter the node's namespace (and a private mount namespace with the node's own

@@ -80,12 +80,7 @@ const FIRST_LINK_INDEX: u32 = 10;
 /// Called after each phase with the phase and how many ops it ran.
 pub type Progress<'a> = &'a (dyn Fn(Phase, usize) + Sync);
 
-pub async fn apply(
-    plan: &Plan,
-    lab: &str,
-    cancel: &Cancel,
-    progress: Progress<'_>,
-) -> Result<(), ApplyError> {
+pub async fn apply(plan: &Plan, cancel: &Cancel, progress: Progress<'_>) -> Result<(), ApplyError> {
     let total = plan.ops.len();
     let numbered: Vec<(usize, &Op)> = plan
         .ops
@@ -168,36 +163,15 @@ pub async fn apply(
     progress(Phase::Namespaces, nss.len());
     check(cancel)?;
 
-    // lo up and marked, bridges and veths.
-    let markers: HashMap<&str, &str> = plan
-        .ops
-        .iter()
-        .filter_map(|o| {
-            if let Op::Namespace { ns, marker, .. } = o {
-                Some((ns.as_str(), marker.as_str()))
-            } else {
-                None
-            }
-        })
-        .collect();
-    let lo = nss.iter().map(|(name, ns)| {
-        let h = ns.handle.clone();
-        let mark = markers
-            .get(name.as_str())
-            .map(|m| m.to_string())
-            .unwrap_or_else(|| marker(lab));
+    // lo up (it was marked as it was made), bridges and veths.
+    let lo = nss.keys().map(|name| {
+        let h = nss[name].handle.clone();
         async move {
             h.link()
                 .set(LinkUnspec::new_with_index(1).up().build())
                 .execute()
                 .await
-                .map_err(|e| (0, format!("setting lo up in {name}: {}", reason(e))))?;
-            h.link()
-                .property_add(1)
-                .alt_ifname(&[&mark])
-                .execute()
-                .await
-                .map_err(|e| (0, format!("marking lo in {name}: {}", reason(e))))
+                .map_err(|e| (0, format!("setting lo up in {name}: {}", reason(e))))
         }
     });
     let links = phase(Phase::Links).enumerate().map(|(k, (step, op))| {
@@ -729,6 +703,38 @@ enum NsFail {
     Taken(String),
 }
 
+/// Add the lab's marker to lo (index 1) as an altname, over a netlink socket of
+/// the namespace, waiting for the kernel's answer.
+fn mark_lo(sock: &netlink_sys::Socket, marker: &str) -> io::Result<()> {
+    use netlink_packet_core::{
+        NLM_F_ACK, NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REQUEST, NetlinkMessage,
+        NetlinkPayload,
+    };
+    use netlink_packet_route::RouteNetlinkMessage;
+    use netlink_packet_route::link::{LinkMessage, Prop};
+    let mut m = LinkMessage::default();
+    m.header.index = 1;
+    m.attributes
+        .push(LinkAttribute::PropList(vec![Prop::AltIfName(
+            marker.to_string(),
+        )]));
+    let mut req = NetlinkMessage::from(RouteNetlinkMessage::NewLinkProp(m));
+    req.header.flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE | NLM_F_APPEND;
+    req.header.sequence_number = 1;
+    req.finalize();
+    let mut out = vec![0; req.buffer_len()];
+    req.serialize(&mut out);
+    sock.send(&out, 0)?;
+    let mut buf = vec![0u8; 8192];
+    let n = sock.recv(&mut &mut buf[..], 0)?;
+    let answer = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf[..n])
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    match answer.payload {
+        NetlinkPayload::Error(e) if e.code.is_some() => Err(e.to_io()),
+        _ => Ok(()),
+    }
+}
+
 /// On a worker thread of its own: each namespace is made by unsharing into it,
 /// so the thread ends up inside the last one and is never reused.
 fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String, RawFd)>, NsFail> {
@@ -738,7 +744,13 @@ fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String
             if cancel.is_cancelled() {
                 return Err(NsFail::Cancelled);
             }
-            let Op::Namespace { ns, sysctls, .. } = op else {
+            let Op::Namespace {
+                ns,
+                sysctls,
+                marker,
+                ..
+            } = op
+            else {
                 continue;
             };
             namespace::create_here(&ns).map_err(|e| {
@@ -748,12 +760,16 @@ fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String
                     NsFail::Step(step, e.to_string())
                 }
             })?;
+            let sock = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
+                .map_err(|e| NsFail::Step(step, format!("netlink socket: {e}")))?;
+            // Marked at once: `down` removes only namespaces that carry the lab's
+            // marker, so one made but unmarked when `up` dies would be left behind.
+            mark_lo(&sock, &marker)
+                .map_err(|e| NsFail::Step(step, format!("marking lo in {ns}: {e}")))?;
             for (k, v) in &sysctls {
                 sysctl::write(k, v)
                     .map_err(|e| NsFail::Step(step, format!("sysctl {k}={v}: {e}")))?;
             }
-            let sock = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
-                .map_err(|e| NsFail::Step(step, format!("netlink socket: {e}")))?;
             out.push((ns, sock.into_raw_fd()));
         }
         Ok(())

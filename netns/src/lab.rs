@@ -4,8 +4,8 @@
 
 use crate::apply::{self, ApplyError, Cancel, Progress};
 use crate::ops::Plan;
-use crate::process::ProcessId;
-use crate::state::{LabState, NodeRecord, Status, now_unix};
+use crate::process::{self, ProcessId};
+use crate::state::{LabLock, LabState, NodeRecord, Status, now_unix};
 use crate::{inspect, namespace};
 use std::io;
 use std::path::PathBuf;
@@ -46,6 +46,9 @@ pub async fn up(
     progress: Progress<'_>,
 ) -> Result<(), LabError> {
     let lab = plan.lab.as_str();
+    // Under the lab's lock from the check to the record: two `up`s of one lab
+    // never both go ahead.
+    let lock = LabLock::create(lab).map_err(state_err(lab))?;
     if let Some(s) = LabState::load(lab).map_err(state_err(lab))? {
         let building = s.builder.is_some_and(|b| b.alive());
         return Err(if s.status == Status::Up || building {
@@ -57,9 +60,12 @@ pub async fn up(
     // Another lab's or someone else's namespace is never taken over, nor removed by
     // our rollback: refuse before recording anything.
     if let Some((_, ns, _)) = plan.nodes.iter().find(|(_, ns, _)| namespace::exists(ns)) {
+        drop(lock);
+        // The directory made just now for the lock holds nothing.
+        let _ = std::fs::remove_dir(LabState::dir(lab));
         return Err(LabError::NamespaceTaken(ns.clone(), lab.into()));
     }
-    let mut state = LabState {
+    let state = LabState {
         lab: lab.to_string(),
         topology,
         status: Status::Building,
@@ -77,19 +83,19 @@ pub async fn up(
         processes: Vec::new(),
     };
     // Write-ahead: the record names every namespace before the first one exists.
-    state.save().map_err(state_err(lab))?;
-    match apply::apply(plan, lab, cancel, progress).await {
-        Ok(()) => {
-            state.status = Status::Up;
-            state.builder = None;
-            state.save().map_err(state_err(lab))?;
-            Ok(())
-        }
+    state.save_locked(&lock).map_err(state_err(lab))?;
+    drop(lock);
+    match apply::apply(plan, cancel, progress).await {
+        Ok(()) => LabState::update(lab, |s| {
+            s.status = Status::Up;
+            s.builder = None;
+        })
+        .map_err(state_err(lab)),
         Err(e) => {
             // Lost a race for a name: that namespace is someone else's; forget it.
             if let ApplyError::Taken(ns) = &e {
-                state.nodes.retain(|n| &n.namespace != ns);
-                state.save().map_err(state_err(lab))?;
+                LabState::update(lab, |s| s.nodes.retain(|n| &n.namespace != ns))
+                    .map_err(state_err(lab))?;
             }
             match down(lab).await {
                 Ok(_) => Err(LabError::RolledBack(e)),
@@ -106,43 +112,92 @@ pub struct Removed {
     pub processes: usize,
     /// Whether there was anything of the lab at all.
     pub found: bool,
+    /// What was wrong or left alone, each naming the object and why: an unreadable
+    /// record, a recorded namespace without the lab's marker, a failed removal.
+    pub problems: Vec<String>,
 }
 
-/// Remove what the lab's record names. Idempotent: a lab that is gone is success.
+/// Remove what the lab owns: the processes its record names, every process inside
+/// its namespaces, the namespaces that carry its marker (named by the record or
+/// found by the marker), then the record. Idempotent: a lab that is gone is success.
 pub async fn down(lab: &str) -> io::Result<Removed> {
     let mut r = Removed {
         lab: lab.to_string(),
         ..Default::default()
     };
-    // An unreadable record: fall back to the markers.
-    let state = LabState::load(lab).unwrap_or_default();
-    r.found = state.is_some() || LabState::dir(lab).exists();
+    // Held to the end, so no record is added to a lab while it is removed.
+    let lock = LabLock::existing(lab).map_err(state_err_io(lab))?;
+    r.found = lock.is_some();
+    let state = match LabState::load(lab) {
+        Ok(s) => s,
+        Err(e) => {
+            // An unreadable record: the markers still say which namespaces are the lab's.
+            r.problems.push(format!("unreadable record: {e}"));
+            None
+        }
+    };
     let mut namespaces: Vec<String> = Vec::new();
     if let Some(s) = &state {
         // An `up` still building (another process) is stopped first, or it would go on
         // making objects after we removed them.
-        if let Some(b) = s.builder {
-            if b.pid != std::process::id() as i32 && b.stop(Duration::from_secs(2)) {
-                r.processes += 1;
+        let mut owned: Vec<ProcessId> = s.processes.iter().map(|p| p.id).collect();
+        owned.extend(s.builder.filter(|b| b.pid != std::process::id() as i32));
+        r.processes += process::stop_all(&owned, Duration::from_secs(2));
+        for ns in s.namespaces().filter(|ns| namespace::exists(ns)) {
+            // A record is only a file: the kernel object's marker says whose it is.
+            match inspect::marker_of(ns).await {
+                Ok(Some(m)) if m == lab => namespaces.push(ns.to_string()),
+                Ok(Some(m)) => r.problems.push(format!(
+                    "left namespace {ns} alone: the record names it but it carries lab {m}'s marker"
+                )),
+                Ok(None) => r.problems.push(format!(
+                    "left namespace {ns} alone: the record names it but it carries no tunbench marker"
+                )),
+                Err(e) => r.problems.push(format!(
+                    "left namespace {ns} alone: reading its marker: {e}"
+                )),
             }
         }
-        for p in &s.processes {
-            if p.id.stop(Duration::from_secs(2)) {
-                r.processes += 1;
-            }
-        }
-        namespaces.extend(s.namespaces().map(String::from));
-    } else {
-        namespaces.extend(marked(Some(lab)).await);
     }
+    for ns in marked(Some(lab)).await {
+        if !namespaces.contains(&ns) {
+            namespaces.push(ns);
+        }
+    }
+    r.processes += stop_inside(&namespaces);
     for ns in namespaces {
-        if namespace::delete(&ns)? {
-            r.namespaces.push(ns);
-            r.found = true;
+        match namespace::delete(&ns) {
+            Ok(true) => {
+                r.namespaces.push(ns);
+                r.found = true;
+            }
+            Ok(false) => {}
+            Err(e) => r.problems.push(format!("removing namespace {ns}: {e}")),
         }
     }
-    LabState::remove(lab)?;
+    LabState::remove(lab).map_err(state_err_io(lab))?;
+    drop(lock);
     Ok(r)
+}
+
+fn state_err_io(lab: &str) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| {
+        io::Error::new(
+            e.kind(),
+            format!("lab state in {}: {e}", LabState::dir(lab).display()),
+        )
+    }
+}
+
+/// Stop every process inside the namespaces (recorded or not: one started by hand
+/// with `ip netns exec` too), so none outlives them. How many there were.
+fn stop_inside(namespaces: &[String]) -> usize {
+    let ids: Vec<ProcessId> = namespaces
+        .iter()
+        .flat_map(|ns| namespace::pids(ns))
+        .filter_map(ProcessId::of)
+        .collect();
+    process::stop_all(&ids, Duration::from_secs(2))
 }
 
 /// Namespaces whose lo carries a tunbench marker (of `lab`, or of any lab).
@@ -158,11 +213,17 @@ pub async fn marked(lab: Option<&str>) -> Vec<String> {
     v
 }
 
-/// Remove every lab: each record, then every marked namespace no record named.
-pub async fn clean() -> io::Result<Vec<Removed>> {
+/// Remove every lab: each record, then every marked namespace no record named. A
+/// lab that cannot be removed is reported in its entry and the others go on.
+pub async fn clean() -> Vec<Removed> {
     let mut out = Vec::new();
     for lab in LabState::lab_names() {
-        out.push(down(&lab).await?);
+        out.push(down(&lab).await.unwrap_or_else(|e| Removed {
+            lab: lab.clone(),
+            found: true,
+            problems: vec![e.to_string()],
+            ..Default::default()
+        }));
     }
     let orphans = marked(None).await;
     if !orphans.is_empty() {
@@ -171,12 +232,15 @@ pub async fn clean() -> io::Result<Vec<Removed>> {
             found: true,
             ..Default::default()
         };
+        r.processes += stop_inside(&orphans);
         for ns in orphans {
-            if namespace::delete(&ns)? {
-                r.namespaces.push(ns);
+            match namespace::delete(&ns) {
+                Ok(true) => r.namespaces.push(ns),
+                Ok(false) => {}
+                Err(e) => r.problems.push(format!("removing namespace {ns}: {e}")),
             }
         }
         out.push(r);
     }
-    Ok(out)
+    out
 }

@@ -153,3 +153,22 @@ pub fn run_in<T: Send + 'static>(
     .join()
     .map_err(|_| io::Error::other("namespace worker thread panicked"))?
 }
+
+/// Processes whose network namespace is `name`, as `ip netns pids` finds them: the
+/// namespace of each process's main thread compared (device and inode) with the
+/// namespace's bind mount.
+pub fn pids(name: &str) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ns) = std::fs::metadata(path(name)) else {
+        return Vec::new();
+    };
+    let Ok(proc) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    proc.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::metadata(format!("/proc/{pid}/ns/net"))
+                .is_ok_and(|m| m.dev() == ns.dev() && m.ino() == ns.ino())
+        })
+        .collect()
+}

@@ -56,6 +56,35 @@ impl ProcessId {
     }
 }
 
+/// Stop every process of `ids` at once: SIGTERM to all, SIGKILL to those still
+/// running after `grace`. How many were running.
+pub fn stop_all(ids: &[ProcessId], grace: Duration) -> usize {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let me = std::process::id() as i32;
+    let running: Vec<ProcessId> = ids
+        .iter()
+        .filter(|p| p.pid != me && p.alive())
+        .copied()
+        .collect();
+    let signal_all = |sig| {
+        for p in running.iter().filter(|p| p.alive()) {
+            let _ = kill(Pid::from_raw(p.pid), sig);
+        }
+    };
+    let wait = |d: Duration| {
+        let until = Instant::now() + d;
+        while running.iter().any(|p| p.alive()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    signal_all(Signal::SIGTERM);
+    wait(grace);
+    signal_all(Signal::SIGKILL);
+    wait(Duration::from_secs(2));
+    running.len()
+}
+
 fn start_time(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: split after the last ')'.

@@ -4,8 +4,12 @@
 
 use crate::process::ProcessId;
 use serde::{Deserialize, Serialize};
-use std::io;
-use std::path::PathBuf;
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub const DEFAULT_RUN_DIR: &str = "/run/tunbench";
 
@@ -65,16 +69,41 @@ impl LabState {
         self.nodes.iter().map(|n| n.namespace.as_str())
     }
 
-    /// Write atomically (temp file + rename): a reader never sees half a record.
+    /// Write the record, creating the lab's directory if need be. Holds the lab's
+    /// lock while it writes.
     pub fn save(&self) -> io::Result<()> {
+        let _lock = LabLock::create(&self.lab)?;
+        self.write()
+    }
+
+    /// Write the record under a lock the caller already holds.
+    pub fn save_locked(&self, _lock: &LabLock) -> io::Result<()> {
+        self.write()
+    }
+
+    /// Write atomically (a temp file of this writer's own, then rename): a reader
+    /// never sees half a record. The caller holds the lab's lock.
+    fn write(&self) -> io::Result<()> {
+        static WRITES: AtomicU64 = AtomicU64::new(0);
         let dir = Self::dir(&self.lab);
-        std::fs::create_dir_all(&dir)?;
-        let tmp = dir.join("state.json.tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(self).map_err(io::Error::other)?,
-        )?;
-        std::fs::rename(&tmp, Self::file(&self.lab))
+        let tmp = dir.join(format!(
+            "state.json.{}.{}.tmp",
+            std::process::id(),
+            WRITES.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(&serde_json::to_vec_pretty(self).map_err(io::Error::other)?)?;
+            std::fs::rename(&tmp, Self::file(&self.lab))
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
     }
 
     pub fn load(lab: &str) -> io::Result<Option<LabState>> {
@@ -90,22 +119,28 @@ impl LabState {
         }
     }
 
+    /// Change the lab's record under its lock: no other command's change made in
+    /// the meantime is lost. Err(NotFound) when the lab has no record.
+    pub fn update(lab: &str, change: impl FnOnce(&mut LabState)) -> io::Result<()> {
+        let no_lab =
+            || io::Error::new(io::ErrorKind::NotFound, format!("no lab named {lab} is up"));
+        let _lock = LabLock::existing(lab)?.ok_or_else(no_lab)?;
+        let mut s = Self::load(lab)?.ok_or_else(no_lab)?;
+        change(&mut s);
+        s.write()
+    }
+
     /// Record a process the lab now owns, so `down` and `clean` stop it.
     pub fn add_process(lab: &str, p: OwnedProcess) -> io::Result<()> {
-        let mut s = Self::load(lab)?.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::NotFound, format!("no lab named {lab} is up"))
-        })?;
-        s.processes.push(p);
-        s.save()
+        Self::update(lab, |s| s.processes.push(p))
     }
 
     /// Forget a process that has ended.
     pub fn remove_process(lab: &str, id: ProcessId) -> io::Result<()> {
-        if let Some(mut s) = Self::load(lab)? {
-            s.processes.retain(|p| p.id != id);
-            s.save()?;
+        match Self::update(lab, |s| s.processes.retain(|p| p.id != id)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r,
         }
-        Ok(())
     }
 
     /// Where a lab's processes write their logs.
@@ -134,6 +169,74 @@ impl LabState {
             .unwrap_or_default();
         v.sort();
         v
+    }
+}
+
+/// The lab's lock: an exclusive flock on its state directory, held by every
+/// read-modify-write of the record (and by `down` while it removes the lab), so two
+/// commands never lose each other's changes. Released on drop.
+#[derive(Debug)]
+pub struct LabLock {
+    _dir: File,
+}
+
+impl LabLock {
+    /// Lock the lab's directory, creating it (0700, under a run directory that is
+    /// not world-writable) when it is missing.
+    pub fn create(lab: &str) -> io::Result<LabLock> {
+        make_private_dir(&run_dir(), lab)?;
+        Self::lock(&LabState::dir(lab))
+    }
+
+    /// Lock the lab's directory if it exists; None when there is no such lab.
+    pub fn existing(lab: &str) -> io::Result<Option<LabLock>> {
+        match Self::lock(&LabState::dir(lab)) {
+            Ok(l) => Ok(Some(l)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn lock(dir: &Path) -> io::Result<LabLock> {
+        let f = File::open(dir)?;
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(LabLock { _dir: f });
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("locking {}: {e}", dir.display()),
+                ));
+            }
+        }
+    }
+}
+
+/// A lab's directory holds keys and the record: only root may read or enter it.
+/// The run directory above it must not be writable by others, or they could
+/// swap a lab's directory for their own.
+fn make_private_dir(run: &Path, lab: &str) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o755).create(run)?;
+    let mode = std::fs::metadata(run)?.permissions().mode();
+    if mode & 0o002 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "the run directory {} is writable by every user (mode {:o}); make it 0755 or 0700",
+                run.display(),
+                mode & 0o7777
+            ),
+        ));
+    }
+    let dir = run.join(lab);
+    match DirBuilder::new().mode(0o700).create(&dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+        // The mode given at creation is cut by the umask; set it outright, and
+        // tighten a directory an older tunbench made.
+        _ => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)),
     }
 }
 
@@ -177,5 +280,116 @@ mod tests {
         let back: LabState = serde_json::from_str(&j).unwrap();
         assert_eq!(back, s);
         assert_eq!(back.namespaces().collect::<Vec<_>>(), ["home-pc"]);
+    }
+
+    /// Every test here shares one run directory of its own: the variable is read
+    /// by every thread of the test process.
+    fn test_run_dir() -> &'static Path {
+        static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        DIR.get_or_init(|| {
+            let d =
+                std::env::temp_dir().join(format!("tunbench-state-test-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            // SAFETY: set once, before any test reads it.
+            unsafe { std::env::set_var("TUNBENCH_RUN_DIR", &d) };
+            d
+        })
+    }
+
+    fn empty(lab: &str) -> LabState {
+        LabState {
+            lab: lab.into(),
+            topology: None,
+            status: Status::Up,
+            created: 1,
+            builder: None,
+            nodes: Vec::new(),
+            processes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn concurrent_writers_lose_no_record() {
+        test_run_dir();
+        let lab = "nsconcurrent";
+        empty(lab).save().unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for k in 0..25 {
+                        let id = ProcessId {
+                            pid: 1000 + t * 100 + k,
+                            start_time: 1,
+                        };
+                        let what = format!("writer {t} record {k}");
+                        LabState::add_process(lab, OwnedProcess { id, what }).unwrap();
+                        if k % 5 == 0 {
+                            // Removals interleave with additions and touch only their own.
+                            LabState::remove_process(lab, id).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = LabState::load(lab).unwrap().unwrap();
+        assert_eq!(s.processes.len(), 8 * 20, "records lost");
+        let left: Vec<_> = std::fs::read_dir(LabState::dir(lab))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        assert_eq!(left, ["state.json"], "temp files left behind");
+        LabState::remove(lab).unwrap();
+    }
+
+    #[test]
+    fn the_lab_directory_is_0700_and_its_record_0600() {
+        test_run_dir();
+        let lab = "nsmodes";
+        empty(lab).save().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&LabState::dir(lab)), 0o700);
+        assert_eq!(mode(&LabState::dir(lab).join("state.json")), 0o600);
+        // A directory an older tunbench left open is tightened on the next write.
+        std::fs::set_permissions(LabState::dir(lab), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        empty(lab).save().unwrap();
+        assert_eq!(mode(&LabState::dir(lab)), 0o700);
+        assert!(
+            mode(&run_dir()) & 0o022 == 0,
+            "run dir mode {:o}",
+            mode(&run_dir())
+        );
+        LabState::remove(lab).unwrap();
+    }
+
+    #[test]
+    fn a_world_writable_run_directory_is_refused() {
+        let run = test_run_dir().join("open-to-all");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = make_private_dir(&run, "lab").unwrap_err();
+        assert!(e.to_string().contains("writable by every user"), "{e}");
+        assert!(!run.join("lab").exists());
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+
+    #[test]
+    fn no_process_is_recorded_for_a_lab_without_a_record() {
+        test_run_dir();
+        let id = ProcessId {
+            pid: 1,
+            start_time: 1,
+        };
+        let what = "x".to_string();
+        let e = LabState::add_process("nsnone", OwnedProcess { id, what }).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(
+            !LabState::dir("nsnone").exists(),
+            "no directory made for it"
+        );
+        LabState::remove_process("nsnone", id).unwrap();
     }
 }
