@@ -68,3 +68,64 @@ fn clean_finds_marked_namespaces_without_a_record() {
     );
     assert_gone(&lab);
 }
+
+#[test]
+fn clean_goes_on_past_a_lab_it_cannot_remove_and_names_it() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // "tnsa…" sorts before "tnsz…": the stuck lab comes first. A mount point in
+    // its directory keeps it from being removed.
+    let stuck = lab_name("nsa");
+    let mnt = state_dir(&stuck).join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    struct Unmount(std::path::PathBuf, String);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+            let _ = std::fs::remove_dir_all(state_dir(&self.1));
+        }
+    }
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let _u = Unmount(mnt, stuck.clone());
+    let lab = lab_name("nsz");
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let c = tunbench(&["clean"]);
+    assert_gone(&lab);
+    assert!(text(&c).contains(&format!("lab {stuck}: ")), "{}", text(&c));
+    assert_eq!(c.status.code(), Some(1), "{}", text(&c));
+}
+
+#[test]
+fn clean_stops_processes_in_marked_namespaces_without_a_record() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = lab_name("nsorp");
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    // Started by hand (`ip netns exec` becomes sleep): no record names it.
+    let mut sleep = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-h1"), "sleep", "60"])
+        .spawn()
+        .unwrap();
+    struct Reap<'a>(&'a mut std::process::Child);
+    impl Drop for Reap<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::remove_dir_all(state_dir(&lab)).unwrap();
+    let c = tunbench(&["clean"]);
+    assert!(c.status.success(), "{}", text(&c));
+    let reap = Reap(&mut sleep);
+    assert!(
+        matches!(reap.0.try_wait(), Ok(Some(_))),
+        "a process in a marked namespace outlived clean"
+    );
+    assert_gone(&lab);
+}
