@@ -141,6 +141,10 @@ pub enum Command {
         /// A link relay's direction (node `link.N`).
         #[arg(long, value_enum)]
         way: Option<crate::plan::link::Way>,
+        /// The read end of the pipe `up` opens once it has recorded this
+        /// process (see datapath.rs); without it the process starts at once.
+        #[arg(long)]
+        start_gate: Option<i32>,
     },
     /// Write a generated topology.
     Gen {
@@ -651,7 +655,11 @@ pub fn run(cli: Cli) -> Result<i32> {
             tunnel,
             node,
             way,
+            start_gate,
         } => {
+            if let Some(fd) = start_gate {
+                crate::datapath::wait_at_start_gate(fd)?;
+            }
             match (tunnel, way) {
                 (Some(t), _) => crate::tunnel::endpoint::run(&lab, &t, &node)?,
                 (None, Some(w)) => crate::relay::run(&lab, &node, w)?,
@@ -1019,10 +1027,35 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
             };
             nodes.push(serde_json::json!({ "node": n.node, "namespace": n.namespace, "kind": n.kind, "present": netns::namespace::exists(&n.namespace), "devices": devices }));
         }
-        let datapaths = crate::datapath::stats_of(l);
-        let wireguard = crate::tunnel::wg_endpoint::peers_of(l);
-        let ikev2 = crate::tunnel::ikev2_endpoint::sa_files_of(l);
-        let tunnels: Vec<serde_json::Value> = crate::lab::find(l)
+        let running = crate::lab::find(l).ok();
+        // The record says "up" once the namespaces are built; whether the
+        // datapaths run is asked of /proc now.
+        let (health, status_word) = match &running {
+            Some(r) => {
+                let h = crate::liveness::health(l, &r.topology, &state);
+                let w = crate::liveness::lab_status(l, &state, &h);
+                (h, serde_json::json!(w))
+            }
+            None => (Vec::new(), serde_json::json!(state.status)),
+        };
+        let datapaths = match &running {
+            Some(_) => health.iter().map(|h| datapath_entry(l, h)).collect(),
+            None => crate::datapath::stats_of(l),
+        };
+        // A dead endpoint's peers or SAs are its last words, not the present.
+        let dead = |tunnel: &str, node: &str| {
+            health.iter().any(|h| {
+                matches!(h.liveness, crate::liveness::Liveness::Dead(_))
+                    && h.node == node
+                    && h.job == crate::datapath::Job::Tunnel(tunnel.to_string())
+            })
+        };
+        let mut wireguard = crate::tunnel::wg_endpoint::peers_of(l);
+        wireguard.retain(|f| !dead(&f.tunnel, &f.node));
+        let mut ikev2 = crate::tunnel::ikev2_endpoint::sa_files_of(l);
+        ikev2.retain(|f| !dead(&f.tunnel, &f.node));
+        let tunnels: Vec<serde_json::Value> = running
+            .as_ref()
             .map(|r| {
                 r.topology
                     .tunnels
@@ -1031,7 +1064,7 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
                     .collect()
             })
             .unwrap_or_default();
-        out.push(serde_json::json!({ "lab": l, "status": state.status, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2 }));
+        out.push(serde_json::json!({ "lab": l, "status": status_word, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2 }));
     }
     let code = if unreadable > 0 { 1 } else { 0 };
     if json {
@@ -1103,7 +1136,22 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
             }
         }
         for d in l["datapaths"].as_array().into_iter().flatten() {
-            println!("  {}", crate::datapath::describe(d));
+            let pid = d["pid"]
+                .as_i64()
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default();
+            match d["state"].as_str() {
+                Some("dead") => println!(
+                    "  {}{pid} is dead: {}",
+                    d["datapath"].as_str().unwrap_or("?"),
+                    d["reason"].as_str().unwrap_or("?")
+                ),
+                Some("starting") => println!(
+                    "  {}{pid} is starting",
+                    d["datapath"].as_str().unwrap_or("?")
+                ),
+                _ => println!("  {}", crate::datapath::describe(d)),
+            }
         }
         for w in l["wireguard"].as_array().into_iter().flatten() {
             if let Ok(f) = serde_json::from_value(w.clone()) {
@@ -1117,6 +1165,39 @@ fn status(which: Option<String>, json: bool) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// One datapath in `status --json`: a running one's counters (from its stats
+/// file), a dead one's reason and never its last counters.
+fn datapath_entry(lab: &str, h: &crate::liveness::DatapathHealth) -> serde_json::Value {
+    use crate::liveness::Liveness;
+    let mut v = serde_json::json!({
+        "datapath": h.job.label(&h.node),
+        "what": h.job.describe(&h.node),
+        "node": h.node,
+        "pid": h.pid,
+    });
+    if let crate::datapath::Job::Tunnel(t) = &h.job {
+        v["tunnel"] = serde_json::json!(t);
+    }
+    match &h.liveness {
+        Liveness::Running => {
+            let stats = std::fs::read(crate::datapath::stats_path(lab, &h.job, &h.node))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+            if let Some(serde_json::Value::Object(m)) = stats {
+                v = serde_json::Value::Object(m);
+            }
+            v["datapath"] = h.job.label(&h.node).into();
+            v["state"] = "running".into();
+        }
+        Liveness::Starting => v["state"] = "starting".into(),
+        Liveness::Dead(reason) => {
+            v["state"] = "dead".into();
+            v["reason"] = reason.as_str().into();
+        }
+    }
+    v
 }
 
 /// Enter the node's namespace (and a private mount namespace with the node's own

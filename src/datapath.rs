@@ -3,6 +3,14 @@
 //! namespace, recorded in the lab's state (pid + start time) so `down` and
 //! `clean` stop them, with their log and a stats file in the lab's state
 //! directory.
+//!
+//! No datapath runs unrecorded (write-ahead, as the lab's own record is): each
+//! process is started behind a start gate, a pipe whose write end only `up`
+//! holds. The process waits on the gate before doing anything; `up` records its
+//! pid and start time in the lab's state and only then opens the gate. If `up`
+//! dies first (kill -9 included), the kernel closes the write end, the process
+//! reads end-of-file and exits without having touched the lab: `down` and
+//! `clean` never meet a datapath they do not know of.
 
 use crate::lab::Running;
 use crate::plan::Naming;
@@ -11,6 +19,9 @@ use crate::topology::tunnel::{Datapath, Role, Tunnel};
 use anyhow::{Context, Result, bail};
 use netns::process::ProcessId;
 use netns::state::{LabState, OwnedProcess};
+use serde::{Deserialize, Serialize};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,7 +70,17 @@ impl Job {
         }
     }
 
-    fn describe(&self, node: &str) -> String {
+    /// The short name of the process in errors: `datapath wg@b`.
+    pub fn label(&self, node: &str) -> String {
+        match self {
+            Job::Tunnel(t) => format!("datapath {t}@{node}"),
+            Job::Router => format!("datapath router@{node}"),
+            Job::Link(w) => format!("datapath relay {}@{node}", w.name()),
+        }
+    }
+
+    /// What the lab's record calls the process (`OwnedProcess::what`).
+    pub fn describe(&self, node: &str) -> String {
         match self {
             Job::Tunnel(t) => format!("the {t} datapath on {node}"),
             Job::Router => format!("the slow path of router {node}"),
@@ -73,8 +94,36 @@ pub fn stats_path(lab: &str, job: &Job, node: &str) -> PathBuf {
     LabState::dir(lab).join(format!("{}.json", job.file_stem(node)))
 }
 
-fn log_path(lab: &str, job: &Job, node: &str) -> PathBuf {
+pub fn log_path(lab: &str, job: &Job, node: &str) -> PathBuf {
     LabState::log_dir(lab).join(format!("{}.log", job.file_stem(node)))
+}
+
+/// How far `up` got with a lab's datapaths, so `status` can tell a lab still
+/// starting them (or whose `up` died doing so) from one that runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartRecord {
+    /// The `tunbench up` starting them.
+    pub starter: ProcessId,
+    /// Every datapath attached to its TUN (an IKEv2 end: has its child SA).
+    pub ready: bool,
+}
+
+impl StartRecord {
+    fn path(lab: &str) -> PathBuf {
+        LabState::dir(lab).join("datapaths-start.json")
+    }
+
+    fn save(&self, lab: &str) -> Result<()> {
+        let path = Self::path(lab);
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(self)?)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn load(lab: &str) -> Option<StartRecord> {
+        serde_json::from_slice(&std::fs::read(Self::path(lab)).ok()?).ok()
+    }
 }
 
 /// Every userspace endpoint of every tunnel: (tunnel, role, node name).
@@ -123,6 +172,11 @@ pub fn start_all(
     cancel: &netns::Cancel,
 ) -> Result<usize> {
     let jobs = jobs(t);
+    let mut record = StartRecord {
+        starter: ProcessId::current(),
+        ready: false,
+    };
+    record.save(&naming.lab)?;
     let mut started = Vec::new();
     for (job, node) in &jobs {
         let stats = stats_path(&naming.lab, job, node);
@@ -158,6 +212,8 @@ pub fn start_all(
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+    record.ready = true;
+    record.save(&naming.lab)?;
     Ok(jobs.len())
 }
 
@@ -188,24 +244,87 @@ fn spawn(
         Job::Router => {}
     }
     let what = job.describe(node);
+    let (gate_read, gate_write) = start_gate().context("making a datapath's start gate")?;
+    cmd.args(["--start-gate", &gate_read.as_raw_fd().to_string()]);
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
     // A session of its own: the datapath outlives `up`.
     crate::measure::runner::enter_before_exec(&mut cmd, &nsfile, true);
+    let gate_fd = gate_read.as_raw_fd();
+    // SAFETY: fcntl is async-signal-safe; gate_read stays open until after spawn.
+    // Only the child keeps its read end across exec; the write end stays
+    // close-on-exec, so no process but this one holds it.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(gate_fd, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let child = cmd
         .spawn()
         .with_context(|| format!("starting {what} in {ns}"))?;
+    drop(gate_read);
     let Some(id) = ProcessId::of(child.id() as i32) else {
         bail!("{what} in {ns} exited at once");
     };
+    // Test hook: widen the window between start and record, where a test kills `up`.
+    if let Some(ms) = netns::test_env::var_os("TUNBENCH_TEST_RECORD_DELAY_MS")
+        .and_then(|v| v.to_str()?.parse().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    // On error the gate closes unopened (dropped), and the process exits.
     LabState::add_process(&naming.lab, OwnedProcess { id, what })?;
+    open_gate(gate_write).with_context(|| format!("letting {} start", job.label(node)))?;
     // Reap it in the background when it ends while we still run (tunbench run).
     std::thread::spawn(move || {
         let mut child = child;
         let _ = child.wait();
     });
     Ok(id)
+}
+
+/// A pipe, both ends close-on-exec: (read, write).
+fn start_gate() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: pipe2 fills both fds on success; each is then owned once.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
+    }
+}
+
+fn open_gate(write: OwnedFd) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::File::from(write).write_all(b"go")
+}
+
+/// In the datapath process, before anything else: wait until `up` has
+/// recorded this process and opens the gate; end-of-file means `up` died
+/// first, and nothing would ever stop this process, so it does not start.
+pub fn wait_at_start_gate(fd: RawFd) -> Result<()> {
+    if fd < 3 {
+        bail!("--start-gate {fd}: not a start gate (it is one of stdin, stdout, stderr)");
+    }
+    // SAFETY: `up` passes the read end of the gate, open for this process only;
+    // it is owned (and closed) here once.
+    let mut gate = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut byte = [0u8; 1];
+    loop {
+        match std::io::Read::read(&mut gate, &mut byte) {
+            Ok(1..) => return Ok(()),
+            Ok(0) => bail!(
+                "`tunbench up` ended before it recorded this datapath in the lab's state; not starting (nothing would stop it)"
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context(format!("waiting at start gate {fd}")),
+        }
+    }
 }
 
 /// The endpoint of `tunnel` on `node` in a running lab.

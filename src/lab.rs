@@ -46,9 +46,8 @@ pub async fn up_text(
     let started = Instant::now();
     let p = plan::plan(t, naming);
     let count = |ph: Phase| p.ops.iter().filter(|o| o.phase() == ph).count();
-    let delay = std::env::var("TUNBENCH_TEST_PHASE_DELAY_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok());
+    let delay = netns::test_env::var_os("TUNBENCH_TEST_PHASE_DELAY_MS")
+        .and_then(|v| v.to_str()?.parse::<u64>().ok());
     let progress = move |_: Phase, _: usize| {
         // Test hook: widen the window in which a test can interrupt or kill `up`.
         if let Some(ms) = delay {
@@ -70,7 +69,7 @@ pub async fn up_text(
         .or_else(|| source.parent())
         .unwrap_or(Path::new(""));
     let text = topology::absolute_profile_paths(text, dir);
-    std::fs::write(&copy, text).with_context(|| format!("writing {}", copy.display()))?;
+    write_root_only(&copy, &text).with_context(|| format!("writing {}", copy.display()))?;
     let datapaths = crate::wgkey::LabKeys::make(t)
         .and_then(|k| k.store(&naming.lab))
         .context("making and storing the lab's tunnel keys")
@@ -87,6 +86,25 @@ pub async fn up_text(
         routes: count(Phase::Routes),
         elapsed: started.elapsed(),
     })
+}
+
+/// Write the lab's copy of its topology readable by root only: a topology may
+/// give a `private_key`, `preshared_key` or `psk` in the clear. Every reader of
+/// the copy (`check`, `status`, the datapath processes `up` starts) runs as
+/// root, so none loses anything. Made with that mode, never chmod-ed after, so
+/// no other user can open it in between.
+fn write_root_only(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // A file left from before (mode given only on create) is narrowed too.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(text.as_bytes())
 }
 
 /// A running lab: its record, the topology it was built from, and its naming.

@@ -9,6 +9,7 @@ pub mod generate;
 pub mod graph;
 pub mod impair;
 pub mod lab;
+pub mod liveness;
 pub mod measure;
 pub mod plan;
 pub mod relay;

@@ -12,6 +12,7 @@ mod socket;
 pub mod state;
 pub mod sysctl;
 pub mod tc;
+pub mod test_env;
 pub mod tool;
 pub mod tun;
 

@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub const DEFAULT_RUN_DIR: &str = "/run/tunbench";
 
-/// The state directory; `TUNBENCH_RUN_DIR` moves it (tests of the state logic).
+/// The state directory; `TUNBENCH_RUN_DIR` moves it (tests of the state logic;
+/// ignored under sudo, see `test_env`).
 pub fn run_dir() -> PathBuf {
-    std::env::var_os("TUNBENCH_RUN_DIR")
+    crate::test_env::var_os("TUNBENCH_RUN_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_RUN_DIR))
 }

@@ -185,9 +185,10 @@ pub fn enter_before_exec(cmd: &mut Command, ns: &std::fs::File, own_session: boo
 
 /// The tunbench executable, for the processes a lab starts in its namespaces
 /// (measurement servers, datapaths). `TUNBENCH_EXE` overrides it: library callers
-/// such as the integration tests are not tunbench themselves.
+/// such as the integration tests are not tunbench themselves (a test-only
+/// variable: ignored under sudo, where it would choose what root runs).
 pub fn tunbench_exe() -> Result<std::path::PathBuf> {
-    if let Some(p) = std::env::var_os("TUNBENCH_EXE") {
+    if let Some(p) = netns::test_env::var_os("TUNBENCH_EXE") {
         return Ok(p.into());
     }
     let me = std::env::current_exe().context("finding the tunbench executable")?;
@@ -397,6 +398,13 @@ pub fn measure(
             ));
             continue;
         };
+        // A dead datapath on the way fails the cell by name, before the client
+        // would meet it as a timeout (or, after the cell, as a suspect figure).
+        let dead_datapath = || crate::liveness::dead_on_path(&lab.naming.lab, &lab.topology, addr);
+        if let Some(why) = dead_datapath() {
+            out.cells.push(CellResult::failed(*cell, why));
+            continue;
+        }
         let server = SocketAddr::new(addr, SERVER_PORT);
         if waited.insert(server) {
             wait_for_server(&client_ns, server)?;
@@ -570,10 +578,13 @@ pub fn measure(
             }
         })();
         match result {
-            Ok(r) => out.cells.push(r),
             Err(e) if e.to_string() == "interrupted" => return Err(e),
-            // One cell failing (a refused connection, say) is that cell's result.
-            Err(e) => out.cells.push(CellResult::failed(*cell, format!("{e:#}"))),
+            result => out.cells.push(match (dead_datapath(), result) {
+                (Some(why), _) => CellResult::failed(*cell, format!("during this cell, {why}")),
+                (None, Ok(r)) => r,
+                // One cell failing (a refused connection, say) is that cell's result.
+                (None, Err(e)) => CellResult::failed(*cell, format!("{e:#}")),
+            }),
         }
     }
     Ok(out)

@@ -10,7 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// Where to look for strongSwan instead of `/` (a test makes it missing).
+/// Where to look for strongSwan instead of `/` (a test makes it missing; a
+/// test-only variable, ignored under sudo, where it would choose what root runs).
 pub const PREFIX_ENV: &str = "TUNBENCH_STRONGSWAN_PREFIX";
 
 /// The Debian packages an IKEv2 tunnel needs.
@@ -35,7 +36,7 @@ impl Install {
     /// The installed strongSwan (with `pki` when `certificates`), or what is
     /// missing and how to install it.
     pub fn find(certificates: bool) -> Result<Install, String> {
-        let prefix = std::env::var_os(PREFIX_ENV)
+        let prefix = netns::test_env::var_os(PREFIX_ENV)
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/"));
         let at = |p: &str| prefix.join(p);
