@@ -306,9 +306,21 @@ mod tests {
     fn test_run_dir() -> &'static Path {
         static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
         DIR.get_or_init(|| {
-            let d =
-                std::env::temp_dir().join(format!("tunbench-state-test-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&d);
+            // The directories of earlier runs whose process has ended.
+            let prefix = "tunbench-state-test-";
+            for e in std::fs::read_dir(std::env::temp_dir())
+                .into_iter()
+                .flatten()
+            {
+                let Ok(e) = e else { continue };
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix(prefix).and_then(|p| p.parse().ok()) {
+                    if ProcessId::of(pid).is_none() {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+            let d = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
             // SAFETY: set once, before any test reads it.
             unsafe { std::env::set_var("TUNBENCH_RUN_DIR", &d) };
             d
