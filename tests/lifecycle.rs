@@ -8,20 +8,23 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// `sleep 60` started in `ns` by hand, as `ip netns exec` does: no record names it.
-fn unrecorded_sleep(ns: &str) -> Child {
-    let c = Command::new("ip")
-        .args(["netns", "exec", ns, "sleep", "60"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting ip netns exec sleep");
+fn unrecorded_sleep(ns: &str) -> Reap {
+    let mut p = Reap(
+        Command::new("ip")
+            .args(["netns", "exec", ns, "sleep", "60"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting ip netns exec sleep"),
+    );
     // `ip netns exec` enters the namespace, then becomes sleep (same pid).
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(5) {
-        let comm = std::fs::read_to_string(format!("/proc/{}/comm", c.id())).unwrap_or_default();
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", p.0.id())).unwrap_or_default();
         if comm.trim() == "sleep" {
-            return c;
+            return p;
         }
+        assert!(!p.ended(), "ip netns exec {ns} sleep ended early");
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("sleep did not start in {ns}");
@@ -72,7 +75,7 @@ fn up_pair(tag: &str) -> (LabGuard, String) {
 #[test]
 fn down_with_a_corrupt_record_stops_a_process_nobody_recorded() {
     let (_g, lab) = up_pair("nsorph");
-    let mut p = Reap(unrecorded_sleep(&format!("{lab}-h1")));
+    let mut p = unrecorded_sleep(&format!("{lab}-h1"));
     std::fs::write(state_dir(&lab).join("state.json"), "{ not json").unwrap();
     let d = tunbench(&["down", &lab]);
     assert!(p.ended(), "a process in the lab's namespace outlived down");
@@ -89,7 +92,7 @@ fn down_with_a_corrupt_record_stops_a_process_nobody_recorded() {
 #[test]
 fn clean_of_a_lab_without_a_record_stops_a_process_nobody_recorded() {
     let (_g, lab) = up_pair("nsorpc");
-    let mut p = Reap(unrecorded_sleep(&format!("{lab}-h2")));
+    let mut p = unrecorded_sleep(&format!("{lab}-h2"));
     std::fs::remove_dir_all(state_dir(&lab)).unwrap();
     let c = tunbench(&["clean", &lab]);
     assert!(c.status.success(), "{}", text(&c));
@@ -107,7 +110,7 @@ fn down_leaves_alone_a_namespace_the_record_names_but_that_is_not_the_labs() {
     let (_g, lab) = up_pair("nstamp");
     let foreign = format!("{lab}x-foreign");
     let _f = add_ns(&foreign);
-    let mut p = Reap(unrecorded_sleep(&foreign));
+    let mut p = unrecorded_sleep(&foreign);
     // A tampered record claims the foreign namespace.
     let file = state_dir(&lab).join("state.json");
     let mut s: serde_json::Value =
@@ -118,7 +121,10 @@ fn down_leaves_alone_a_namespace_the_record_names_but_that_is_not_the_labs() {
     std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
     let d = tunbench(&["down", &lab]);
     assert_eq!(namespaces(&foreign), vec![foreign.clone()], "{}", text(&d));
-    assert!(!p.ended(), "a process of a namespace not the lab's was stopped");
+    assert!(
+        !p.ended(),
+        "a process of a namespace not the lab's was stopped"
+    );
     assert_gone(&lab);
     assert_eq!(d.status.code(), Some(1), "{}", text(&d));
     assert!(
@@ -141,11 +147,7 @@ fn down_after_kill_9_during_up_removes_every_namespace() {
     child.wait().unwrap();
     let d = tunbench(&["down", &lab]);
     assert!(d.status.success(), "{}", text(&d));
-    assert!(
-        text(&d).contains("removed 4 namespaces"),
-        "{}",
-        text(&d)
-    );
+    assert!(text(&d).contains("removed 4 namespaces"), "{}", text(&d));
     assert_gone(&lab);
 }
 
@@ -173,7 +175,11 @@ fn status_of_every_lab_goes_on_past_a_corrupt_one() {
     let bad = CorruptLab::new("nsa");
     let (_g, good) = up_pair("nsz");
     let s = tunbench(&["status"]);
-    assert!(text(&s).contains(&format!("lab {good} (up)")), "{}", text(&s));
+    assert!(
+        text(&s).contains(&format!("lab {good} (up)")),
+        "{}",
+        text(&s)
+    );
     assert!(
         text(&s).contains(&format!("lab {}: unreadable record", bad.0)),
         "{}",
@@ -183,7 +189,10 @@ fn status_of_every_lab_goes_on_past_a_corrupt_one() {
     let j = tunbench(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).expect("status --json");
     assert!(
-        v.as_array().unwrap().iter().any(|l| l["lab"] == good.as_str()),
+        v.as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["lab"] == good.as_str()),
         "{}",
         text(&j)
     );

@@ -760,12 +760,23 @@ fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String
                     NsFail::Step(step, e.to_string())
                 }
             })?;
-            let sock = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
-                .map_err(|e| NsFail::Step(step, format!("netlink socket: {e}")))?;
             // Marked at once: `down` removes only namespaces that carry the lab's
             // marker, so one made but unmarked when `up` dies would be left behind.
-            mark_lo(&sock, &marker)
-                .map_err(|e| NsFail::Step(step, format!("marking lo in {ns}: {e}")))?;
+            let marked = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
+                .map_err(|e| NsFail::Step(step, format!("netlink socket: {e}")))
+                .and_then(|sock| {
+                    mark_lo(&sock, &marker)
+                        .map_err(|e| NsFail::Step(step, format!("marking lo in {ns}: {e}")))?;
+                    Ok(sock)
+                });
+            let sock = match marked {
+                Ok(sock) => sock,
+                Err(e) => {
+                    // Made here a moment ago, so ours, though `down` could not tell.
+                    let _ = namespace::delete(&ns);
+                    return Err(e);
+                }
+            };
             for (k, v) in &sysctls {
                 sysctl::write(k, v)
                     .map_err(|e| NsFail::Step(step, format!("sysctl {k}={v}: {e}")))?;

@@ -1,6 +1,7 @@
 //! A lab's life: `up` records before it builds and undoes everything on failure or
-//! interruption; `down` removes exactly what the record names; `clean` removes every
-//! lab's leftovers, by record and by the marker on each namespace's lo.
+//! interruption; `down` removes what the record names and the marker on each
+//! namespace's lo confirms, and every process inside those namespaces; `clean`
+//! removes every lab's leftovers, by record and by marker.
 
 use crate::apply::{self, ApplyError, Cancel, Progress};
 use crate::ops::Plan;

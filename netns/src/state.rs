@@ -185,8 +185,14 @@ impl LabLock {
     /// Lock the lab's directory, creating it (0700, under a run directory that is
     /// not world-writable) when it is missing.
     pub fn create(lab: &str) -> io::Result<LabLock> {
-        make_private_dir(&run_dir(), lab)?;
-        Self::lock(&LabState::dir(lab))
+        loop {
+            make_private_dir(&run_dir(), lab)?;
+            match Self::lock(&LabState::dir(lab)) {
+                // `down` removed the directory while we waited: make it anew.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                r => return r,
+            }
+        }
     }
 
     /// Lock the lab's directory if it exists; None when there is no such lab.
@@ -203,7 +209,20 @@ impl LabLock {
         loop {
             // SAFETY: flock on a descriptor we own.
             if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(LabLock { _dir: f });
+                // The lock holder before us may have been `down`, which removes the
+                // directory: a lock on a directory no longer there guards nothing.
+                use std::os::unix::fs::MetadataExt;
+                let held = f.metadata()?;
+                return match std::fs::metadata(dir) {
+                    Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
+                        Ok(LabLock { _dir: f })
+                    }
+                    Ok(_) => Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("{} was replaced", dir.display()),
+                    )),
+                    Err(e) => Err(e),
+                };
             }
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::Interrupted {
@@ -288,9 +307,21 @@ mod tests {
     fn test_run_dir() -> &'static Path {
         static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
         DIR.get_or_init(|| {
-            let d =
-                std::env::temp_dir().join(format!("tunbench-state-test-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&d);
+            // The directories of earlier runs whose process has ended.
+            let prefix = "tunbench-state-test-";
+            for e in std::fs::read_dir(std::env::temp_dir())
+                .into_iter()
+                .flatten()
+            {
+                let Ok(e) = e else { continue };
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(pid) = name.strip_prefix(prefix).and_then(|p| p.parse().ok()) {
+                    if ProcessId::of(pid).is_none() {
+                        let _ = std::fs::remove_dir_all(e.path());
+                    }
+                }
+            }
+            let d = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
             // SAFETY: set once, before any test reads it.
             unsafe { std::env::set_var("TUNBENCH_RUN_DIR", &d) };
             d
@@ -364,6 +395,37 @@ mod tests {
             mode(&run_dir())
         );
         LabState::remove(lab).unwrap();
+    }
+
+    #[test]
+    fn a_record_saved_while_down_removes_the_lab_lands_in_a_new_directory() {
+        test_run_dir();
+        let lab = "nsrace";
+        empty(lab).save().unwrap();
+        // `down` holds the lock and removes the directory while `up` waits for it.
+        let held = LabLock::existing(lab).unwrap().unwrap();
+        let up = std::thread::spawn(move || empty(lab).save());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        LabState::remove(lab).unwrap();
+        drop(held);
+        up.join().unwrap().unwrap();
+        assert_eq!(LabState::load(lab).unwrap(), Some(empty(lab)));
+        // add_process in the same spot finds no lab and makes no directory.
+        let held = LabLock::existing(lab).unwrap().unwrap();
+        let id = ProcessId {
+            pid: 1,
+            start_time: 1,
+        };
+        let add = std::thread::spawn(move || {
+            let what = "x".to_string();
+            LabState::add_process(lab, OwnedProcess { id, what })
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        LabState::remove(lab).unwrap();
+        drop(held);
+        let e = add.join().unwrap().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        assert!(!LabState::dir(lab).exists());
     }
 
     #[test]
