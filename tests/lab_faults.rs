@@ -107,6 +107,8 @@ fn an_up_killed_while_starting_its_datapaths_leaves_none_running_and_status_says
     assert_eq!(st["status"], "starting", "{st}");
     up.kill().unwrap(); // SIGKILL: `up` cleans nothing up itself
     up.wait().unwrap();
+    let st = status_json(&lab);
+    assert_eq!(st["status"], "incomplete", "{st}");
     let d = tunbench(&["down", &lab]);
     assert!(d.status.success(), "{}", text(&d));
     let t0 = Instant::now();
