@@ -211,6 +211,7 @@ fn aftr_config(d: &Dslite) -> AftrConfig {
     }
     let mut c = AftrConfig::new(d.aftr.address, pool);
     c.inner_mtu = d.mtu.min(u16::MAX as u32) as u16;
+    c.max_mappings_per_b4 = d.aftr.max_mappings_per_b4 as usize;
     c.softwires = d
         .b4s
         .iter()
