@@ -879,12 +879,18 @@ fn a_codec_panic_drops_its_packet_alone_each_way() {
         let s = stats(&d);
         assert_eq!(panicked(&s), Some(5), "{:?}", s.drops);
         assert_eq!(s.errors.codec_panic, 5);
-        assert_eq!(s.net_tx.packets, 10, "the good packets of the batch went on");
+        assert_eq!(
+            s.net_tx.packets, 10,
+            "the good packets of the batch went on"
+        );
 
         // Network -> TUN: datagrams from B's outer address to the socket.
         let sock = lab.in_ns(&lab.b, move || {
             let s = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::from(4)))?;
-            s.bind(&SockAddr::from(SocketAddr::new(OUTER_B.parse().unwrap(), 0)))?;
+            s.bind(&SockAddr::from(SocketAddr::new(
+                OUTER_B.parse().unwrap(),
+                0,
+            )))?;
             Ok(s)
         });
         let to = SockAddr::from(SocketAddr::new(OUTER_A.parse().unwrap(), 0));
@@ -903,7 +909,11 @@ fn a_codec_panic_drops_its_packet_alone_each_way() {
         let s = d.stop();
         assert_eq!(panicked(&s), Some(10), "{:?}", s.drops);
         assert_eq!(s.errors.codec_panic, 10);
-        assert_eq!(s.tun_tx.packets - before, 10, "the good packets of the batch went on");
+        assert_eq!(
+            s.tun_tx.packets - before,
+            10,
+            "the good packets of the batch went on"
+        );
     }
     drop(lab);
     assert_eq!(namespaces(&prefix), Vec::<String>::new());
@@ -918,7 +928,13 @@ fn run_with_fault(lab: &Lab, fault: Fault) -> Option<Result<StatsSnapshot, Drive
     let stop: &'static std::sync::atomic::AtomicBool =
         Box::leak(Box::new(std::sync::atomic::AtomicBool::new(false)));
     std::thread::spawn(move || {
-        let r = run_until(config, Fragile { peer }, stop, Duration::from_millis(100), |_| {});
+        let r = run_until(
+            config,
+            Fragile { peer },
+            stop,
+            Duration::from_millis(100),
+            |_| {},
+        );
         let _ = tx.send(r);
     });
     let r = rx.recv_timeout(Fault::AFTER + Duration::from_secs(5)).ok();
@@ -937,16 +953,17 @@ fn a_dead_driver_thread_stops_the_datapath_and_says_which() {
             "tb-net-to-tun0",
             "panicked: injected fault",
         ),
-        (Fault::Exit("tb-tun0-to-net".into()), "tb-tun0-to-net", "exited"),
+        (
+            Fault::Exit("tb-tun0-to-net".into()),
+            "tb-tun0-to-net",
+            "exited",
+        ),
     ] {
         let r = run_with_fault(&lab, fault).expect("the datapath stops when a thread dies");
         match r {
             Err(e @ DriverError::ThreadDied { .. }) => {
                 let text = e.to_string();
-                assert!(
-                    text.contains(thread) && text.contains(how),
-                    "{text}"
-                );
+                assert!(text.contains(thread) && text.contains(how), "{text}");
             }
             Err(e) => panic!("another error: {e}"),
             Ok(_) => panic!("{thread}: no error"),

@@ -396,10 +396,16 @@ mod tests {
         let mut s = LinkShaper::new(imp, 3);
         let started = Instant::now();
         for i in 0..200_000u32 {
-            s.offer(t0 + Duration::from_nanos(u64::from(i)), &mut i.to_be_bytes().to_vec());
+            s.offer(
+                t0 + Duration::from_nanos(u64::from(i)),
+                &mut i.to_be_bytes().to_vec(),
+            );
         }
         let took = started.elapsed();
-        assert!(took < Duration::from_secs(2), "200k insertions took {took:?}");
+        assert!(
+            took < Duration::from_secs(2),
+            "200k insertions took {took:?}"
+        );
         let mut last = t0;
         let end = t0 + Duration::from_secs(11);
         let mut out = 0;

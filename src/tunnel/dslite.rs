@@ -2203,7 +2203,10 @@ mod tests {
             aftr.tick(later);
         }
         let mut p = udp(LAN_HOST, 2000, SERVER, 53, 0);
-        assert_eq!(aftr.handle_network(peer(B4_A), &mut p, later), Verdict::ToTun);
+        assert_eq!(
+            aftr.handle_network(peer(B4_A), &mut p, later),
+            Verdict::ToTun
+        );
         let mut c = aftr_config();
         c.max_mappings_per_b4 = 0;
         assert_eq!(Aftr::new(c).unwrap_err(), AftrConfigError::NoMappingsPerB4);
