@@ -298,3 +298,33 @@ fn a_dead_slow_path_thread_ends_the_process_with_a_log_line() {
         "{log}"
     );
 }
+
+/// A slow path's log flooded (3 MiB appended, as a writer gone wild would)
+/// is cut back under its 1 MiB cap within a second or two, with a note.
+#[test]
+fn a_flooded_datapath_log_is_cut_back_under_its_cap() {
+    let (_g, lab) = lab_with("userspace", "dplogfl");
+    let log = state_dir(&lab).join("logs/datapath-router.r1.log");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("the slow path's log");
+    let line = format!("{}\n", "flood ".repeat(50));
+    for _ in 0..(3 << 20) / line.len() {
+        f.write_all(line.as_bytes()).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(4);
+    loop {
+        let len = std::fs::metadata(&log).unwrap().len();
+        if len <= 1 << 20 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the log still holds {len} bytes");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("tunbench datapath: log reached 1048576 bytes"),
+        "{text}"
+    );
+}

@@ -118,24 +118,31 @@ pub fn install() {
 
 /// What the hook logs for the `n`th panic (None: counted only).
 fn panic_line(n: u64, info: &std::panic::PanicHookInfo) -> Option<String> {
-    if n > PANICS_LOGGED + 1 {
-        return None;
-    }
-    if n == PANICS_LOGGED + 1 {
-        return Some(format!(
-            "tunbench datapath: {PANICS_LOGGED} panics logged; further ones are counted in the stats file (errors.codec_panic), not logged"
-        ));
-    }
     let thread = std::thread::current();
     let at = info
         .location()
         .map(|l| format!(" at {}:{}", l.file(), l.line()))
         .unwrap_or_default();
-    Some(format!(
-        "tunbench datapath: thread {} panicked{at}: {}",
+    panic_text(
+        n,
         thread.name().unwrap_or("(unnamed)"),
-        super::driver::panic_message(info.payload())
-    ))
+        &at,
+        super::driver::panic_message(info.payload()),
+    )
+}
+
+/// The `n`th panic's line, from its parts: the first [`PANICS_LOGGED`] in
+/// full, then one line saying the rest are only counted, then nothing.
+fn panic_text(n: u64, thread: &str, at: &str, message: &str) -> Option<String> {
+    match n {
+        n if n <= PANICS_LOGGED => Some(format!(
+            "tunbench datapath: thread {thread} panicked{at}: {message}"
+        )),
+        n if n == PANICS_LOGGED + 1 => Some(format!(
+            "tunbench datapath: {PANICS_LOGGED} panics logged; further ones are counted in the stats file (errors.codec_panic), not logged"
+        )),
+        _ => None,
+    }
 }
 
 /// Logs a line: through the bounded log once installed, else plain stderr.
@@ -184,6 +191,23 @@ mod tests {
         // One huge line is cut to a tenth of the cap.
         log.line(&"z".repeat(1 << 20));
         assert!(f.as_file().metadata().unwrap().len() <= 64 * 1024);
+    }
+
+    #[test]
+    fn a_panic_flood_logs_ten_panics_and_one_line_more() {
+        let lines: Vec<String> = (1..=1000)
+            .filter_map(|n| panic_text(n, "tb-net-to-tun0", " at x.rs:1", "boom"))
+            .collect();
+        assert_eq!(lines.len(), PANICS_LOGGED as usize + 1);
+        assert_eq!(
+            lines[0],
+            "tunbench datapath: thread tb-net-to-tun0 panicked at x.rs:1: boom"
+        );
+        assert!(
+            lines[10].contains("further ones are counted"),
+            "{}",
+            lines[10]
+        );
     }
 
     #[test]
