@@ -148,7 +148,9 @@ pub fn run(lab: &str, node: &str, way: Way) -> Result<()> {
                 seen = mtime;
                 let new = current(lab, i, way, l);
                 d.with_codec(|c| c.set(new.shaper()));
-                eprintln!("tunbench datapath: new settings {new:?}");
+                crate::tunnel::process_log::line(&format!(
+                    "tunbench datapath: new settings {new:?}"
+                ));
             }
         },
     )?;

@@ -10,7 +10,9 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tunbench::tunnel::driver::{Driver, DriverConfig, DriverError, StatsSnapshot, Transport};
+use tunbench::tunnel::driver::{
+    Driver, DriverConfig, DriverError, Fault, StatsSnapshot, Transport, run_until,
+};
 use tunbench::tunnel::packet_tx::RETRY;
 use tunbench::tunnel::tun::{Tun, TunError};
 use tunbench::tunnel::{Codec, DropReason, Verdict};
@@ -779,4 +781,194 @@ fn measure() {
             x.batches.waits
         );
     }
+}
+
+/// A codec with a bug: it panics on a poisoned packet (first byte from the
+/// network, first UDP payload byte from the TUN), and stalls on a marker so
+/// that a burst sent meanwhile reaches it as one batch.
+struct Fragile {
+    peer: SocketAddr,
+}
+
+const POISON: u8 = 0xee;
+const STALL: u8 = 0xdd;
+
+fn stall_or_poison(b: Option<&u8>) -> Option<Verdict> {
+    match b {
+        Some(&STALL) => {
+            std::thread::sleep(Duration::from_millis(300));
+            Some(Verdict::Drop(DropReason::Unsupported))
+        }
+        Some(&POISON) => panic!("fragile codec: poisoned packet"),
+        _ => None,
+    }
+}
+
+impl Codec for Fragile {
+    fn handle_tun(&mut self, p: &mut Vec<u8>, _now: Instant) -> Verdict {
+        if p.len() < 29 || p[0] >> 4 != 4 {
+            return Verdict::Drop(DropReason::WrongProtocol);
+        }
+        stall_or_poison(p.get(28)).unwrap_or(Verdict::ToNetwork(self.peer))
+    }
+
+    fn handle_network(&mut self, _peer: SocketAddr, p: &mut Vec<u8>, _now: Instant) -> Verdict {
+        stall_or_poison(p.first()).unwrap_or(Verdict::ToTun)
+    }
+}
+
+/// An IPv4 UDP packet from B's inner address to A's discard port.
+fn inner_udp_to_a(payload: &[u8]) -> Vec<u8> {
+    let len = 28 + payload.len();
+    let mut p = vec![0u8; len];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = 17;
+    p[12..16].copy_from_slice(&INNER_B.octets());
+    p[16..20].copy_from_slice(&INNER_A.octets());
+    let sum: u32 = p[..20]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let sum = (sum & 0xffff) + (sum >> 16);
+    p[10..12].copy_from_slice(&(!((sum & 0xffff) + (sum >> 16)) as u16).to_be_bytes());
+    p[20..22].copy_from_slice(&9u16.to_be_bytes());
+    p[22..24].copy_from_slice(&9u16.to_be_bytes());
+    p[24..26].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    p[28..].copy_from_slice(payload);
+    p
+}
+
+fn fragile_driver(lab: &Lab, fault: Option<Fault>) -> DriverConfig {
+    let mut c = DriverConfig::new(
+        TUN,
+        Transport::RawIp {
+            local: OUTER_A.parse().unwrap(),
+            protocol: 4,
+        },
+    );
+    c.frames = false;
+    c.namespace = Some(lab.a.clone());
+    c.fault = fault;
+    c
+}
+
+#[test]
+fn a_codec_panic_drops_its_packet_alone_each_way() {
+    let lab = Lab::new("dppanic", 1400);
+    let prefix = lab.prefix.clone();
+    {
+        let b_peer = SocketAddr::new(OUTER_B.parse().unwrap(), 0);
+        let d = Driver::start(fragile_driver(&lab, None), Fragile { peer: b_peer })
+            .expect("starting the driver");
+        let stats = |d: &Driver<Fragile>| d.stats();
+        let panicked = |s: &StatsSnapshot| s.drops.get("panicked").copied();
+
+        // TUN -> network: datagrams from A's inner address into the TUN.
+        let tx = lab.in_ns(&lab.a, move || UdpSocket::bind((INNER_A, 0)));
+        let send = |payload: u8| {
+            tx.send_to(&[payload; 32], (INNER_B, 9)).unwrap();
+        };
+        send(STALL);
+        std::thread::sleep(Duration::from_millis(50));
+        for i in 0..15 {
+            send(if i % 3 == 1 { POISON } else { 0x01 });
+        }
+        std::thread::sleep(Duration::from_millis(800));
+        let s = stats(&d);
+        assert_eq!(panicked(&s), Some(5), "{:?}", s.drops);
+        assert_eq!(s.errors.codec_panic, 5);
+        assert_eq!(
+            s.net_tx.packets, 10,
+            "the good packets of the batch went on"
+        );
+
+        // Network -> TUN: datagrams from B's outer address to the socket.
+        let sock = lab.in_ns(&lab.b, move || {
+            let s = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::from(4)))?;
+            s.bind(&SockAddr::from(SocketAddr::new(
+                OUTER_B.parse().unwrap(),
+                0,
+            )))?;
+            Ok(s)
+        });
+        let to = SockAddr::from(SocketAddr::new(OUTER_A.parse().unwrap(), 0));
+        let before = s.tun_tx.packets;
+        sock.send_to(&[STALL; 40], &to).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        for i in 0..15 {
+            let p = if i % 3 == 1 {
+                vec![POISON; 40]
+            } else {
+                inner_udp_to_a(b"good")
+            };
+            sock.send_to(&p, &to).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(800));
+        let s = d.stop();
+        assert_eq!(panicked(&s), Some(10), "{:?}", s.drops);
+        assert_eq!(s.errors.codec_panic, 10);
+        assert_eq!(
+            s.tun_tx.packets - before,
+            10,
+            "the good packets of the batch went on"
+        );
+    }
+    drop(lab);
+    assert_eq!(namespaces(&prefix), Vec::<String>::new());
+}
+
+/// Runs a driver with `fault` as a datapath process does; what `run_until`
+/// returned, or None if it still ran 5 s after the fault.
+fn run_with_fault(lab: &Lab, fault: Fault) -> Option<Result<StatsSnapshot, DriverError>> {
+    let config = fragile_driver(lab, Some(fault));
+    let peer = SocketAddr::new(OUTER_B.parse().unwrap(), 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stop: &'static std::sync::atomic::AtomicBool =
+        Box::leak(Box::new(std::sync::atomic::AtomicBool::new(false)));
+    std::thread::spawn(move || {
+        let r = run_until(
+            config,
+            Fragile { peer },
+            stop,
+            Duration::from_millis(100),
+            |_| {},
+        );
+        let _ = tx.send(r);
+    });
+    let r = rx.recv_timeout(Fault::AFTER + Duration::from_secs(5)).ok();
+    // Whatever happened, the driver stops (its namespace goes with the lab).
+    stop.store(true, Ordering::Relaxed);
+    r
+}
+
+#[test]
+fn a_dead_driver_thread_stops_the_datapath_and_says_which() {
+    let lab = Lab::new("dpdead", 1400);
+    let prefix = lab.prefix.clone();
+    for (fault, thread, how) in [
+        (
+            Fault::Panic("tb-net-to-tun0".into()),
+            "tb-net-to-tun0",
+            "panicked: injected fault",
+        ),
+        (
+            Fault::Exit("tb-tun0-to-net".into()),
+            "tb-tun0-to-net",
+            "exited",
+        ),
+    ] {
+        let r = run_with_fault(&lab, fault).expect("the datapath stops when a thread dies");
+        match r {
+            Err(e @ DriverError::ThreadDied { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(thread) && text.contains(how), "{text}");
+            }
+            Err(e) => panic!("another error: {e}"),
+            Ok(_) => panic!("{thread}: no error"),
+        }
+    }
+    drop(lab);
+    assert_eq!(namespaces(&prefix), Vec::<String>::new());
 }

@@ -680,3 +680,52 @@ fn incomplete_ipv6_fragments_never_reach_the_userspace_decapsulator() {
     server.join().unwrap();
     assert!(a.starts_with("h1 "), "{a}");
 }
+
+/// A userspace AFTR with `max_mappings_per_b4 = 2`: h1 (behind b4a) opens
+/// five UDP flows and only two get through; h2 (behind b4b) is unaffected.
+#[test]
+fn userspace_aftr_holds_each_b4_to_its_mapping_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name("dpb4lim");
+    let base = two_b4(dir.path(), "userspace", "kernel", "kernel");
+    let text = std::fs::read_to_string(&base).unwrap().replace(
+        "pool = \"198.18.31.1\",",
+        "pool = \"198.18.31.1\", max_mappings_per_b4 = 2,",
+    );
+    assert!(text.contains("max_mappings_per_b4 = 2"));
+    let file = dir.path().join("limit.toml");
+    std::fs::write(&file, text).unwrap();
+    let _g = up_ok(&file, &lab);
+    let rx = in_ns(&format!("{lab}-inet"), || {
+        std::net::UdpSocket::bind(SocketAddrV4::new(INET, 7001)).unwrap()
+    });
+    rx.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let send = |node: &str, ports: std::ops::Range<u16>| {
+        in_ns(&format!("{lab}-{node}"), move || {
+            for port in ports {
+                let s = std::net::UdpSocket::bind(SocketAddrV4::new(PRIVATE, port)).unwrap();
+                s.send_to(b"flow", SocketAddrV4::new(INET, 7001)).unwrap();
+            }
+        })
+    };
+    send("h1", 41000..41005);
+    send("h2", 42000..42001);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut buf = [0u8; 64];
+    while let Ok((_, from)) = rx.recv_from(&mut buf) {
+        seen.insert(from.port());
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        [41000, 41001, 42000],
+        "h1's first two flows and h2's (ports preserved)"
+    );
+    std::thread::sleep(Duration::from_millis(1200));
+    let j: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(state_dir(&lab).join("datapath-sw-aftr.json"))
+            .expect("the AFTR's stats file"),
+    )
+    .unwrap();
+    assert_eq!(j["drops"]["mapping_limit"], 3, "{j}");
+}

@@ -252,3 +252,79 @@ fn both_datapaths_check_clean_and_down_stops_the_slow_path() {
         }
     }
 }
+
+/// A slow-path thread that dies (a fault only tests inject) takes the
+/// datapath process down, and its log says which thread and why.
+#[test]
+fn a_dead_slow_path_thread_ends_the_process_with_a_log_line() {
+    let lab = lab_name("dpdead");
+    let _g = LabGuard(lab.clone());
+    let f = file();
+    let o = std::process::Command::new(bin())
+        .args(["up", f.to_str().unwrap(), "--name", &lab])
+        .env("TUNBENCH_TEST_FAULT", "panic:tb-tun0-to-net")
+        .output()
+        .expect("running tunbench up");
+    assert!(o.status.success(), "up: {}", text(&o));
+    let stats = state_dir(&lab).join("datapath-router.r1.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats file")).unwrap();
+    let pid = v["pid"].as_u64().expect("pid in the stats file");
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let deadline = Instant::now() + Duration::from_secs(8);
+    // Gone, or a zombie of a parent that has not reaped it yet.
+    let dead = || {
+        std::fs::read_to_string(proc_dir.join("stat")).map_or(true, |s| {
+            s.split(") ").nth(1).is_some_and(|r| r.starts_with('Z'))
+        })
+    };
+    while !dead() {
+        assert!(
+            Instant::now() < deadline,
+            "the slow path (pid {pid}) still runs with a dead thread"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(state_dir(&lab).join("logs/datapath-router.r1.log"))
+        .expect("the slow path's log");
+    assert!(
+        log.contains("thread tb-tun0-to-net panicked at") && log.contains("injected fault"),
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "datapath thread tb-tun0-to-net panicked: injected fault; stopping the datapath"
+        ),
+        "{log}"
+    );
+}
+
+/// A slow path's log flooded (3 MiB appended, as a writer gone wild would)
+/// is cut back under its 1 MiB cap within a second or two, with a note.
+#[test]
+fn a_flooded_datapath_log_is_cut_back_under_its_cap() {
+    let (_g, lab) = lab_with("userspace", "dplogfl");
+    let log = state_dir(&lab).join("logs/datapath-router.r1.log");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("the slow path's log");
+    let line = format!("{}\n", "flood ".repeat(50));
+    for _ in 0..(3 << 20) / line.len() {
+        f.write_all(line.as_bytes()).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(4);
+    loop {
+        let len = std::fs::metadata(&log).unwrap().len();
+        if len <= 1 << 20 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the log still holds {len} bytes");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("tunbench datapath: log reached 1048576 bytes"),
+        "{text}"
+    );
+}

@@ -13,13 +13,19 @@
 //! - `reorder` percent are sent at once, jumping the packets still in the delay
 //!   line (so reordering needs a delay, as in netem);
 //! - at most `queue_packets` packets (and `queue_bytes` bytes) are held; beyond
-//!   that the newest is dropped, as a tail-drop queue would.
+//!   that the newest is dropped, as a tail-drop queue would. With neither set,
+//!   the line holds at most [`DEFAULT_QUEUE_PACKETS`], netem's default `limit`,
+//!   so a flood into a long delay cannot hold unbounded memory.
 //!
 //! The rate of a link is not here: the kernel shapes it (TBF on the sending
 //! end), before the packets reach this stage.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
+
+/// Packets a delay line holds when no `queue` is set: netem's default `limit`.
+pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
 
 /// One direction's impairments; all zero is a plain wire.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -59,11 +65,38 @@ pub struct LinkCounts {
     pub queue_full: u64,
 }
 
+/// A held packet, ordered by departure time, then by arrival (so packets of
+/// one time, a duplicate and its original above all, keep their order).
+struct Held {
+    leave: Instant,
+    seq: u64,
+    packet: Vec<u8>,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, o: &Self) -> bool {
+        (self.leave, self.seq) == (o.leave, o.seq)
+    }
+}
+impl Eq for Held {}
+impl PartialOrd for Held {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Held {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.leave, self.seq).cmp(&(o.leave, o.seq))
+    }
+}
+
 pub struct LinkShaper {
     imp: Impairments,
     rng: fastrand::Rng,
-    /// The delay line, in departure order.
-    line: VecDeque<(Instant, Vec<u8>)>,
+    /// The delay line: a min-heap on departure time, so a jittered packet
+    /// goes in at O(log n), not by a scan of what is held.
+    line: BinaryHeap<Reverse<Held>>,
+    seq: u64,
     held_bytes: u64,
     counts: LinkCounts,
 }
@@ -77,7 +110,8 @@ impl LinkShaper {
         LinkShaper {
             imp,
             rng: fastrand::Rng::with_seed(seed),
-            line: VecDeque::new(),
+            line: BinaryHeap::new(),
+            seq: 0,
             held_bytes: 0,
             counts: LinkCounts::default(),
         }
@@ -100,7 +134,11 @@ impl LinkShaper {
     fn room_for(&self, len: usize, copies: usize) -> bool {
         let packets = self.line.len() + copies;
         let bytes = self.held_bytes + (len * copies) as u64;
-        self.imp.queue_packets.is_none_or(|q| packets <= q as usize)
+        let packet_limit = match (self.imp.queue_packets, self.imp.queue_bytes) {
+            (None, None) => Some(DEFAULT_QUEUE_PACKETS),
+            (q, _) => q,
+        };
+        packet_limit.is_none_or(|q| packets <= q as usize)
             && self.imp.queue_bytes.is_none_or(|q| bytes <= q)
     }
 
@@ -137,33 +175,34 @@ impl LinkShaper {
         let leave = now + Duration::from_secs_f64(wait.max(0.0));
         let p = std::mem::take(packet);
         self.held_bytes += (p.len() * copies) as u64;
-        // In time order, after any packet of the same time; usually at the back.
-        let at = self.line.len()
-            - self
-                .line
-                .iter()
-                .rev()
-                .take_while(|(t, _)| *t > leave)
-                .count();
         if twice {
-            self.line.insert(at, (leave, p.clone()));
+            self.hold(leave, p.clone());
         }
-        self.line.insert(at, (leave, p));
+        self.hold(leave, p);
         Fate::Held
+    }
+
+    fn hold(&mut self, leave: Instant, packet: Vec<u8>) {
+        self.seq += 1;
+        self.line.push(Reverse(Held {
+            leave,
+            seq: self.seq,
+            packet,
+        }));
     }
 
     /// The next held packet whose time has come.
     pub fn poll(&mut self, now: Instant) -> Option<Vec<u8>> {
-        if self.line.front().is_none_or(|(t, _)| *t > now) {
+        if self.line.peek().is_none_or(|h| h.0.leave > now) {
             return None;
         }
-        let (_, p) = self.line.pop_front()?;
-        self.held_bytes -= p.len() as u64;
-        Some(p)
+        let Reverse(h) = self.line.pop()?;
+        self.held_bytes -= h.packet.len() as u64;
+        Some(h.packet)
     }
 
     pub fn deadline(&self) -> Option<Instant> {
-        self.line.front().map(|(t, _)| *t)
+        self.line.peek().map(|h| h.0.leave)
     }
 }
 
@@ -313,5 +352,69 @@ mod tests {
             Some(100)
         );
         assert_eq!(s.held(), 1);
+    }
+
+    #[test]
+    fn a_flood_into_a_long_delay_holds_at_most_the_default_queue() {
+        let imp = Impairments {
+            delay: Duration::from_secs(2),
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let mut s = LinkShaper::new(imp, 1);
+        let n = 100_000;
+        for i in 0..n {
+            let now = t0 + Duration::from_micros(i);
+            s.offer(now, &mut vec![0; 1500]);
+            assert_eq!(s.poll(now), None, "nothing is due within the flood");
+        }
+        assert_eq!(s.held(), DEFAULT_QUEUE_PACKETS as usize);
+        assert_eq!(s.counts().queue_full, n - u64::from(DEFAULT_QUEUE_PACKETS));
+        // A byte limit alone is the user's bound: no packet default on top.
+        let bytes = Impairments {
+            queue_bytes: Some(3_000_000),
+            ..imp
+        };
+        let mut s = LinkShaper::new(bytes, 1);
+        for _ in 0..3000 {
+            s.offer(t0, &mut vec![0; 1000]);
+        }
+        assert_eq!(s.held(), 3000);
+    }
+
+    #[test]
+    fn a_wide_jitter_over_a_long_line_inserts_without_scanning_it() {
+        // Every packet lands at a random place in a line of up to 200k: a
+        // scan per insertion is some 10^10 steps; a heap, a few million.
+        let imp = Impairments {
+            delay: Duration::from_secs(5),
+            jitter: Duration::from_secs(5),
+            queue_packets: Some(1_000_000),
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let mut s = LinkShaper::new(imp, 3);
+        let started = Instant::now();
+        for i in 0..200_000u32 {
+            s.offer(
+                t0 + Duration::from_nanos(u64::from(i)),
+                &mut i.to_be_bytes().to_vec(),
+            );
+        }
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(2),
+            "200k insertions took {took:?}"
+        );
+        let mut last = t0;
+        let end = t0 + Duration::from_secs(11);
+        let mut out = 0;
+        while let Some(d) = s.deadline() {
+            assert!(d >= last, "packets leave in the order of their times");
+            last = d;
+            assert!(s.poll(end).is_some());
+            out += 1;
+        }
+        assert_eq!(out, 200_000);
     }
 }

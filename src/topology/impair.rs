@@ -20,6 +20,9 @@
 //! process holds, drops, copies or reorders each frame of an impaired
 //! direction (`shape::link` has the semantics, netem's). A direction with none
 //! of them crosses the relay in the kernel (tc mirred).
+//!
+//! `queue` defaults to 1000 packets (netem's `limit`) when neither form is
+//! given, so a flood into a long delay cannot hold unbounded memory.
 
 use super::{KeyPath, Problem};
 

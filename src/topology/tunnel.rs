@@ -61,6 +61,10 @@ pub struct RawAftr {
     pub pool: super::raw::OneOrMany,
     #[serde(default)]
     pub datapath: Option<String>,
+    /// NAT mappings one B4 may hold at once in the userspace AFTR (RFC 6888
+    /// REQ-4), default 4096.
+    #[serde(default)]
+    pub max_mappings_per_b4: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -174,6 +178,8 @@ pub struct Aftr {
     pub address: Ipv6Addr,
     pub pool: Vec<Ipv4Network>,
     pub datapath: Datapath,
+    /// NAT mappings one B4 may hold at once (userspace AFTR).
+    pub max_mappings_per_b4: u32,
     #[serde(skip)]
     pub at: KeyPath,
 }
@@ -443,6 +449,22 @@ pub fn resolve(
                     &aat.key("datapath"),
                     p,
                 );
+                use crate::tunnel::dslite::{DEFAULT_MAX_MAPPINGS, DEFAULT_MAX_MAPPINGS_PER_B4};
+                let per_b4_default = DEFAULT_MAX_MAPPINGS_PER_B4 as i64;
+                // No more than the whole table.
+                let per_b4_max = DEFAULT_MAX_MAPPINGS as i64;
+                let max_mappings_per_b4 = int_in(
+                    d.aftr.max_mappings_per_b4,
+                    1..=per_b4_max,
+                    per_b4_default,
+                    &aat.key("max_mappings_per_b4"),
+                    p,
+                    |m| {
+                        format!(
+                            "{m} NAT mappings per B4; use 1..={per_b4_max} (default {per_b4_default})"
+                        )
+                    },
+                ) as u32;
                 let mut b4s = Vec::new();
                 let list = d.b4.list();
                 if list.is_empty() {
@@ -507,6 +529,7 @@ pub fn resolve(
                             address: aaddr,
                             pool,
                             datapath: adp,
+                            max_mappings_per_b4,
                             at: aat,
                         },
                         b4s,

@@ -29,6 +29,8 @@ pub enum DropReason {
     Lost,
     /// No free external address/port left for a new NAT mapping.
     NatExhausted,
+    /// A new NAT mapping over its subscriber's (B4's) limit (RFC 6888 REQ-4).
+    MappingLimit,
     /// Well formed but not handled (IPv4 fragments after the first at a NAT, an
     /// ICMP type the NAT cannot translate).
     Unsupported,
@@ -41,10 +43,13 @@ pub enum DropReason {
     NoSession,
     /// Turned away by a rate limiter (handshakes under load).
     RateLimited,
+    /// The codec panicked on it: a bug, not the sender's fault alone; the
+    /// driver dropped this packet and carried on with the rest.
+    Panicked,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 15] = [
+    pub const ALL: [DropReason; 17] = [
         DropReason::Truncated,
         DropReason::Malformed,
         DropReason::WrongProtocol,
@@ -55,11 +60,13 @@ impl DropReason {
         DropReason::QueueFull,
         DropReason::Lost,
         DropReason::NatExhausted,
+        DropReason::MappingLimit,
         DropReason::Unsupported,
         DropReason::Unauthentic,
         DropReason::Replayed,
         DropReason::NoSession,
         DropReason::RateLimited,
+        DropReason::Panicked,
     ];
 
     /// A short snake_case name for stats files and reports.
@@ -75,11 +82,13 @@ impl DropReason {
             DropReason::QueueFull => "queue_full",
             DropReason::Lost => "lost",
             DropReason::NatExhausted => "nat_exhausted",
+            DropReason::MappingLimit => "mapping_limit",
             DropReason::Unsupported => "unsupported",
             DropReason::Unauthentic => "unauthentic",
             DropReason::Replayed => "replayed",
             DropReason::NoSession => "no_session",
             DropReason::RateLimited => "rate_limited",
+            DropReason::Panicked => "panicked",
         }
     }
 }

@@ -142,6 +142,53 @@ pub struct DriverConfig {
     /// The device is a TAP: the codec sees Ethernet frames (a link's relay).
     #[serde(default)]
     pub tap: bool,
+    /// Test-only: a fault to inject into one thread (see [`Fault`]).
+    #[doc(hidden)]
+    #[serde(skip)]
+    pub fault: Option<Fault>,
+}
+
+/// A fault the tests inject into a driver thread, so they can check that a
+/// dead thread takes the datapath down loudly: no input can kill a thread
+/// (the codec's panics are caught), so nothing else would reach that path.
+/// tunbench never sets one itself.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// The thread of this name panics on its first wait for work once the
+    /// driver has run for [`Fault::AFTER`].
+    Panic(String),
+    /// The thread of this name returns then instead.
+    Exit(String),
+}
+
+impl Fault {
+    /// `panic:THREAD` or `exit:THREAD`.
+    pub fn parse(s: &str) -> Option<Fault> {
+        match s.split_once(':')? {
+            ("panic", t) => Some(Fault::Panic(t.to_string())),
+            ("exit", t) => Some(Fault::Exit(t.to_string())),
+            _ => None,
+        }
+    }
+
+    /// Long enough for `up` to have seen the datapath start.
+    pub const AFTER: Duration = Duration::from_secs(2);
+
+    /// Whether the calling thread is to stop now (on `Exit`); panics on
+    /// `Panic`. Called once per wait, off the per-packet path.
+    fn strike(fault: &Option<Fault>, started: Instant) -> bool {
+        if started.elapsed() < Fault::AFTER {
+            return false;
+        }
+        let me = std::thread::current();
+        let me = me.name().unwrap_or("");
+        match fault {
+            Some(Fault::Panic(t)) if t == me => panic!("injected fault"),
+            Some(Fault::Exit(t)) if t == me => true,
+            _ => false,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -162,6 +209,7 @@ impl DriverConfig {
             namespace: None,
             frames: true,
             tap: false,
+            fault: None,
         }
     }
 
@@ -201,6 +249,9 @@ pub enum DriverError {
     Namespace { ns: String, source: io::Error },
     #[error("starting a driver thread: {0}")]
     Thread(io::Error),
+    /// A thread ended while the driver ran: the datapath is half dead.
+    #[error("datapath thread {thread} {how}; stopping the datapath")]
+    ThreadDied { thread: String, how: String },
 }
 
 // ----------------------------------------------------------------- statistics
@@ -225,7 +276,8 @@ pub struct Errors {
     pub net_recv: u64,
     /// TUN reads whose virtio header or super-packet made no sense.
     pub offload: u64,
-    /// Batches lost to a panic in the codec.
+    /// Panics caught in the codec: each dropped its one packet (counted as
+    /// the `panicked` drop too), or cut a tick or `poll` short.
     pub codec_panic: u64,
     /// UDP GSO sends the kernel refused (after which GSO is off).
     pub gso_refused: u64,
@@ -444,6 +496,7 @@ struct Shared<C> {
     next_tick_ns: AtomicU64,
     /// The codec's deadline, in ns since `started`; u64::MAX for none.
     next_due_ns: AtomicU64,
+    fault: Option<Fault>,
 }
 
 impl<C: Codec> Shared<C> {
@@ -738,6 +791,7 @@ impl<C: Codec + 'static> Driver<C> {
             started: now,
             next_tick_ns: AtomicU64::new(TICK.as_nanos() as u64),
             next_due_ns: AtomicU64::new(u64::MAX),
+            fault: config.fault.clone(),
         });
         let mut d = Driver {
             shared,
@@ -797,6 +851,23 @@ impl<C: Codec + 'static> Driver<C> {
         !self.threads.is_empty() && self.threads.iter().all(|t| !t.is_finished())
     }
 
+    /// When a thread has ended though the driver was not stopped: stops the
+    /// others and says which one ended and how (its panic's message). A
+    /// datapath with a dead thread is half a datapath: better none, loudly.
+    pub fn check_threads(&mut self) -> Result<(), DriverError> {
+        let Some(i) = self.threads.iter().position(|t| t.is_finished()) else {
+            return Ok(());
+        };
+        let t = self.threads.remove(i);
+        let thread = t.thread().name().unwrap_or("(unnamed)").to_string();
+        let how = match t.join() {
+            Ok(()) => "exited".to_string(),
+            Err(payload) => format!("panicked: {}", panic_message(payload.as_ref())),
+        };
+        self.halt();
+        Err(DriverError::ThreadDied { thread, how })
+    }
+
     /// Stops the threads, waits for them, and returns the final counters.
     pub fn stop(mut self) -> StatsSnapshot {
         self.halt();
@@ -817,6 +888,17 @@ impl<C: Codec + 'static> Driver<C> {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+/// What a panic said, when it said it with a string.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "(no message)"
     }
 }
 
@@ -849,9 +931,14 @@ pub fn run_until_with<C: Codec + 'static>(
     mut on_stats: impl FnMut(&StatsSnapshot),
     mut each: impl FnMut(&Driver<C>),
 ) -> Result<StatsSnapshot, DriverError> {
-    let d = Driver::start(config, codec)?;
+    let mut d = Driver::start(config, codec)?;
     let mut next = Instant::now() + interval;
     while !stop.load(Ordering::Relaxed) {
+        if let Err(e) = d.check_threads() {
+            // The last counters first: they show what the datapath had done.
+            on_stats(&d.stats());
+            return Err(e);
+        }
         let now = Instant::now();
         if now >= next {
             each(&d);
@@ -1454,6 +1541,9 @@ impl TunToNet {
                 self.local.add(Ctr::Waits, 1);
                 self.local.flush(&sh.stats);
                 sh.wait(tun);
+                if sh.fault.is_some() && Fault::strike(&sh.fault, sh.started) {
+                    return;
+                }
             }
         }
         self.local.flush(&sh.stats);
@@ -1486,17 +1576,31 @@ impl TunToNet {
         {
             let mut slot = sh.lock();
             let slot = &mut *slot;
-            let r = catch_unwind(AssertUnwindSafe(|| {
-                for p in pkts[..n].iter_mut() {
-                    verdicts.push(slot.codec.handle_tun(p, now));
+            // One catch_unwind per batch; a verdict is pushed as each packet
+            // is decided, so after a panic the packet at `verdicts.len()` is
+            // the one that panicked: it alone is dropped, and the batch goes
+            // on after it (never again over the packets already handled, which
+            // the codec may have rewritten or counted).
+            loop {
+                let from = verdicts.len();
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    for p in pkts[from..n].iter_mut() {
+                        verdicts.push(slot.codec.handle_tun(p, now));
+                    }
+                }));
+                if r.is_ok() {
+                    break;
                 }
+                local.add(Ctr::CodecPanic, 1);
+                verdicts.push(Verdict::Drop(DropReason::Panicked));
+            }
+            let r = catch_unwind(AssertUnwindSafe(|| {
                 sh.tick_if_due(slot, now);
                 extras.collect(&mut slot.codec, now, local);
                 sh.note_deadline(&slot.codec);
             }));
             if r.is_err() {
                 local.add(Ctr::CodecPanic, 1);
-                verdicts.clear();
             }
         }
         to_net.clear();
@@ -1806,6 +1910,9 @@ impl NetToTun {
                 self.local.add(Ctr::Waits, 1);
                 self.local.flush(&sh.stats);
                 sh.wait(sock);
+                if sh.fault.is_some() && Fault::strike(&sh.fault, sh.started) {
+                    return;
+                }
             }
         }
         self.local.flush(&sh.stats);
@@ -1828,18 +1935,28 @@ impl NetToTun {
                 &mut self.extras,
                 &mut self.local,
             );
-            let r = catch_unwind(AssertUnwindSafe(|| {
-                for (p, &peer) in pkts[..n].iter_mut().zip(peers.iter()) {
-                    // No peer: a receive error, counted already.
-                    verdicts.push(peer.map(|peer| slot.codec.handle_network(peer, p, now)));
+            // As in TunToNet::flush: a panic drops its own packet only.
+            loop {
+                let from = verdicts.len();
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    for (p, &peer) in pkts[from..n].iter_mut().zip(peers[from..].iter()) {
+                        // No peer: a receive error, counted already.
+                        verdicts.push(peer.map(|peer| slot.codec.handle_network(peer, p, now)));
+                    }
+                }));
+                if r.is_ok() {
+                    break;
                 }
+                local.add(Ctr::CodecPanic, 1);
+                verdicts.push(Some(Verdict::Drop(DropReason::Panicked)));
+            }
+            let r = catch_unwind(AssertUnwindSafe(|| {
                 sh.tick_if_due(slot, now);
                 extras.collect(&mut slot.codec, now, local);
                 sh.note_deadline(&slot.codec);
             }));
             if r.is_err() {
-                self.local.add(Ctr::CodecPanic, 1);
-                self.verdicts.clear();
+                local.add(Ctr::CodecPanic, 1);
             }
         }
         self.to_tun.clear();

@@ -412,11 +412,22 @@ pub struct AftrConfig {
     pub inner_mtu: u16,
     pub timeouts: NatTimeouts,
     pub max_mappings: usize,
+    /// Mappings one B4 may hold at once (RFC 6888 REQ-4: a limit per
+    /// subscriber), so one B4 cannot take the whole table; beyond it a new
+    /// flow from that B4 is dropped as `MappingLimit`.
+    pub max_mappings_per_b4: usize,
 }
+
+/// The whole NAT table by default.
+pub const DEFAULT_MAX_MAPPINGS: usize = 1 << 18;
+
+/// A B4's share of the NAT table by default: ports enough for a busy home
+/// (RFC 6888 leaves the number to the operator), 1/64 of the whole table.
+pub const DEFAULT_MAX_MAPPINGS_PER_B4: usize = 4096;
 
 impl AftrConfig {
     /// No softwires yet, ports 1024-65535, inner MTU 1460, timeouts TCP 300 s,
-    /// UDP 60 s, ICMP 30 s, at most 262 144 mappings.
+    /// UDP 60 s, ICMP 30 s, at most 262 144 mappings, 4096 of them per B4.
     pub fn new(addr: Ipv6Addr, pool: Vec<Ipv4Addr>) -> Self {
         AftrConfig {
             addr,
@@ -425,7 +436,8 @@ impl AftrConfig {
             ports: 1024..=65535,
             inner_mtu: DEFAULT_INNER_MTU,
             timeouts: NatTimeouts::default(),
-            max_mappings: 1 << 18,
+            max_mappings: DEFAULT_MAX_MAPPINGS,
+            max_mappings_per_b4: DEFAULT_MAX_MAPPINGS_PER_B4,
         }
     }
 }
@@ -442,6 +454,8 @@ pub enum AftrConfigError {
     DuplicateSoftwire(Ipv6Addr),
     #[error("max_mappings is 0: no flow could pass")]
     NoMappings,
+    #[error("max_mappings_per_b4 is 0: no flow could pass")]
+    NoMappingsPerB4,
     #[error("inner MTU {0} is below IPv4's minimum of 68 bytes")]
     MtuTooSmall(u16),
 }
@@ -452,6 +466,8 @@ pub struct AftrStats {
     pub mappings: usize,
     pub mappings_created: u64,
     pub mappings_expired: u64,
+    /// New flows refused because their B4 held `max_mappings_per_b4`.
+    pub mappings_over_b4_limit: u64,
     /// Echo requests to 192.0.0.1 answered.
     pub echo_replies: u64,
     /// ICMP errors from the internet translated and sent to a B4.
@@ -500,6 +516,8 @@ struct PortUse {
 struct SoftwireState {
     b4: SocketAddr,
     prefixes: Vec<Ipv4Network>,
+    /// Live mappings of this B4, against `max_mappings_per_b4`.
+    mappings: usize,
 }
 
 impl SoftwireState {
@@ -542,6 +560,7 @@ pub struct Aftr {
     icmp: IcmpErrors,
     created: u64,
     expired: u64,
+    over_b4_limit: u64,
     echo_replies: u64,
     translated: u64,
 }
@@ -563,6 +582,9 @@ impl Aftr {
         if config.max_mappings == 0 {
             return Err(AftrConfigError::NoMappings);
         }
+        if config.max_mappings_per_b4 == 0 {
+            return Err(AftrConfigError::NoMappingsPerB4);
+        }
         if config.inner_mtu < MIN_MTU {
             return Err(AftrConfigError::MtuTooSmall(config.inner_mtu));
         }
@@ -575,6 +597,7 @@ impl Aftr {
             softwires.push(SoftwireState {
                 b4: SocketAddr::new(IpAddr::V6(sw.b4), 0),
                 prefixes: sw.prefixes.clone(),
+                mappings: 0,
             });
         }
         let capacity = config.max_mappings.min(4096);
@@ -593,6 +616,7 @@ impl Aftr {
             icmp: IcmpErrors::new(),
             created: 0,
             expired: 0,
+            over_b4_limit: 0,
             echo_replies: 0,
             translated: 0,
             config,
@@ -613,6 +637,7 @@ impl Aftr {
             mappings: self.inside.len(),
             mappings_created: self.created,
             mappings_expired: self.expired,
+            mappings_over_b4_limit: self.over_b4_limit,
             echo_replies: self.echo_replies,
             icmp_errors_translated: self.translated,
             icmp_errors_sent: self.icmp.sent,
@@ -667,6 +692,10 @@ impl Aftr {
     fn create(&mut self, inside: InsideKey, now: Instant) -> Result<u32, DropReason> {
         if self.inside.len() >= self.config.max_mappings {
             return Err(DropReason::NatExhausted);
+        }
+        if self.softwires[inside.softwire as usize].mappings >= self.config.max_mappings_per_b4 {
+            self.over_b4_limit += 1;
+            return Err(DropReason::MappingLimit);
         }
         let pool_index = self.paired_address(inside.softwire, inside.addr);
         let addr = self.config.pool[pool_index];
@@ -729,6 +758,7 @@ impl Aftr {
         self.inside.insert(inside, slot);
         self.outside.insert(outside, slot);
         self.ports[pool_index][pi].used += 1;
+        self.softwires[inside.softwire as usize].mappings += 1;
         self.created += 1;
         Ok(slot)
     }
@@ -739,6 +769,8 @@ impl Aftr {
             self.outside.remove(&m.outside);
             let usage = &mut self.ports[m.pool_index as usize][proto_index(m.inside.proto)];
             usage.used = usage.used.saturating_sub(1);
+            let sw = &mut self.softwires[m.inside.softwire as usize];
+            sw.mappings = sw.mappings.saturating_sub(1);
             self.free.push(slot);
             self.expired += 1;
         }
@@ -2136,6 +2168,52 @@ mod tests {
             }
         }
         assert_eq!(got, [2000, 2001]);
+    }
+
+    #[test]
+    fn one_b4_cannot_take_the_whole_nat_table() {
+        let now = Instant::now();
+        let mut c = aftr_config();
+        c.max_mappings = 100;
+        c.max_mappings_per_b4 = 3;
+        c.timeouts.udp = Duration::from_secs(60);
+        let mut aftr = Aftr::new(c).unwrap();
+        // B4 A floods new flows: three mappings, the rest refused and counted.
+        let mut passed = 0;
+        for port in 1000..1050 {
+            let mut p = udp(LAN_HOST, port, SERVER, 53, 0);
+            match aftr.handle_network(peer(B4_A), &mut p, now) {
+                Verdict::ToTun => passed += 1,
+                v => assert_eq!(v, Verdict::Drop(DropReason::MappingLimit)),
+            }
+        }
+        assert_eq!(passed, 3);
+        assert_eq!(aftr.stats().mappings_over_b4_limit, 47);
+        // Its existing flows still pass, and so do B4 B's new ones.
+        let mut p = udp(LAN_HOST, 1000, SERVER, 53, 0);
+        assert_eq!(aftr.handle_network(peer(B4_A), &mut p, now), Verdict::ToTun);
+        for port in [1, 2, 3] {
+            let mut p = udp(Ipv4Addr::new(10, 0, 0, 9), port, SERVER, 53, 0);
+            assert_eq!(aftr.handle_network(peer(B4_B), &mut p, now), Verdict::ToTun);
+        }
+        assert_eq!(aftr.mappings(), 6);
+        // Once A's mappings expire it may open new flows again.
+        let later = now + Duration::from_secs(61);
+        for _ in 0..10 {
+            aftr.tick(later);
+        }
+        let mut p = udp(LAN_HOST, 2000, SERVER, 53, 0);
+        assert_eq!(
+            aftr.handle_network(peer(B4_A), &mut p, later),
+            Verdict::ToTun
+        );
+        let mut c = aftr_config();
+        c.max_mappings_per_b4 = 0;
+        assert_eq!(Aftr::new(c).unwrap_err(), AftrConfigError::NoMappingsPerB4);
+        assert_eq!(
+            AftrConfig::new(AFTR6, vec![POOL]).max_mappings_per_b4,
+            DEFAULT_MAX_MAPPINGS_PER_B4
+        );
     }
 
     #[test]

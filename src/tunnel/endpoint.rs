@@ -6,6 +6,7 @@
 use super::Codec;
 use super::driver::{self, DriverConfig, StatsSnapshot, Transport};
 use super::dslite::{Aftr, AftrConfig, B4, B4Config, MssClamp, Softwire};
+use super::process_log;
 use crate::datapath::Job;
 use crate::topology::tunnel::{Dslite, Role, Tunnel, TunnelKind};
 use anyhow::{Context, Result};
@@ -13,6 +14,10 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// The test-only fault injection's variable: `panic:THREAD` or `exit:THREAD`.
+#[doc(hidden)]
+pub const FAULT_ENV: &str = "TUNBENCH_TEST_FAULT";
 
 /// Set by SIGTERM / SIGINT / SIGHUP.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -65,14 +70,24 @@ pub fn serve<C: Codec + 'static>(
 
 /// `serve`, also handing the running driver to `each` every second.
 pub fn serve_with<C: Codec + 'static>(
-    config: DriverConfig,
+    mut config: DriverConfig,
     codec: C,
     stats_path: &Path,
     who: Who,
     each: impl FnMut(&driver::Driver<C>),
 ) -> Result<StatsSnapshot> {
     on_stop_signals();
+    process_log::install();
+    // Only the tests set this (a thread to kill, `driver::Fault`): no input
+    // can kill a driver thread, and they check that a dead one is loud.
+    if let Some(f) = std::env::var(FAULT_ENV)
+        .ok()
+        .and_then(|v| driver::Fault::parse(&v))
+    {
+        config.fault = Some(f);
+    }
     let write = |s: &StatsSnapshot| {
+        process_log::enforce();
         let f = StatsFile {
             tunnel: who.tunnel,
             node: who.node,
@@ -82,10 +97,10 @@ pub fn serve_with<C: Codec + 'static>(
         };
         write_json(stats_path, &f);
     };
-    eprintln!(
+    process_log::line(&format!(
         "tunbench datapath: {} {} on {}: TUN {} <-> {}",
         who.tunnel, who.role, who.node, config.tun, config.transport
-    );
+    ));
     // The stats file appears once the driver runs: `up` waits for it.
     let last = driver::run_until_with(config, codec, &STOP, Duration::from_secs(1), write, each)
         .with_context(|| {
@@ -94,12 +109,12 @@ pub fn serve_with<C: Codec + 'static>(
                 who.tunnel, who.role, who.node
             )
         })?;
-    eprintln!(
+    process_log::line(&format!(
         "tunbench datapath: stopped; {} packets in from the TUN, {} from the network, {} dropped",
         last.tun_rx.packets,
         last.net_rx.packets,
         last.dropped()
-    );
+    ));
     Ok(last)
 }
 
@@ -211,6 +226,7 @@ fn aftr_config(d: &Dslite) -> AftrConfig {
     }
     let mut c = AftrConfig::new(d.aftr.address, pool);
     c.inner_mtu = d.mtu.min(u16::MAX as u32) as u16;
+    c.max_mappings_per_b4 = d.aftr.max_mappings_per_b4 as usize;
     c.softwires = d
         .b4s
         .iter()

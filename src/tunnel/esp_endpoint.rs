@@ -86,7 +86,7 @@ fn serve<C: super::Codec + 'static>(
     };
     serve_with(config, codec, &stats_path, who, |d| {
         for n in d.with_codec(&mut notes) {
-            eprintln!("tunbench datapath: {n}");
+            crate::tunnel::process_log::line(&format!("tunbench datapath: {n}"));
         }
     })
     .with_context(|| format!("{role} end {node} of tunnel {}", tun.name))?;

@@ -292,12 +292,12 @@ impl End<'_> {
         );
         let sa_path = sa_path(self.lab, self.tunnel, &self.node);
         let started = Instant::now();
-        eprintln!(
+        super::process_log::line(&format!(
             "tunbench datapath: ikev2 {} on {}: child SA INSTALLED (charon pid {})",
             self.tunnel,
             self.node,
             charon.id()
-        );
+        ));
         loop {
             let ike = self.swanctl.list_sas();
             let child = ike
@@ -331,6 +331,9 @@ impl End<'_> {
                     "drops": {},
                 }),
             );
+            // charon appends to its log for as long as the lab runs.
+            super::process_log::cap_file(&self.log(), super::process_log::LOG_CAP);
+            super::process_log::enforce();
             for _ in 0..50 {
                 if stopping() {
                     return Ok(());
@@ -346,6 +349,7 @@ impl End<'_> {
 
 pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &Ikev2Tunnel, i: usize) -> Result<()> {
     super::endpoint::on_stop_signals();
+    super::process_log::install();
     let install = Install::find(false).map_err(anyhow::Error::msg)?;
     let w = &e.overlay;
     let j = 1 - i;

@@ -17,6 +17,7 @@ pub mod l2tp;
 pub mod offload;
 pub mod overhead;
 pub mod packet_tx;
+pub mod process_log;
 pub mod strongswan;
 pub mod tun;
 pub mod wg_endpoint;

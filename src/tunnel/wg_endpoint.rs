@@ -141,7 +141,7 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, w: &Wireguard, i: usize) -> Re
     serve_with(config, codec, &stats_path, who, |d| {
         let (notes, status) = d.with_codec(|c| (c.take_notes(), c.status()));
         for n in notes {
-            eprintln!("tunbench datapath: {n}");
+            crate::tunnel::process_log::line(&format!("tunbench datapath: {n}"));
         }
         file.peers = status;
         write_json(&peers_path, &file);
