@@ -80,8 +80,8 @@ pub fn serve_with<C: Codec + 'static>(
     process_log::install();
     // Only the tests set this (a thread to kill, `driver::Fault`): no input
     // can kill a driver thread, and they check that a dead one is loud.
-    if let Some(f) = std::env::var(FAULT_ENV)
-        .ok()
+    if let Some(f) = netns::test_env::var_os(FAULT_ENV)
+        .and_then(|v| v.into_string().ok())
         .and_then(|v| driver::Fault::parse(&v))
     {
         config.fault = Some(f);
