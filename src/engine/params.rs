@@ -423,6 +423,37 @@ mod tests {
     }
 
     #[test]
+    fn limits_refuse_with_iperf3_codes_and_bound_byte_tests() {
+        let l = ServerLimits {
+            max_streams: 4,
+            max_duration: 100,
+            max_interval_records: 50,
+            max_window: 1 << 20,
+        };
+        let p = |s: &str| TestParams::from_json(&serde_json::from_str(s).unwrap()).unwrap();
+        let code = |s: &str| p(s).check_limits(&l).unwrap_err().ierr;
+        assert_eq!(code(r#"{"tcp":true,"parallel":5}"#), ierr::NUM_STREAMS);
+        assert_eq!(code(r#"{"tcp":true,"time":90,"omit":11}"#), ierr::DURATION);
+        assert_eq!(
+            code(r#"{"tcp":true,"time":6,"parallel":4,"bidirectional":true}"#),
+            ierr::DURATION
+        );
+        assert_eq!(code(r#"{"tcp":true,"window":2000000}"#), ierr::BUF_SIZE);
+        let ok = p(r#"{"tcp":true,"time":5,"parallel":4,"bidirectional":true}"#);
+        assert_eq!(ok.check_limits(&l), Ok(()));
+        assert_eq!(ok.seconds_allowed(&l), 5);
+        // -n with 4 streams: 50 records last 12 s, less the partial last one.
+        let bytes = p(r#"{"tcp":true,"time":0,"num":1000,"parallel":4}"#);
+        assert_eq!(bytes.check_limits(&l), Ok(()));
+        assert_eq!(bytes.seconds_allowed(&l), 11);
+        let msg = p(r#"{"tcp":true,"parallel":5}"#)
+            .check_limits(&l)
+            .unwrap_err()
+            .message;
+        assert!(msg.contains("--max-streams"), "{msg}");
+    }
+
+    #[test]
     fn bidir_stream_roles() {
         let p = TestParams {
             parallel: 2,

@@ -649,6 +649,57 @@ mod tests {
     }
 
     #[test]
+    fn the_slot_is_freed_when_a_test_panics() {
+        let slot: Arc<Mutex<Option<Busy>>> = Arc::new(Mutex::new(None));
+        let (done_tx, done_rx) = mpsc::channel();
+        let (data, _) = mpsc::channel();
+        *slot.lock().unwrap() = Some(Busy {
+            cookie: [1; COOKIE_LEN],
+            data,
+        });
+        let s = slot.clone();
+        let r = std::thread::spawn(move || {
+            let _done = DoneGuard(done_tx);
+            let _taken = SlotGuard(s);
+            panic!("a bug in a test");
+        })
+        .join();
+        assert!(r.is_err());
+        assert!(slot.lock().unwrap_or_else(|e| e.into_inner()).is_none());
+        assert!(done_rx.try_recv().is_ok(), "a one-off server hears of it");
+    }
+
+    #[test]
+    fn a_new_connection_beyond_the_cap_shuts_the_oldest_pending_one_down() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let mut clients = Vec::new();
+        let mut waiting = Vec::new();
+        for seq in 0..=MAX_PENDING as u64 {
+            let (s, c) = pair(&l);
+            clients.push(c);
+            waiting.push(Pending::admit(&pending, seq, s));
+        }
+        assert_eq!(pending.lock().unwrap().conns.len(), MAX_PENDING);
+        // The oldest reads the end at once, not its cookie after 5 s.
+        let t0 = Instant::now();
+        assert!(read_cookie(waiting.remove(0)).is_none());
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        // One whose cookie has come is taken, and leaves the list.
+        let last = waiting.pop().unwrap();
+        clients
+            .last_mut()
+            .unwrap()
+            .write_all(&[7; COOKIE_LEN])
+            .unwrap();
+        let (_, cookie) = read_cookie(last).unwrap();
+        assert_eq!(cookie, [7; COOKIE_LEN]);
+        assert_eq!(pending.lock().unwrap().conns.len(), MAX_PENDING - 1);
+        drop(waiting);
+        assert!(pending.lock().unwrap().conns.is_empty());
+    }
+
+    #[test]
     fn tcp_streams_are_taken_in_accept_order_whatever_order_their_cookies_came_in() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let (ctl, _ctl_client) = pair(&l);
