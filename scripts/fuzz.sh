@@ -21,7 +21,7 @@ export RUSTC_BOOTSTRAP=1
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(wire_ipv4 wire_ipv6 dslite_b4 dslite_aftr wire_esp wire_l2tp esp_codec l2tp_codec l2tp_ipsec_codec)
+    targets=(wire_ipv4 wire_ipv6 dslite_b4 dslite_aftr wire_esp wire_l2tp esp_codec l2tp_codec l2tp_ipsec_codec control_server)
 fi
 
 status=0

@@ -266,6 +266,22 @@ pub struct ServerArgs {
     /// Seconds to wait for each client message outside the test proper.
     #[arg(long, default_value_t = 30)]
     pub idle_timeout: u64,
+    /// The most parallel streams (-P) a test may ask for; --bidir opens twice as
+    /// many. Each stream holds a thread and a socket with its buffers.
+    #[arg(long, default_value_t = crate::engine::protocol::MAX_STREAMS, value_parser = clap::value_parser!(u32).range(1..=crate::engine::protocol::MAX_STREAMS as i64))]
+    pub max_streams: u32,
+    /// The longest test (-t plus -O) in seconds; also how long a test that ends by
+    /// bytes (-n) may run.
+    #[arg(long, default_value_t = crate::engine::protocol::MAX_TIME as u32, value_parser = clap::value_parser!(u32).range(1..=crate::engine::protocol::MAX_TIME))]
+    pub max_duration: u32,
+    /// The most interval records (streams times seconds) a test may make, about 24
+    /// bytes each: the default bounds them to 6 MB (e.g. -P 128 -t 1900).
+    #[arg(long, default_value_t = 250_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_interval_records: u64,
+    /// The largest socket buffer (-w) a test may ask for, in bytes; the kernel grants
+    /// at most the namespace's net.core.rmem_max / wmem_max below it.
+    #[arg(long, default_value_t = crate::engine::protocol::MAX_WINDOW, value_parser = parse_window)]
+    pub max_window: u32,
 }
 
 #[derive(clap::Args, Debug)]
@@ -316,6 +332,16 @@ pub struct ClientArgs {
 /// "128K", "1M", "2G": 1024-based, as iperf3 reads sizes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     parse_scaled(s, 1024)
+}
+
+/// A socket buffer size (K/M suffixes, 1024-based), 1 up to iperf3's largest.
+fn parse_window(s: &str) -> Result<u32, String> {
+    let max = crate::engine::protocol::MAX_WINDOW;
+    match parse_size(s)? {
+        0 => Err("a window of 0 bytes".into()),
+        w if w > max as u64 => Err(format!("{w} bytes is more than {max} (iperf3's largest)")),
+        w => Ok(w as u32),
+    }
 }
 
 /// "100M", "1G": 1000-based, as iperf3 reads rates.
@@ -673,6 +699,12 @@ pub fn run(cli: Cli) -> Result<i32> {
                 port: a.port,
                 one_off: a.one_off,
                 idle_timeout: std::time::Duration::from_secs(a.idle_timeout),
+                limits: crate::engine::params::ServerLimits {
+                    max_streams: a.max_streams,
+                    max_duration: a.max_duration,
+                    max_interval_records: a.max_interval_records,
+                    max_window: a.max_window,
+                },
             };
             let server = crate::engine::server::Server::bind(opts)
                 .with_context(|| format!("listening on port {}", a.port))?;

@@ -5,6 +5,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use tunbench::engine::control;
 use tunbench::tunnel::{dslite, esp as esp_codec, esp_transport, l2tp as l2tp_codec};
 use tunbench::wire::{esp, ipv4, ipv6, l2tp};
 
@@ -83,10 +84,15 @@ fn l2tp_ipsec_codec() {
     replay("l2tp_ipsec_codec", esp_transport::fuzz::codec);
 }
 
+#[test]
+fn control_server() {
+    replay("control_server", control::fuzz_server);
+}
+
 /// Every prefix of every input: truncation anywhere must not panic either.
 #[test]
 fn every_prefix_of_every_input() {
-    let targets: [(&str, Entry); 9] = [
+    let targets: [(&str, Entry); 10] = [
         ("wire_ipv4", ipv4::fuzz),
         ("wire_ipv6", ipv6::fuzz),
         ("dslite_b4", dslite::fuzz::b4),
@@ -96,6 +102,7 @@ fn every_prefix_of_every_input() {
         ("esp_codec", esp_codec::fuzz::codec),
         ("l2tp_codec", l2tp_codec::fuzz),
         ("l2tp_ipsec_codec", esp_transport::fuzz::codec),
+        ("control_server", control::fuzz_server),
     ];
     for (target, entry) in targets {
         for path in inputs(target) {

@@ -357,3 +357,414 @@ fn a_stray_datagram_before_the_udp_hello_does_not_open_the_stream() {
         "nothing goes to the stray's port"
     );
 }
+
+/// Control and data connections of a TCP test up to TEST_RUNNING; the data
+/// connections are returned open.
+fn running_tcp_test(port: u16, params: &str, streams: usize) -> (TcpStream, Vec<TcpStream>) {
+    let cookie = fresh_cookie();
+    let mut s = to_params_with(port, &cookie);
+    send_json(&mut s, params);
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10, "CREATE_STREAMS");
+    let data: Vec<TcpStream> = (0..streams)
+        .map(|_| {
+            let mut d = connect(port);
+            d.write_all(&cookie).unwrap();
+            d
+        })
+        .collect();
+    let mut st = [0u8; 2];
+    s.read_exact(&mut st).unwrap();
+    assert_eq!(st, [1, 2], "TEST_START, TEST_RUNNING");
+    (s, data)
+}
+
+/// A client that keeps a data socket busy after TEST_END (a byte every 20 ms, so
+/// the server's read never times out empty) still gets EXCHANGE_RESULTS at once:
+/// stopping a stream waits a bounded time, whatever its socket does.
+#[test]
+fn a_data_socket_trickling_after_test_end_does_not_hold_the_results() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let srv = server();
+    let (mut s, mut data) = running_tcp_test(
+        srv.port,
+        r#"{"tcp":true,"time":1,"parallel":1,"len":1024}"#,
+        1,
+    );
+    let mut d = data.pop().unwrap();
+    d.write_all(&[0u8; 4096]).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) && d.write_all(&[0]).is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    s.write_all(&[4]).unwrap(); // TEST_END
+    let t0 = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut b = [0u8; 1];
+    let got = s.read_exact(&mut b);
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().unwrap();
+    got.expect("EXCHANGE_RESULTS within 10 s");
+    assert_eq!(b[0], 13, "EXCHANGE_RESULTS");
+    assert!(
+        t0.elapsed() < Duration::from_secs(4),
+        "results after {:?}",
+        t0.elapsed()
+    );
+}
+
+/// A client trickling its parameters (a byte every 5 ms of a promised 8000)
+/// is cut off at the idle timeout (2 s): a steady trickle must not stop the
+/// server from looking at the clock.
+#[test]
+fn a_client_trickling_its_parameters_is_cut_off_at_the_idle_timeout() {
+    let srv = server();
+    let mut s = to_params(srv.port);
+    s.write_all(&8000u32.to_be_bytes()).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) && w.write_all(b" ").is_ok() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let t0 = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut b = [0u8; 16];
+    let r = s.read(&mut b);
+    let waited = t0.elapsed();
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    trickle.join().unwrap();
+    assert!(
+        matches!(r, Ok(0))
+            || r.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "the server closes the connection: {r:?}"
+    );
+    assert!(waited < Duration::from_secs(5), "closed after {waited:?}");
+    still_serves(srv.port);
+}
+
+/// Only the control connection's peer may open a UDP stream: a hello from
+/// another address (127.0.0.2 here, standing for a spoofed source) gets no
+/// reply, which with -R would have aimed the server's flood at it; the real
+/// client's hello still opens the stream.
+#[test]
+fn a_udp_hello_from_another_address_is_ignored() {
+    use std::net::UdpSocket;
+    let srv = server();
+    let mut s = to_params(srv.port);
+    send_json(
+        &mut s,
+        r#"{"udp":true,"reverse":true,"time":1,"parallel":1,"len":1400,"bandwidth":1000000}"#,
+    );
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(b[0], 10, "CREATE_STREAMS");
+    let spoofed = UdpSocket::bind("127.0.0.2:0").unwrap();
+    spoofed.connect(("127.0.0.1", srv.port)).unwrap();
+    spoofed.send(&[0x39, 0x38, 0x37, 0x36]).unwrap();
+    spoofed
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut r = [0u8; 2048];
+    assert!(
+        spoofed.recv(&mut r).is_err(),
+        "nothing goes to a hello from another address"
+    );
+    let hello = UdpSocket::bind("127.0.0.1:0").unwrap();
+    hello.connect(("127.0.0.1", srv.port)).unwrap();
+    hello.send(&[0x39, 0x38, 0x37, 0x36]).unwrap();
+    hello
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let n = hello
+        .recv(&mut r)
+        .expect("the client's hello gets the reply");
+    assert_eq!(&r[..n], &[0x36, 0x37, 0x38, 0x39]);
+    let mut st = [0u8; 2];
+    s.read_exact(&mut st).unwrap();
+    assert_eq!(st, [1, 2], "TEST_START, TEST_RUNNING");
+    assert!(
+        spoofed.recv(&mut r).is_err(),
+        "nor does the test's traffic go there"
+    );
+}
+
+/// Limits a server sets: each request over one is refused with iperf3's
+/// SERVER_ERROR code, the client says why in words, and the server goes on.
+#[test]
+fn requests_over_the_servers_limits_are_refused_clearly() {
+    let (child, port) = spawn_listening(|port| {
+        let mut c = Command::new(bin());
+        c.args(["server", "-p", &port.to_string(), "--idle-timeout", "2"])
+            .args(["--max-streams", "4", "--max-duration", "10"])
+            .args(["--max-interval-records", "30", "--max-window", "1M"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    });
+    let srv = Server { child, port };
+    for (params, ierr) in [
+        (r#"{"tcp":true,"parallel":5,"time":1}"#, 5),
+        (r#"{"tcp":true,"parallel":1,"time":8,"omit":3}"#, 4),
+        // 4 streams each way for 4 s: 40 records.
+        (
+            r#"{"tcp":true,"parallel":4,"bidirectional":true,"time":4}"#,
+            4,
+        ),
+        (r#"{"tcp":true,"parallel":1,"time":1,"window":2097152}"#, 7),
+    ] {
+        let mut s = to_params(srv.port);
+        send_json(&mut s, params);
+        assert_eq!(expect_server_error(&mut s), ierr, "{params}");
+    }
+    let port = srv.port.to_string();
+    let o = tunbench(&["client", "127.0.0.1", "-p", &port, "-t", "1", "-P", "5"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o).contains("the server refused the test: too many parallel streams"),
+        "{}",
+        text(&o)
+    );
+    // Within every limit: 4 streams each way for 2 s make 24 records.
+    let o = tunbench(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "2",
+        "-P",
+        "4",
+        "--bidir",
+        "-b",
+        "10M",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// The server's --help states its limits and their defaults.
+#[test]
+fn server_help_states_the_limits() {
+    let o = tunbench(&["server", "--help"]);
+    let t = text(&o);
+    for flag in [
+        "--max-streams <MAX_STREAMS>",
+        "--max-duration <MAX_DURATION>",
+        "--max-interval-records <MAX_INTERVAL_RECORDS>",
+        "--max-window <MAX_WINDOW>",
+        "[default: 128]",
+        "[default: 86400]",
+        "[default: 250000]",
+    ] {
+        assert!(t.contains(flag), "{flag} missing from:\n{t}");
+    }
+}
+
+/// A network namespace of the test's own, removed on drop.
+struct OwnNetns(String);
+
+impl OwnNetns {
+    fn new(tag: &str) -> OwnNetns {
+        let ns = OwnNetns(lab_name(tag));
+        let ip = |args: &[&str]| {
+            let o = Command::new("ip").args(args).output().unwrap();
+            assert!(o.status.success(), "ip {args:?}: {}", text(&o));
+        };
+        ip(&["netns", "add", &ns.0]);
+        ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    fn exec(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0]).args(args);
+        c
+    }
+}
+
+impl Drop for OwnNetns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// A client that stops reading while the server writes its results (-P 128
+/// --bidir, some 40 KB of JSON) holds the server no longer than the idle
+/// timeout: the test ends and the next client is served. Small TCP buffers in a
+/// namespace of the test's own make that JSON more than the path holds.
+#[test]
+fn a_client_that_stops_reading_the_results_does_not_hold_the_server() {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let ns = OwnNetns::new("svwr");
+    let o = ns
+        .exec(&["sysctl", "-w", "net.ipv4.tcp_wmem=4096 4096 4096"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let mut server = ns.exec(&[bin(), "server", "-p", "5201", "--idle-timeout", "2"]);
+    server.stdout(Stdio::null()).stderr(Stdio::null());
+    let srv = Server {
+        child: server.spawn().unwrap(),
+        port: 5201,
+    };
+    let port = srv.port;
+    let denied_for = in_ns(&ns.0, move || {
+        // The control connection, with a receive buffer too small for the results.
+        let ctl = || {
+            let t0 = Instant::now();
+            loop {
+                let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+                s.set_recv_buffer_size(2048).unwrap();
+                match s.connect(&SockAddr::from(std::net::SocketAddr::from((
+                    [127, 0, 0, 1],
+                    port,
+                )))) {
+                    Ok(()) => {
+                        let s: TcpStream = s.into();
+                        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                        return s;
+                    }
+                    Err(e) => assert!(t0.elapsed() < Duration::from_secs(10), "{e}"),
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let cookie = fresh_cookie();
+        let mut s = ctl();
+        s.write_all(&cookie).unwrap();
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(b[0], 9, "PARAM_EXCHANGE");
+        send_json(
+            &mut s,
+            r#"{"tcp":true,"time":1,"parallel":128,"bidirectional":true,"len":1024,"bandwidth":8000}"#,
+        );
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(b[0], 10, "CREATE_STREAMS");
+        let _data: Vec<TcpStream> = (0..256)
+            .map(|_| {
+                let mut d = connect(port);
+                d.write_all(&cookie).unwrap();
+                d
+            })
+            .collect();
+        let mut st = [0u8; 2];
+        s.read_exact(&mut st).unwrap();
+        assert_eq!(st, [1, 2], "TEST_START, TEST_RUNNING");
+        s.write_all(&[4]).unwrap(); // TEST_END
+        s.read_exact(&mut b).unwrap();
+        assert_eq!(b[0], 13, "EXCHANGE_RESULTS");
+        send_json(&mut s, r#"{"cpu_util_total":1,"streams":[]}"#);
+        // ...and reads no more. The next client is turned away until the server
+        // gives up on this one.
+        let t0 = Instant::now();
+        loop {
+            let mut n = ctl();
+            n.write_all(&fresh_cookie()).unwrap();
+            n.read_exact(&mut b).unwrap();
+            if b[0] == 9 {
+                return t0.elapsed();
+            }
+            assert_eq!(b[0], 0xff, "ACCESS_DENIED while busy");
+            if t0.elapsed() > Duration::from_secs(10) {
+                return t0.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    assert!(
+        denied_for < Duration::from_secs(5),
+        "the server was busy for {denied_for:?} with a client that reads nothing"
+    );
+    drop(srv);
+}
+
+/// Thousands of idle connections (5000, to a server with 1024 descriptors)
+/// neither crash the server nor keep a real client out: pending connections
+/// are capped, the oldest closed for newer ones.
+#[test]
+fn thousands_of_idle_connections_do_not_lock_out_a_client() {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    use std::os::unix::process::CommandExt;
+    const IDLE: usize = 5000;
+    // Room for this process's own end of every connection.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a valid rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    if lim.rlim_cur < IDLE as u64 + 1000 {
+        lim.rlim_cur = lim.rlim_max.min(IDLE as u64 + 1000);
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+    }
+    assert!(
+        lim.rlim_cur >= IDLE as u64 + 1000,
+        "{} descriptors",
+        lim.rlim_cur
+    );
+    let (child, port) = spawn_listening(|port| {
+        let mut c = Command::new(bin());
+        c.args(["server", "-p", &port.to_string(), "--idle-timeout", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                let l = libc::rlimit {
+                    rlim_cur: 1024,
+                    rlim_max: 1024,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c
+    });
+    let mut srv = Server { child, port };
+    let to = SockAddr::from(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let mut idle = Vec::with_capacity(IDLE);
+    // In batches, so that the backlog takes them without dropping SYNs.
+    for _ in 0..IDLE / 250 {
+        for _ in 0..250 {
+            let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            s.set_nonblocking(true).unwrap();
+            match s.connect(&to) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                Err(e) => panic!("connection {}: {e}", idle.len()),
+            }
+            idle.push(s);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t0 = Instant::now();
+    let o = tunbench(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-t",
+        "1",
+        "-J",
+    ]);
+    let took = t0.elapsed();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(took < Duration::from_secs(5), "the client took {took:?}");
+    assert!(
+        srv.child.try_wait().unwrap().is_none(),
+        "the server is still running"
+    );
+    drop(idle);
+}

@@ -162,6 +162,9 @@ pub struct IntervalClock {
     next: Instant,
     last: Vec<u64>,
     omit: f64,
+    /// Stream records (one per stream per interval) kept at most; later intervals
+    /// are not recorded (the totals still count them).
+    max_records: u64,
     pub intervals: Vec<Interval>,
 }
 
@@ -172,8 +175,15 @@ impl IntervalClock {
             next: start + Duration::from_secs(1),
             last: vec![0; streams],
             omit: omit as f64,
+            max_records: u64::MAX,
             intervals: Vec::new(),
         }
+    }
+
+    /// Keeps at most `max_records` stream records.
+    pub fn limited(mut self, max_records: u64) -> Self {
+        self.max_records = max_records;
+        self
     }
 
     pub fn tick(&mut self, now: Instant, streams: &[(u32, bool, Arc<StreamShared>)], last: bool) {
@@ -183,6 +193,10 @@ impl IntervalClock {
         let end = now.duration_since(self.start).as_secs_f64();
         let begin = self.intervals.last().map(|i| i.end).unwrap_or(0.0);
         if end - begin < 0.05 {
+            return;
+        }
+        let records = (self.intervals.len() as u64 + 1).saturating_mul(streams.len() as u64);
+        if records > self.max_records {
             return;
         }
         let mut v = Vec::new();
@@ -274,7 +288,16 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
                             plan.byte_limit = limit.map(|l| (volume.clone(), l));
                         }
                         let sh = Arc::new(StreamShared::default());
-                        let h = stream::spawn(s, plan, sh.clone());
+                        let h = match stream::spawn(s, plan, sh.clone()) {
+                            Ok(h) => h,
+                            Err(e) => {
+                                stream::stop_all(
+                                    running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
+                                    &keep_open,
+                                );
+                                return Err(io_err("starting a stream thread")(e));
+                            }
+                        };
                         running.push((id, sending, sh, h));
                     }
                     clock = Some(IntervalClock::new(start, p.omit, running.len()));
@@ -304,8 +327,10 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
                             .collect();
                         c.tick(Instant::now(), &view, true);
                     }
-                    let outcomes =
-                        stream::stop_all(running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect());
+                    let outcomes = stream::stop_all(
+                        running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
+                        &keep_open,
+                    );
                     let cpu = cpu0
                         .as_ref()
                         .map(|c0| utilization(c0, &CpuSample::now()))
@@ -329,7 +354,10 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
                     );
                 }
                 ClientAction::Fail(e) => {
-                    stream::stop_all(running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect());
+                    stream::stop_all(
+                        running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
+                        &keep_open,
+                    );
                     return Err(e.into());
                 }
             }

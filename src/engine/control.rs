@@ -3,7 +3,7 @@
 //! accept, the test to start or stop. They open no socket and read no clock, so a
 //! client and a server can be run against each other in memory (see the tests).
 
-use super::params::{ParamError, TestParams};
+use super::params::{ParamError, ServerLimits, TestParams};
 use super::protocol::{self, COOKIE_LEN, ControlBuffer, State};
 use super::results::ExchangedResults;
 use std::collections::VecDeque;
@@ -53,6 +53,7 @@ pub struct ServerSession {
     local: Option<ExchangedResults>,
     deadline: Instant,
     idle: Duration,
+    limits: ServerLimits,
 }
 
 impl ServerSession {
@@ -62,7 +63,13 @@ impl ServerSession {
 
     /// `idle`: how long to wait for each message outside the test proper.
     pub fn with_idle_timeout(now: Instant, idle: Duration) -> Self {
+        Self::with_limits(now, idle, ServerLimits::default())
+    }
+
+    /// `limits`: the most a test may ask for; more is refused with SERVER_ERROR.
+    pub fn with_limits(now: Instant, idle: Duration, limits: ServerLimits) -> Self {
         ServerSession {
+            limits,
             state: ServerState::Cookie,
             rx: ControlBuffer::default(),
             actions: VecDeque::new(),
@@ -143,7 +150,9 @@ impl ServerSession {
                     ierr: protocol::ierr::RECV_PARAMS,
                     message: e.to_string(),
                 }),
-                Some(Ok(v)) => match TestParams::from_json(&v) {
+                Some(Ok(v)) => match TestParams::from_json(&v)
+                    .and_then(|p| p.check_limits(&self.limits).map(|()| p))
+                {
                     Err(e) => self.refuse(e),
                     Ok(p) => {
                         self.params = Some(p.clone());
@@ -222,11 +231,14 @@ impl ServerSession {
         if self.state != ServerState::Streams {
             return;
         }
-        let p = self.params.as_ref().expect("params before streams");
-        self.deadline = now + Duration::from_secs(p.time as u64 + p.omit as u64) + SERVER_GRACE;
-        if p.time == 0 {
-            // Tests that end by bytes or blocks: no duration to bound them by.
-            self.deadline = now + Duration::from_secs(protocol::MAX_TIME as u64);
+        let Some(p) = self.params.as_ref() else {
+            return;
+        };
+        // Tests that end by bytes or blocks have no duration of their own: the
+        // server's limits bound them.
+        self.deadline = now + Duration::from_secs(p.seconds_allowed(&self.limits));
+        if p.time > 0 {
+            self.deadline += SERVER_GRACE;
         }
         self.state = ServerState::Running;
         self.send_state(State::TestStart);
@@ -267,6 +279,7 @@ fn describe_ierr(ierr: i32) -> String {
         protocol::ierr::DURATION => "test duration out of range".into(),
         protocol::ierr::NUM_STREAMS => "too many parallel streams".into(),
         protocol::ierr::BLOCK_SIZE => "block size out of range".into(),
+        protocol::ierr::BUF_SIZE => "socket buffer (window) too large".into(),
         protocol::ierr::RECV_PARAMS => "it could not read the parameters".into(),
         n => format!("iperf3 error code {n}"),
     }
@@ -511,6 +524,45 @@ impl ClientSession {
         self.deadline = now + IDLE_TIMEOUT;
         self.handle_input(now, &[]);
     }
+}
+
+/// The fuzz target `control_server` (and tests/fuzz_regressions.rs): a server
+/// session fed arbitrary bytes as a client would send them, in pieces, with the
+/// clock moving and the driver doing what each action asks. The first byte picks
+/// the piece length and the clock step. No input may panic, and a session that
+/// has closed must stay quiet.
+#[doc(hidden)]
+pub fn fuzz_server(data: &[u8]) {
+    let Some((&knob, rest)) = data.split_first() else {
+        return;
+    };
+    let piece = (knob & 0x0f) as usize + 1;
+    let step = Duration::from_millis(((knob >> 4) as u64) * 700);
+    let t0 = Instant::now();
+    let mut now = t0;
+    let mut s = ServerSession::with_idle_timeout(t0, Duration::from_secs(2));
+    let mut closed = false;
+    for chunk in rest.chunks(piece) {
+        s.handle_input(now, chunk);
+        now += step;
+        s.handle_timeout(now);
+        while let Some(a) = s.poll_action() {
+            assert!(!closed, "an action after the session failed: {a:?}");
+            match a {
+                ServerAction::Send(b) => assert!(!b.is_empty()),
+                ServerAction::AcceptStreams(p) => {
+                    assert!(p.total_streams() <= 2 * protocol::MAX_STREAMS);
+                    s.listening();
+                    s.streams_ready(now);
+                }
+                ServerAction::StopTest => s.local_results(now, ExchangedResults::default()),
+                ServerAction::StartTest | ServerAction::Finished(_) => {}
+                ServerAction::Fail(_) => closed = true,
+            }
+        }
+    }
+    s.handle_eof();
+    let _ = s.poll_timeout();
 }
 
 #[cfg(test)]

@@ -68,6 +68,34 @@ impl Default for TestParams {
     }
 }
 
+/// The most a server grants one test, which bounds what a test holds in memory:
+/// a thread, two sockets and their buffers per stream, and an interval record
+/// (about 24 bytes) per stream per second.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Streams each way (-P); --bidir opens twice as many.
+    pub max_streams: u32,
+    /// Seconds of test time plus omitted time (-t, -O); also how long a test that
+    /// ends by bytes or blocks (-n, -k) may run.
+    pub max_duration: u32,
+    /// Streams times seconds (one interval record each): -P 8 -t 60 is 480.
+    pub max_interval_records: u64,
+    /// Socket buffer bytes (-w); the namespace's net.core.rmem_max and wmem_max
+    /// cap what the kernel grants below this.
+    pub max_window: u32,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_streams: protocol::MAX_STREAMS,
+            max_duration: protocol::MAX_TIME as u32,
+            max_interval_records: 250_000,
+            max_window: protocol::MAX_WINDOW,
+        }
+    }
+}
+
 /// Why a server refuses parameters: iperf3's i_errno and words for our own output.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
@@ -248,6 +276,67 @@ impl TestParams {
         })
     }
 
+    /// Parameters within what this server grants, or why not, in iperf3's terms
+    /// (the client hears the i_errno; the server's log has the words).
+    pub fn check_limits(&self, l: &ServerLimits) -> Result<(), ParamError> {
+        if self.parallel > l.max_streams {
+            return Err(perr(
+                ierr::NUM_STREAMS,
+                format!(
+                    "{} parallel streams; this server takes at most {} (--max-streams)",
+                    self.parallel, l.max_streams
+                ),
+            ));
+        }
+        let seconds = self.time as u64 + self.omit as u64;
+        if seconds > l.max_duration as u64 {
+            return Err(perr(
+                ierr::DURATION,
+                format!(
+                    "a test of {seconds} s (time plus omit); this server takes at most {} s (--max-duration)",
+                    l.max_duration
+                ),
+            ));
+        }
+        // A test that ends by bytes or blocks is not refused: it is ended when its
+        // records reach the limit (`seconds_allowed`).
+        let records = self.total_streams() as u64 * (seconds + 1);
+        if self.time > 0 && records > l.max_interval_records {
+            return Err(perr(
+                ierr::DURATION,
+                format!(
+                    "{} streams for {} s make {records} interval records; this server keeps at most {} (--max-interval-records)",
+                    self.total_streams(),
+                    records / self.total_streams() as u64,
+                    l.max_interval_records
+                ),
+            ));
+        }
+        if let Some(w) = self.window.filter(|w| *w > l.max_window) {
+            return Err(perr(
+                ierr::BUF_SIZE,
+                format!(
+                    "a window of {w} bytes; this server takes at most {} (--max-window)",
+                    l.max_window
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// How long the server lets this test run: its time and omit, or for a test
+    /// that ends by bytes or blocks, as long as the limits allow.
+    pub fn seconds_allowed(&self, l: &ServerLimits) -> u64 {
+        if self.time > 0 {
+            return self.time as u64 + self.omit as u64;
+        }
+        let by_records = l.max_interval_records / self.total_streams().max(1) as u64;
+        by_records
+            .min(l.max_duration as u64)
+            .saturating_sub(1)
+            .max(1)
+    }
+
     /// Streams each side opens: --bidir doubles them.
     pub fn total_streams(&self) -> u32 {
         if self.bidir {
@@ -331,6 +420,37 @@ mod tests {
             TestParams::from_json(&serde_json::json!({"tcp": true, "gso": 1, "mptcp": true}))
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn limits_refuse_with_iperf3_codes_and_bound_byte_tests() {
+        let l = ServerLimits {
+            max_streams: 4,
+            max_duration: 100,
+            max_interval_records: 50,
+            max_window: 1 << 20,
+        };
+        let p = |s: &str| TestParams::from_json(&serde_json::from_str(s).unwrap()).unwrap();
+        let code = |s: &str| p(s).check_limits(&l).unwrap_err().ierr;
+        assert_eq!(code(r#"{"tcp":true,"parallel":5}"#), ierr::NUM_STREAMS);
+        assert_eq!(code(r#"{"tcp":true,"time":90,"omit":11}"#), ierr::DURATION);
+        assert_eq!(
+            code(r#"{"tcp":true,"time":6,"parallel":4,"bidirectional":true}"#),
+            ierr::DURATION
+        );
+        assert_eq!(code(r#"{"tcp":true,"window":2000000}"#), ierr::BUF_SIZE);
+        let ok = p(r#"{"tcp":true,"time":5,"parallel":4,"bidirectional":true}"#);
+        assert_eq!(ok.check_limits(&l), Ok(()));
+        assert_eq!(ok.seconds_allowed(&l), 5);
+        // -n with 4 streams: 50 records last 12 s, less the partial last one.
+        let bytes = p(r#"{"tcp":true,"time":0,"num":1000,"parallel":4}"#);
+        assert_eq!(bytes.check_limits(&l), Ok(()));
+        assert_eq!(bytes.seconds_allowed(&l), 11);
+        let msg = p(r#"{"tcp":true,"parallel":5}"#)
+            .check_limits(&l)
+            .unwrap_err()
+            .message;
+        assert!(msg.contains("--max-streams"), "{msg}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub const MAX_UDP_BLOCK: u32 = 65507;
 pub const MIN_UDP_BLOCK: u32 = 16;
 pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
 pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
+/// iperf3's MAX_TCP_BUFFER: the largest -w.
+pub const MAX_WINDOW: u32 = 512 * 1024 * 1024;
 /// iperf3's MAX_TIME: one day.
 pub const MAX_TIME: i64 = 86400;
 /// The UDP stream "connect" datagram and the server's reply.
@@ -70,6 +72,7 @@ pub mod ierr {
     pub const DURATION: i32 = 4;
     pub const NUM_STREAMS: i32 = 5;
     pub const BLOCK_SIZE: i32 = 6;
+    pub const BUF_SIZE: i32 = 7;
     pub const RECV_PARAMS: i32 = 21;
 }
 

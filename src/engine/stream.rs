@@ -18,6 +18,13 @@ use std::time::{Duration, Instant};
 
 /// How often a blocked stream looks at its stop flag.
 const POLL: Duration = Duration::from_millis(50);
+/// How long a stopped TCP receiver goes on reading what is still arriving: long
+/// enough for what was in flight at TEST_END, short enough that a peer that keeps
+/// sending cannot hold the test.
+const STOP_DRAIN: Duration = Duration::from_millis(500);
+/// How long `stop_all` waits for the streams before it shuts their sockets down,
+/// and again after that before it leaves a stream behind.
+pub const STOP_BOUND: Duration = Duration::from_secs(2);
 
 /// Shared between a stream's thread and the driver.
 #[derive(Debug, Default)]
@@ -86,11 +93,13 @@ pub struct StreamOutcome {
     pub error: Option<String>,
 }
 
+/// Starts a stream's thread; an error (no thread to be had) is the caller's to
+/// handle: a server must not die of it.
 pub fn spawn(
     sock: Socket,
     plan: StreamPlan,
     shared: Arc<StreamShared>,
-) -> JoinHandle<StreamOutcome> {
+) -> io::Result<JoinHandle<StreamOutcome>> {
     std::thread::Builder::new()
         .name(format!("stream-{}", plan.id))
         .spawn(move || {
@@ -118,7 +127,6 @@ pub fn spawn(
             out.seconds = plan.start.elapsed().as_secs_f64();
             out
         })
-        .expect("spawning a stream thread")
 }
 
 fn blocked(e: &io::Error) -> bool {
@@ -260,7 +268,15 @@ fn tcp_recv(
         );
     }
     let mut r: &Socket = sock;
+    let mut stopped_at: Option<Instant> = None;
     loop {
+        // A peer that keeps sending after the stop never lets a read time out empty:
+        // the drain ends by the clock too.
+        if shared.stop.load(Ordering::Relaxed)
+            && stopped_at.get_or_insert_with(Instant::now).elapsed() >= STOP_DRAIN
+        {
+            return Ok(());
+        }
         match r.read(&mut buf) {
             Ok(0) => return Ok(()),
             Ok(n) => counted(plan, out, shared, n as u64),
@@ -455,17 +471,53 @@ fn tcp_retransmits(sock: &Socket) -> Option<u64> {
     (r == 0).then_some(info.tcpi_total_retrans as u64)
 }
 
-/// Ask every stream to stop, then collect them.
+/// Asks every stream to stop and collects them, in bounded time whatever the peer
+/// does: after `STOP_BOUND` the streams' `sockets` are shut down, which wakes a
+/// thread blocked on one, and a stream still running `STOP_BOUND` after that is
+/// left behind with an error instead of its totals.
 pub fn stop_all(
     streams: Vec<(Arc<StreamShared>, JoinHandle<StreamOutcome>)>,
+    sockets: &[Socket],
 ) -> Vec<StreamOutcome> {
     for (s, _) in &streams {
         s.stop.store(true, Ordering::Relaxed);
     }
+    let all_done = |streams: &[(Arc<StreamShared>, JoinHandle<StreamOutcome>)]| {
+        streams.iter().all(|(_, h)| h.is_finished())
+    };
+    if !wait_until(STOP_BOUND, || all_done(&streams)) {
+        for s in sockets {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        wait_until(STOP_BOUND, || all_done(&streams));
+    }
     streams
         .into_iter()
-        .map(|(_, h)| h.join().unwrap_or_default())
+        .map(|(_, h)| {
+            if h.is_finished() {
+                h.join().unwrap_or_default()
+            } else {
+                StreamOutcome {
+                    error: Some("the stream did not stop; left behind".into()),
+                    ..Default::default()
+                }
+            }
+        })
         .collect()
+}
+
+/// Polls `done` until it holds or `limit` has passed; whether it held.
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 #[cfg(test)]

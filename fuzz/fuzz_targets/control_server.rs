@@ -1,0 +1,6 @@
+//! Replayed without libFuzzer by tests/fuzz_regressions.rs through the same entry point.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| tunbench::engine::control::fuzz_server(data));
