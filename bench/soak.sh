@@ -25,16 +25,20 @@
 #     to the last (an RSS within 256 KiB counts as steady: page granularity);
 #   - no datapath process died, and the client ran to the end;
 #   - no drops after the warm-up but queue_full, too_big and lost (load, path MTU
-#     discovery and configured loss explain those), no driver errors after it but
-#     tun_write and net_send refusals (buffers full under load);
+#     discovery and configured loss explain those) and, up to the IPv6 multicast
+#     the kernel sent into the lab's TUNs meanwhile (router solicitations, MLD:
+#     Ip6OutMcastPkts of /proc/net/dev_snmp6/TUN), no_route and spoofed (what a
+#     tunnel does with link-local multicast); no driver errors after the warm-up
+#     but tun_write and net_send refusals (buffers full under load);
 #   - every control-plane call answered (exit 0) within the timeout.
 # --parallel runs all kinds at once (shorter in total; the kinds then share the
 # CPUs, which the table says).
 #
 # Output: DIR (default results/soak-UTCTIME/) holds soak.md (the commit,
 # machine, settings and the table), samples.tsv (every sample), control.tsv
-# (every control-plane call) and logs/. soak.md is also printed. Exit 1 when a
-# kind's verdict is not ok.
+# (every control-plane call), settings and logs/. soak.md is also printed. Exit 1
+# when a kind's verdict is not ok. `--report DIR` renders soak.md again from a
+# run's data without running anything (the verdict rules applied anew).
 #
 # Environment: CARGO_TARGET_DIR, PORT (the server's port in the lab, default 5201).
 set -euo pipefail
@@ -50,6 +54,7 @@ PREFIX=fas
 WARMUP=30
 INTERVAL=10
 OUT=
+REPORT=
 PORT=${PORT:-5201}
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -60,6 +65,7 @@ while [[ $# -gt 0 ]]; do
         --warmup) WARMUP=${2-}; shift 2 ;;
         --interval) INTERVAL=${2-}; shift 2 ;;
         --out) OUT=${2-}; shift 2 ;;
+        --report) REPORT=${2-}; shift 2 ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument '$1' (see --help)" ;;
     esac
@@ -73,6 +79,136 @@ num PORT "$PORT"
 [[ $PREFIX =~ ^[A-Za-z0-9][A-Za-z0-9_]{0,15}$ ]] ||
     die "--lab-prefix must be 1-16 letters, digits or _ starting with a letter or digit (got '$PREFIX')"
 for c in ip python3 timeout ss; do command -v "$c" >/dev/null || die "$c is missing"; done
+
+# render DIR: soak.md from DIR's settings, samples.tsv and control.tsv; exits
+# with the verdict (1 when a kind is not ok). The body keeps column 0 for the
+# Python heredoc.
+render() {
+local OUT=$1
+. "$OUT/settings"
+set +e
+python3 - "$OUT" "$MINUTES" "$WARMUP" "$MODE" "$KINDS" >"$OUT/table.md" <<'PY'
+import csv, json, os, sys
+out, minutes, warmup, mode, kinds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5].split(",")
+EXPLAINED_DROPS = {"queue_full", "too_big", "lost"}
+# Explained up to the IPv6 multicast the kernel sent into the lab's TUNs.
+CHATTER_DROPS = {"no_route", "spoofed"}
+EXPLAINED_ERRORS = {"tun_write", "net_send"}
+samples = list(csv.DictReader(open(f"{out}/samples.tsv"), delimiter="\t"))
+control = list(csv.DictReader(open(f"{out}/control.tsv"), delimiter="\t"))
+
+def mb(kb): return f"{int(kb) / 1024:.1f}"
+def nonzero(d): return ", ".join(f"{k} {v}" for k, v in sorted(d.items()) if v) or "none"
+def grew(a, b): return {k: b.get(k, 0) - a.get(k, 0) for k in b if b.get(k, 0) - a.get(k, 0) > 0}
+
+print(f"| kind | datapath | minutes | throughput (mean) | RSS MB first/last/max (growth) | fds first/last | "
+      f"drops at start -> end (after warm-up) | control plane ok/total, max ms | verdict |")
+print("|---|---|---|---|---|---|---|---|---|")
+failed = 0
+for kind in kinds:
+    why = []
+    if os.path.exists(f"{out}/error-{kind}.txt"):
+        print(f"| {kind} | - | {minutes} | - | - | - | - | - | FAIL: {open(f'{out}/error-{kind}.txt').read().strip()} |")
+        failed += 1
+        continue
+    tput = "failed"
+    try:
+        c = json.load(open(f"{out}/client-{kind}.json"))
+        if "error" in c:
+            why.append(f"client: {c['error']}")
+        else:
+            tput = f"{c['end']['sum_received']['bits_per_second'] / 1e6:.0f} Mbit/s"
+    except (OSError, ValueError, KeyError) as e:
+        why.append(f"client output unreadable ({type(e).__name__})")
+    rc = open(f"{out}/client-{kind}.rc").read().strip() if os.path.exists(f"{out}/client-{kind}.rc") else "?"
+    if rc != "0":
+        why.append(f"client exit {rc}")
+    calls = [r for r in control if r["kind"] == kind]
+    ok = [r for r in calls if r["exit"] == "0"]
+    maxms = max((int(r["ms"]) for r in calls), default=0)
+    bad = sorted({f"{r['call']} exit {r['exit']}" for r in calls if r["exit"] != "0"})
+    if len(ok) != len(calls) or not calls:
+        why.append("control plane: " + (", ".join(bad) or "no calls"))
+    ctl = f"{len(ok)}/{len(calls)}, {maxms}"
+    rows = [r for r in samples if r["kind"] == kind]
+    pids = list(dict.fromkeys(r["pid"] for r in rows))
+    if not pids:
+        why.append("no datapath sampled")
+    lines = []
+    chatter = {}  # datapath -> (its no_route + spoofed after the warm-up)
+    mcast = [int(r["tun_mcast"]) for r in rows if int(r["t_s"]) >= warmup]
+    mcast = mcast[-1] - mcast[0] if mcast else 0
+    for pid in pids:
+        s = [r for r in rows if r["pid"] == pid]
+        what = s[0]["what"]
+        live = [r for r in s if r["alive"] == "1"]
+        if len(live) != len(s):
+            dead = next(r for r in s if r["alive"] != "1")
+            why.append(f"{what} died (gone at {dead['t_s']} s)")
+        after = [r for r in live if int(r["t_s"]) >= warmup]
+        if len(after) < 2:
+            why.append(f"{what}: fewer than 2 samples after the warm-up")
+            lines.append((what, "-", "-", "-"))
+            continue
+        a, b = after[0], after[-1]
+        r0, r1, rmax = int(a["rss_kb"]), int(b["rss_kb"]), max(int(r["rss_kb"]) for r in live)
+        f0, f1 = int(a["fds"]), int(b["fds"])
+        rg = (r1 - r0) * 100 / r0
+        fg = (f1 - f0) * 100 / f0
+        if rg >= 5 and r1 - r0 > 256:
+            why.append(f"{what}: RSS +{rg:.1f} %")
+        if fg >= 5:
+            why.append(f"{what}: fds +{fg:.1f} %")
+        d0, d1 = json.loads(a["drops"]), json.loads(b["drops"])
+        e0, e1 = json.loads(a["errors"]), json.loads(b["errors"])
+        ud = {k: v for k, v in grew(d0, d1).items() if k not in EXPLAINED_DROPS | CHATTER_DROPS}
+        chatter[what] = {k: v for k, v in grew(d0, d1).items() if k in CHATTER_DROPS}
+        ue = {k: v for k, v in grew(e0, e1).items() if k not in EXPLAINED_ERRORS}
+        if ud:
+            why.append(f"{what}: drops after warm-up: {nonzero(ud)}")
+        if ue:
+            why.append(f"{what}: driver errors after warm-up: {nonzero(ue)}")
+        first = json.loads(s[0]["drops"])
+        errs = grew({}, e1)
+        drops = f"{nonzero(first)} -> {nonzero(d1)} (+{sum(grew(d0, d1).values())})"
+        if errs:
+            drops += f"; errors {nonzero(errs)}"
+        lines.append((what, f"{mb(r0)}/{mb(r1)}/{mb(rmax)} ({rg:+.1f} %)", f"{f0}/{f1}", drops))
+    n = sum(sum(c.values()) for c in chatter.values())
+    if n > mcast:
+        why.append("drops after warm-up beyond the lab's TUN multicast (" + str(mcast) + "): " +
+                   "; ".join(f"{w} {nonzero(c)}" for w, c in chatter.items() if c))
+    verdict = "ok" if not why else "FAIL: " + "; ".join(why)
+    if not why and n:
+        verdict = f"ok ({n} no_route/spoofed drops = the kernel's IPv6 multicast into the TUNs, {mcast} sent)"
+    failed += bool(why)
+    for i, (what, rss, fds, drops) in enumerate(lines or [("-", "-", "-", "-")]):
+        print(f"| {kind} | {what} | {minutes} | {tput} | {rss} | {fds} | {drops} | {ctl} | {verdict if i == 0 else '〃'} |")
+print()
+print(f"Mode: {mode}. Growth is from the first sample at or after {warmup} s to the last; drops are the "
+      f"datapath's counters at the first sample and the last, (+N) counted after the warm-up; "
+      f"queue_full, too_big and lost are explained by load, path MTU discovery and configured loss; "
+      f"no_route and spoofed, up to the IPv6 multicast (router solicitations, MLD) the kernel sent "
+      f"into the lab's TUNs after the warm-up (Ip6OutMcastPkts), by that.")
+sys.exit(1 if failed else 0)
+PY
+local status=$?
+set -e
+{
+    echo "# Soak: userspace datapaths under full-rate TCP"
+    echo
+    echo "- when: $started to $ended; tunbench at $rev ($full)"
+    echo "- machine: $MACHINE, load average at the end $LOAD"
+    echo "- $MINUTES minute(s) per kind, $MODE; tunbench client -> server, TCP, 1 stream, -t $SECS;"
+    echo "  samples every $INTERVAL s, warm-up $WARMUP s; control plane: \`tunbench status LAB\` and"
+    echo "  \`tunbench impair LAB END --clear\` per sample, 10 s timeout each"
+    echo
+    cat "$OUT/table.md"
+} >"$OUT/soak.md"
+rm -f "$OUT/table.md"
+cat "$OUT/soak.md"
+exit "$status"
+}
 
 # kind -> TOPO SCENARIO FROM TO ADDR END (the link end `impair` changes)
 kind_conf() {
@@ -91,6 +227,12 @@ for k in "${KLIST[@]}"; do
     kind_conf "$k" || die "unknown kind '$k' in --kinds (known: dslite, wireguard, esp, l2tp-ipsec, router)"
 done
 lab_of() { echo "$PREFIX${1//-/}"; }
+
+if [[ -n $REPORT ]]; then
+    [[ -f $REPORT/settings && -f $REPORT/samples.tsv && -f $REPORT/control.tsv ]] ||
+        die "--report $REPORT: not the output directory of a soak run (no settings, samples.tsv, control.tsv)"
+    render "$REPORT"
+fi
 
 build_tunbench
 
@@ -126,12 +268,28 @@ now() { echo "$EPOCHREALTIME"; }
 ms_since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.0f", (b - a) * 1000}'; }
 
 # One line per datapath process of LAB: pid, what, alive, rss_kb, fds, packets,
-# drops (JSON), errors (JSON), cpu ticks.
+# drops (JSON), errors (JSON), cpu ticks, and the lab's IPv6 multicast sent into
+# its TUNs (the same on every line of a sample).
 sample_datapaths() {
     python3 - "$1" <<'PY'
-import glob, json, os, sys
+import glob, json, os, subprocess, sys
 lab = sys.argv[1]
 state = json.load(open(f"/run/tunbench/{lab}/state.json"))
+# IPv6 multicast the kernel sent into the lab's TUNs (router solicitations, MLD):
+# a tunnel has no route for it, or its peer takes its link-local source for spoofed.
+mcast = 0
+for n in state.get("nodes", []):
+    ns = n["namespace"]
+    links = subprocess.run(["ip", "-n", ns, "-d", "-o", "link"], capture_output=True, text=True).stdout
+    for line in links.splitlines():
+        if " tun type tun " not in line + " ":
+            continue
+        dev = line.split(":")[1].strip().split("@")[0]
+        snmp = subprocess.run(["ip", "netns", "exec", ns, "cat", f"/proc/net/dev_snmp6/{dev}"],
+                              capture_output=True, text=True).stdout
+        for row in snmp.splitlines():
+            if row.split()[:1] == ["Ip6OutMcastPkts"]:
+                mcast += int(row.split()[1])
 stats = {}
 for f in glob.glob(f"/run/tunbench/{lab}/datapath-*.json"):
     try:
@@ -160,7 +318,7 @@ for p in state.get("processes", []):
     errors = {k: v for k, v in d.get("errors", {}).items()}
     print("\t".join(map(str, [pid, p["what"], alive, rss, fds, pk,
                               json.dumps(drops, separators=(",", ":")),
-                              json.dumps(errors, separators=(",", ":")), ticks])))
+                              json.dumps(errors, separators=(",", ":")), ticks, mcast])))
 PY
 }
 
@@ -242,7 +400,7 @@ else
 fi
 
 {
-    printf 'kind\tt_s\tpid\twhat\talive\trss_kb\tfds\tpackets\tdrops\terrors\tcpu_ticks\n'
+    printf 'kind\tt_s\tpid\twhat\talive\trss_kb\tfds\tpackets\tdrops\terrors\tcpu_ticks\ttun_mcast\n'
     for k in "${KLIST[@]}"; do cat "$OUT/samples-$k.tsv"; done
 } >"$OUT/samples.tsv"
 {
@@ -253,111 +411,7 @@ for k in "${KLIST[@]}"; do rm -f "$OUT/samples-$k.tsv" "$OUT/control-$k.tsv"; do
 
 MODE=sequential
 ((PARALLEL)) && MODE="parallel (all kinds at once, sharing $(nproc) CPUs)"
-set +e
-python3 - "$OUT" "$MINUTES" "$WARMUP" "$MODE" "$KINDS" >"$OUT/table.md" <<'PY'
-import csv, json, os, sys
-out, minutes, warmup, mode, kinds = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5].split(",")
-EXPLAINED_DROPS = {"queue_full", "too_big", "lost"}
-EXPLAINED_ERRORS = {"tun_write", "net_send"}
-samples = list(csv.DictReader(open(f"{out}/samples.tsv"), delimiter="\t"))
-control = list(csv.DictReader(open(f"{out}/control.tsv"), delimiter="\t"))
-
-def mb(kb): return f"{int(kb) / 1024:.1f}"
-def nonzero(d): return ", ".join(f"{k} {v}" for k, v in sorted(d.items()) if v) or "none"
-def grew(a, b): return {k: b.get(k, 0) - a.get(k, 0) for k in b if b.get(k, 0) - a.get(k, 0) > 0}
-
-print(f"| kind | datapath | minutes | throughput (mean) | RSS MB first/last/max (growth) | fds first/last | "
-      f"drops at start -> end (after warm-up) | control plane ok/total, max ms | verdict |")
-print("|---|---|---|---|---|---|---|---|---|")
-failed = 0
-for kind in kinds:
-    why = []
-    if os.path.exists(f"{out}/error-{kind}.txt"):
-        print(f"| {kind} | - | {minutes} | - | - | - | - | - | FAIL: {open(f'{out}/error-{kind}.txt').read().strip()} |")
-        failed += 1
-        continue
-    tput = "failed"
-    try:
-        c = json.load(open(f"{out}/client-{kind}.json"))
-        if "error" in c:
-            why.append(f"client: {c['error']}")
-        else:
-            tput = f"{c['end']['sum_received']['bits_per_second'] / 1e6:.0f} Mbit/s"
-    except (OSError, ValueError, KeyError) as e:
-        why.append(f"client output unreadable ({type(e).__name__})")
-    rc = open(f"{out}/client-{kind}.rc").read().strip() if os.path.exists(f"{out}/client-{kind}.rc") else "?"
-    if rc != "0":
-        why.append(f"client exit {rc}")
-    calls = [r for r in control if r["kind"] == kind]
-    ok = [r for r in calls if r["exit"] == "0"]
-    maxms = max((int(r["ms"]) for r in calls), default=0)
-    bad = sorted({f"{r['call']} exit {r['exit']}" for r in calls if r["exit"] != "0"})
-    if len(ok) != len(calls) or not calls:
-        why.append("control plane: " + (", ".join(bad) or "no calls"))
-    ctl = f"{len(ok)}/{len(calls)}, {maxms}"
-    rows = [r for r in samples if r["kind"] == kind]
-    pids = list(dict.fromkeys(r["pid"] for r in rows))
-    if not pids:
-        why.append("no datapath sampled")
-    lines = []
-    for pid in pids:
-        s = [r for r in rows if r["pid"] == pid]
-        what = s[0]["what"]
-        live = [r for r in s if r["alive"] == "1"]
-        if len(live) != len(s):
-            dead = next(r for r in s if r["alive"] != "1")
-            why.append(f"{what} died (gone at {dead['t_s']} s)")
-        after = [r for r in live if int(r["t_s"]) >= warmup]
-        if len(after) < 2:
-            why.append(f"{what}: fewer than 2 samples after the warm-up")
-            lines.append((what, "-", "-", "-"))
-            continue
-        a, b = after[0], after[-1]
-        r0, r1, rmax = int(a["rss_kb"]), int(b["rss_kb"]), max(int(r["rss_kb"]) for r in live)
-        f0, f1 = int(a["fds"]), int(b["fds"])
-        rg = (r1 - r0) * 100 / r0
-        fg = (f1 - f0) * 100 / f0
-        if rg >= 5 and r1 - r0 > 256:
-            why.append(f"{what}: RSS +{rg:.1f} %")
-        if fg >= 5:
-            why.append(f"{what}: fds +{fg:.1f} %")
-        d0, d1 = json.loads(a["drops"]), json.loads(b["drops"])
-        e0, e1 = json.loads(a["errors"]), json.loads(b["errors"])
-        ud = {k: v for k, v in grew(d0, d1).items() if k not in EXPLAINED_DROPS}
-        ue = {k: v for k, v in grew(e0, e1).items() if k not in EXPLAINED_ERRORS}
-        if ud:
-            why.append(f"{what}: drops after warm-up: {nonzero(ud)}")
-        if ue:
-            why.append(f"{what}: driver errors after warm-up: {nonzero(ue)}")
-        first = json.loads(s[0]["drops"])
-        errs = grew({}, e1)
-        drops = f"{nonzero(first)} -> {nonzero(d1)} (+{sum(grew(d0, d1).values())})"
-        if errs:
-            drops += f"; errors {nonzero(errs)}"
-        lines.append((what, f"{mb(r0)}/{mb(r1)}/{mb(rmax)} ({rg:+.1f} %)", f"{f0}/{f1}", drops))
-    verdict = "ok" if not why else "FAIL: " + "; ".join(why)
-    failed += bool(why)
-    for i, (what, rss, fds, drops) in enumerate(lines or [("-", "-", "-", "-")]):
-        print(f"| {kind} | {what} | {minutes} | {tput} | {rss} | {fds} | {drops} | {ctl} | {verdict if i == 0 else '〃'} |")
-print()
-print(f"Mode: {mode}. Growth is from the first sample at or after {warmup} s to the last; drops are the "
-      f"datapath's counters at the first sample and the last, (+N) counted after the warm-up; "
-      f"queue_full, too_big and lost are explained by load, path MTU discovery and configured loss.")
-sys.exit(1 if failed else 0)
-PY
-status=$?
-set -e
-{
-    echo "# Soak: userspace datapaths under full-rate TCP"
-    echo
-    echo "- when: $started to $(date -u +%FT%TZ); tunbench at $rev ($full)"
-    echo "- machine: $(nproc) CPUs, Linux $(uname -r), load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- $MINUTES minute(s) per kind, $MODE; tunbench client -> server, TCP, 1 stream, -t $SECS;"
-    echo "  samples every $INTERVAL s, warm-up $WARMUP s; control plane: \`tunbench status LAB\` and"
-    echo "  \`tunbench impair LAB END --clear\` per sample, 10 s timeout each"
-    echo
-    cat "$OUT/table.md"
-} >"$OUT/soak.md"
-rm -f "$OUT/table.md"
-cat "$OUT/soak.md"
-exit "$status"
+ended=$(date -u +%FT%TZ)
+declare -p MINUTES WARMUP INTERVAL SECS MODE KINDS started ended rev full >"$OUT/settings"
+echo "LOAD='$(cut -d' ' -f1-3 /proc/loadavg)' MACHINE='$(nproc) CPUs, Linux $(uname -r)'" >>"$OUT/settings"
+render "$OUT"
