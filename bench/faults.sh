@@ -241,7 +241,9 @@ clean_and_check() {
         verdict=FAIL
         FAILED=$((FAILED + 1))
         echo "$BENCH: trial $TRIAL ($kind): left behind: $LEFT" >&2
+        local left=$LEFT
         force_remove "$OUT/logs/trial-$TRIAL.leftovers.txt" "$inodes" "$before"
+        LEFT=$left
     else
         verdict=ok
         rm -f "$OUT/logs/trial-$TRIAL.leftovers.txt"
@@ -381,7 +383,11 @@ datapath_kill_trial() { # index
     node=${node##*router }
     named=no
     grep -Eiq "datapath|slow path" "$log" && grep -qi -- "$node" "$log" && named=yes
-    report="$dir: measure exit $rc after $secs s; names the dead datapath: $named; says: $(last_line "$log")"
+    # What it said about the cell: its footnote or error, else its last line.
+    local says
+    says=$({ grep -m1 -E '^\[[0-9]+\] |[Ee]rror' "$log" || true; } | tr '|\t' '  ' | cut -c1-160)
+    [[ -n $says ]] || says=$(last_line "$log")
+    report="$dir: measure exit $rc after $secs s; names the dead datapath: $named; says: $says"
     clean_and_check "kill datapath" "3.0" "SIGKILL $vwhat (pid $vpid)" "$rc" "$secs" "$report" "$before"
 }
 
