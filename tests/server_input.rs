@@ -110,9 +110,9 @@ fn still_serves(port: u16) {
 fn absurd_parameters_get_server_error_with_iperf3_codes() {
     let srv = server();
     for (params, ierr) in [
-        (r#"{"tcp":true,"parallel":100000,"len":131072,"time":1}"#, 5),
-        (r#"{"tcp":true,"parallel":1,"len":0,"time":1}"#, 6),
-        (r#"{"tcp":true,"parallel":1,"len":1024,"time":-1}"#, 4),
+        (r#"{"tcp":true,"parallel":100000,"len":131072,"time":1}"#, 6),
+        (r#"{"tcp":true,"parallel":1,"len":0,"time":1}"#, 7),
+        (r#"{"tcp":true,"parallel":1,"len":1024,"time":-1}"#, 5),
     ] {
         let mut s = to_params(srv.port);
         send_json(&mut s, params);
@@ -296,7 +296,7 @@ fn client_errors_are_clear() {
 #[test]
 fn server_error_code_is_reported_in_words() {
     // A fake server that takes the parameters and answers SERVER_ERROR with
-    // i_errno 5 (IENUMSTREAMS), as iperf3 does for too many streams.
+    // i_errno 6 (IENUMSTREAMS in 3.12), as iperf3 does for too many streams.
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let t = std::thread::spawn(move || {
@@ -308,7 +308,7 @@ fn server_error_code_is_reported_in_words() {
         c.read_exact(&mut len).unwrap();
         let mut p = vec![0u8; u32::from_be_bytes(len) as usize];
         c.read_exact(&mut p).unwrap();
-        c.write_all(&[0xfe, 0, 0, 0, 5, 0, 0, 0, 0]).unwrap();
+        c.write_all(&[0xfe, 0, 0, 0, 6, 0, 0, 0, 0]).unwrap();
     });
     let o = tunbench(&["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]);
     t.join().unwrap();
@@ -513,14 +513,15 @@ fn requests_over_the_servers_limits_are_refused_clearly() {
     });
     let srv = Server { child, port };
     for (params, ierr) in [
-        (r#"{"tcp":true,"parallel":5,"time":1}"#, 5),
-        (r#"{"tcp":true,"parallel":1,"time":8,"omit":3}"#, 4),
+        // iperf3 3.12's codes: IENUMSTREAMS, IEDURATION, IEBUFSIZE.
+        (r#"{"tcp":true,"parallel":5,"time":1}"#, 6),
+        (r#"{"tcp":true,"parallel":1,"time":8,"omit":3}"#, 5),
         // 4 streams each way for 4 s: 40 records.
         (
             r#"{"tcp":true,"parallel":4,"bidirectional":true,"time":4}"#,
-            4,
+            5,
         ),
-        (r#"{"tcp":true,"parallel":1,"time":1,"window":2097152}"#, 7),
+        (r#"{"tcp":true,"parallel":1,"time":1,"window":2097152}"#, 8),
     ] {
         let mut s = to_params(srv.port);
         send_json(&mut s, params);
@@ -534,6 +535,18 @@ fn requests_over_the_servers_limits_are_refused_clearly() {
         "{}",
         text(&o)
     );
+    // Debian's iperf3 says the same in its words.
+    for (args, words) in [
+        (["-P", "5"], "number of parallel streams too large"),
+        (["-t", "11"], "test duration too long"),
+    ] {
+        let o = Command::new(program("iperf3"))
+            .args(["-c", "127.0.0.1", "-p", &port])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(text(&o).contains(words), "iperf3 {args:?}: {}", text(&o));
+    }
     // Within every limit: 4 streams each way for 2 s make 24 records.
     let o = tunbench(&[
         "client",

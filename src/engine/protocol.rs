@@ -67,13 +67,15 @@ impl State {
     }
 }
 
-/// iperf3's i_errno values that a server sends with SERVER_ERROR (iperf_error.h).
+/// iperf3's i_errno values that a server sends with SERVER_ERROR (iperf_api.h of
+/// 3.12, whose list has IESERVERONLY = 3: checked against Debian 12's iperf3, which
+/// prints 5 as "test duration too long" and 114 as "unable to receive parameters").
 pub mod ierr {
-    pub const DURATION: i32 = 4;
-    pub const NUM_STREAMS: i32 = 5;
-    pub const BLOCK_SIZE: i32 = 6;
-    pub const BUF_SIZE: i32 = 7;
-    pub const RECV_PARAMS: i32 = 21;
+    pub const DURATION: i32 = 5;
+    pub const NUM_STREAMS: i32 = 6;
+    pub const BLOCK_SIZE: i32 = 7;
+    pub const BUF_SIZE: i32 = 8;
+    pub const RECV_PARAMS: i32 = 114;
 }
 
 /// A fresh cookie: 36 characters of iperf3's alphabet and a NUL.
