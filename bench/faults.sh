@@ -30,7 +30,7 @@
 #               the clean; processes alive before the trial are not counted)
 #   mounts      /proc/mounts entries under /run/netns/LAB-* or /run/tunbench/LAB
 #   state       /run/tunbench/LAB
-# Trial 1 checks the check: it plants two processes clean cannot know about and
+# Trial 1 checks the check: it plants two processes (see planted_trial) and
 # stops the script unless both are found (the table shows them).
 # A trial with leftovers is FAIL and names them; the script then removes them
 # itself (only this lab's: its pids, its LAB-* namespaces, its state directory)
@@ -286,9 +286,12 @@ calibration_trial() {
         "up exit 0 in $secs s, last datapath started at $built s" "$before"
 }
 
-# The check's own check: a lab with two processes `clean` does not know about
-# (one naming the lab, an iperf3 server in one of its namespaces) must be found
-# with both, or the script stops: a check that finds nothing proves nothing.
+# The check's own check: with the lab up, two planted processes (one naming the
+# lab outside its namespaces, an iperf3 server inside one of them) must both be
+# found, or the script stops: a check that finds nothing proves nothing. Then
+# `clean LAB` must stop the one inside the namespace (clean stops every process
+# in a lab's namespaces, recorded or not), while the other, which clean cannot
+# know about, is still found.
 planted_trial() {
     TRIAL=$((TRIAL + 1))
     local before p1 p2 t0 crc=0 csecs inodes
@@ -302,23 +305,29 @@ planted_trial() {
     PLANTED="$p1 $p2"
     sleep 0.3
     inodes=$(lab_inodes)
+    check_left "$OUT/logs/trial-$TRIAL.planted.txt" "$inodes" "$before"
+    local found=$LEFT
+    [[ $found == *"$p1 (planted-by-faults.sh"* && $found == *"$p2 (iperf3 -s -p 5999"* ]] ||
+        die "the leftover check missed planted processes $p1 and $p2 (it found: ${found:-nothing})"
     t0=$(now)
     "$TB" clean "$LAB" >"$OUT/logs/trial-$TRIAL.clean.log" 2>&1 || crc=$?
     csecs=$(since "$t0")
     check_left "$OUT/logs/trial-$TRIAL.leftovers.txt" "$inodes" "$before"
-    local found=$LEFT
+    local after=$LEFT
     kill -9 "$p1" "$p2" 2>/dev/null || true
     wait "$p1" "$p2" 2>/dev/null || true
     PLANTED=
-    [[ $found == *"$p1 (planted-by-faults.sh"* && $found == *"$p2 (iperf3 -s -p 5999"* ]] ||
-        die "the leftover check missed planted processes $p1 and $p2 (it found: ${found:-nothing})"
+    [[ $after == *"$p1 (planted-by-faults.sh"* ]] ||
+        die "after clean, the check no longer finds planted process $p1 outside the lab (it found: ${after:-nothing})"
+    [[ $after != *"$p2 (iperf3"* ]] ||
+        die "clean $LAB left the unrecorded iperf3 server $p2 running inside the lab's namespace"
     check_left "$OUT/logs/trial-$TRIAL.after.txt" "$inodes" "$before"
     [[ -z $LEFT ]] || die "after removing the planted processes, lab $LAB still left: $LEFT"
     rm -f "$OUT/logs/trial-$TRIAL.after.txt"
     printf '%s\t%s\t-\t%s\t0\t-\t%s\t-\t%s\t%s\t%s\t%s\n' "$TRIAL" "self-check" "plant 2 processes" \
-        "found both" "$crc" "$csecs" "$found" "ok (found)" >>"$TSV"
-    ROWS+=("| $TRIAL | self-check | - | plant 2 processes clean cannot know | the check found both | - | $crc, $csecs s | $found | ok (found, then removed) |")
-    echo "$BENCH: trial $TRIAL: self-check: the planted leftovers were found: $found" >&2
+        "found both; clean stopped the one in the namespace" "$crc" "$csecs" "$after" "ok" >>"$TSV"
+    ROWS+=("| $TRIAL | self-check | - | plant 2 processes (one naming the lab, one unrecorded in its namespace) | the check found both; clean stopped the one in the namespace | - | $crc, $csecs s | $after | ok |")
+    echo "$BENCH: trial $TRIAL: self-check: both planted processes found; clean stopped the one in the namespace" >&2
 }
 
 up_kill_trial() { # delay

@@ -230,3 +230,33 @@ fn clean_of_named_labs_goes_on_past_one_it_cannot_remove() {
     assert!(text(&c).contains(&format!("lab {stuck}: ")), "{}", text(&c));
     assert_eq!(c.status.code(), Some(1), "{}", text(&c));
 }
+
+/// An `up` killed between creating a namespace's file under /run/netns and binding
+/// the namespace onto it leaves an empty file that the record names: `down`
+/// removes it (it holds no kernel object, so it can carry no marker) and says
+/// nothing is wrong. Found by bench/faults.sh (a SIGKILL 3 ms into `up`).
+#[test]
+fn down_removes_the_empty_file_of_a_namespace_up_never_finished() {
+    let (_g, lab) = up_pair("nsholder");
+    let holder = format!("{lab}-half");
+    let path = std::path::Path::new("/run/netns").join(&holder);
+    struct RmFile(std::path::PathBuf);
+    impl Drop for RmFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    std::fs::File::create(&path).unwrap();
+    let _rm = RmFile(path.clone());
+    let file = state_dir(&lab).join("state.json");
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    s["nodes"].as_array_mut().unwrap().push(serde_json::json!({
+        "node": "half", "namespace": holder, "kind": "host"
+    }));
+    std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
+    let d = tunbench(&["down", &lab]);
+    assert!(d.status.success(), "{}", text(&d));
+    assert!(!path.exists(), "the placeholder is still there: {}", text(&d));
+    assert_gone(&lab);
+}

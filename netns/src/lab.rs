@@ -145,6 +145,11 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
         owned.extend(s.builder.filter(|b| b.pid != std::process::id() as i32));
         r.processes += process::stop_all(&owned, Duration::from_secs(2));
         for ns in s.namespaces().filter(|ns| namespace::exists(ns)) {
+            // An `up` killed while making this one left only its empty file.
+            if namespace::is_placeholder(ns) {
+                namespaces.push(ns.to_string());
+                continue;
+            }
             // A record is only a file: the kernel object's marker says whose it is.
             match inspect::marker_of(ns).await {
                 Ok(Some(m)) if m == lab => namespaces.push(ns.to_string()),

@@ -103,6 +103,17 @@ pub fn delete(name: &str) -> io::Result<bool> {
     }
 }
 
+/// Whether /run/netns/NAME is the empty file `create_here` makes before it binds
+/// the new namespace onto it: an `up` killed between the two leaves one, which
+/// holds no kernel object (it is not a namespace, so it carries no marker).
+pub fn is_placeholder(name: &str) -> bool {
+    let p = path(name);
+    let empty_file = std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() == 0);
+    let nsfs = nix::sys::statfs::statfs(&p)
+        .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::NSFS_MAGIC);
+    empty_file && !nsfs
+}
+
 pub fn exists(name: &str) -> bool {
     path(name).exists()
 }
