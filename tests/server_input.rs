@@ -781,3 +781,28 @@ fn thousands_of_idle_connections_do_not_lock_out_a_client() {
     );
     drop(idle);
 }
+
+/// A client's -w becomes the server's socket buffers, as with iperf3 (the
+/// kernel doubles what it is asked for, and caps it at the namespace's
+/// rmem_max): 16 KiB asked, 32 KiB of receive buffer on the server's end.
+#[test]
+fn the_clients_window_sets_the_servers_socket_buffers() {
+    let srv = server();
+    let (_s, data) = running_tcp_test(
+        srv.port,
+        r#"{"tcp":true,"time":2,"parallel":1,"len":1024,"window":16384,"bandwidth":8000}"#,
+        1,
+    );
+    let client_port = data[0].local_addr().unwrap().port();
+    // The server's end: local port the server's, peer port the client's.
+    let o = Command::new("ss")
+        .args(["-tmnH", "state", "established"])
+        .arg(format!(
+            "( sport = :{} and dport = :{client_port} )",
+            srv.port
+        ))
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(t.contains("rb32768"), "{t}");
+}
