@@ -257,6 +257,10 @@ fn down_removes_the_empty_file_of_a_namespace_up_never_finished() {
     std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
     let d = tunbench(&["down", &lab]);
     assert!(d.status.success(), "{}", text(&d));
-    assert!(!path.exists(), "the placeholder is still there: {}", text(&d));
+    assert!(
+        !path.exists(),
+        "the placeholder is still there: {}",
+        text(&d)
+    );
     assert_gone(&lab);
 }
