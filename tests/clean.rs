@@ -74,23 +74,8 @@ fn clean_goes_on_past_a_lab_it_cannot_remove_and_names_it() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // "tnsa…" sorts before "tnsz…": the stuck lab comes first. A mount point in
     // its directory keeps it from being removed.
-    let stuck = lab_name("nsa");
-    let mnt = state_dir(&stuck).join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    struct Unmount(std::path::PathBuf, String);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-            let _ = std::fs::remove_dir_all(state_dir(&self.1));
-        }
-    }
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "none"])
-        .arg(&mnt)
-        .status()
-        .unwrap();
-    assert!(mounted.success());
-    let _u = Unmount(mnt, stuck.clone());
+    let stuck_guard = stuck_lab("nsa");
+    let stuck = stuck_guard.lab.clone();
     let lab = lab_name("nsz");
     let (_g, o) = up(&topo("two-hosts.toml"), &lab);
     assert!(o.status.success(), "{}", text(&o));

@@ -202,23 +202,8 @@ fn status_of_every_lab_goes_on_past_a_corrupt_one() {
 #[test]
 fn clean_of_named_labs_goes_on_past_one_it_cannot_remove() {
     // A lab directory that cannot be removed: a mount point inside it.
-    let stuck = lab_name("nsc");
-    let mnt = state_dir(&stuck).join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    struct Unmount(std::path::PathBuf, String);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-            let _ = std::fs::remove_dir_all(state_dir(&self.1));
-        }
-    }
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "none"])
-        .arg(&mnt)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let _u = Unmount(mnt, stuck.clone());
+    let stuck_guard = stuck_lab("nsc");
+    let stuck = stuck_guard.lab.clone();
     let (_g, lab) = up_pair("nsd");
     let c = tunbench(&["clean", &stuck, &lab]);
     assert_gone(&lab);

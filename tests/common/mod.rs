@@ -519,3 +519,35 @@ pub fn traffic_both_ways(lab: &str, pairs: &[(&str, &str, &str)]) -> Vec<(f64, f
     }
     out
 }
+
+/// The directory of lab `tag` that `clean` cannot remove: a tmpfs mounted inside
+/// it. Unmounted and removed on drop.
+pub struct StuckLab {
+    pub lab: String,
+    mnt: PathBuf,
+}
+
+impl Drop for StuckLab {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = std::fs::remove_dir_all(state_dir(&self.lab));
+    }
+}
+
+pub fn stuck_lab(tag: &str) -> StuckLab {
+    let lab = lab_name(tag);
+    let mnt = state_dir(&lab).join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    let stuck = StuckLab { lab, mnt };
+    assert!(
+        mounted.success(),
+        "mount a tmpfs in {}",
+        stuck.mnt.display()
+    );
+    stuck
+}
