@@ -122,18 +122,24 @@ fn an_up_killed_while_starting_its_datapaths_leaves_none_running_and_status_says
     );
 }
 
+/// kill -9 of the WireGuard datapath on `node`; its pid, once it is gone.
+fn kill_wg_datapath(lab: &str, node: &str) -> i32 {
+    let pid = wg_datapath_pid(lab, node);
+    kill9(pid);
+    wait_for(
+        "the datapath survived kill -9",
+        Duration::from_secs(3),
+        || !datapath_pids(lab).contains(&pid),
+    );
+    pid
+}
+
 #[test]
 fn status_shows_a_killed_datapath_as_dead_not_its_counters() {
     let lab = lab_name("lbdead");
     let _g = up_named(&topo("wireguard.toml"), &lab);
     assert_eq!(status_json(&lab)["status"], "up");
-    let pid = wg_datapath_pid(&lab, "b");
-    kill9(pid);
-    wait_for(
-        "the datapath survived kill -9",
-        Duration::from_secs(3),
-        || !datapath_pids(&lab).contains(&pid),
-    );
+    let pid = kill_wg_datapath(&lab, "b");
     let v = status_json(&lab);
     assert_eq!(v["status"], "degraded", "{v}");
     let dps = v["datapaths"].as_array().unwrap();
@@ -158,13 +164,7 @@ fn status_shows_a_killed_datapath_as_dead_not_its_counters() {
 fn a_measurement_through_a_dead_datapath_fails_its_cell_naming_the_datapath() {
     let lab = lab_name("lbmeas");
     let _g = up_named(&topo("wireguard.toml"), &lab);
-    let pid = wg_datapath_pid(&lab, "b");
-    kill9(pid);
-    wait_for(
-        "the datapath survived kill -9",
-        Duration::from_secs(3),
-        || !datapath_pids(&lab).contains(&pid),
-    );
+    let pid = kill_wg_datapath(&lab, "b");
     let t0 = Instant::now();
     let o = tunbench(&[
         "measure",
