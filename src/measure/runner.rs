@@ -208,6 +208,8 @@ struct ServerProcess {
     child: Child,
     id: Option<ProcessId>,
     lab: String,
+    // Held for its drop: the cap stops with the server.
+    _log_cap: LogCap,
 }
 
 impl ServerProcess {
@@ -217,7 +219,8 @@ impl ServerProcess {
             netns::namespace::open(&ns).with_context(|| format!("opening namespace {ns}"))?;
         let logs = LabState::log_dir(&lab.naming.lab);
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
-        let log = std::fs::File::create(logs.join(format!("server-{node}.log")))?;
+        let log_path = logs.join(format!("server-{node}.log"));
+        let log = open_server_log(&log_path)?;
         let exe = match exe {
             Some(e) => e.to_path_buf(),
             None => tunbench_exe()?,
@@ -251,7 +254,56 @@ impl ServerProcess {
             child,
             id,
             lab: lab.naming.lab.clone(),
+            _log_cap: LogCap::start(log_path),
         })
+    }
+}
+
+/// The server's log, fresh and in append mode: a cut-back by [`LogCap`] then
+/// makes the server's next line land at the new end, not at its old offset
+/// (which would leave a sparse file as long as before).
+fn open_server_log(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.set_len(0)?;
+    Ok(f)
+}
+
+/// Holds the server's log under /run to the datapaths' cap while `measure` runs:
+/// a client that fails test after test makes the server log a line each time.
+struct LogCap {
+    stop: std::sync::Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LogCap {
+    fn start(path: std::path::PathBuf) -> LogCap {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("server-log-cap".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    crate::tunnel::process_log::cap_file(
+                        &path,
+                        crate::tunnel::process_log::LOG_CAP,
+                    );
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            })
+            .ok();
+        LogCap { stop, thread }
+    }
+}
+
+impl Drop for LogCap {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -596,5 +648,39 @@ impl PathResult {
             Some(s) => format!("{s}/{}", spec.path),
             None => spec.path.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// The server writes through its own descriptor while the cap cuts the file
+    /// back: its next lines land at the new end, so the file stays small.
+    #[test]
+    fn a_flooded_server_log_stays_under_the_cap_for_its_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server-b.log");
+        std::fs::write(&path, "an old run's log\n").unwrap();
+        let mut server = open_server_log(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "a fresh log");
+        let cap = LogCap::start(path.clone());
+        let line = format!("{}\n", "x".repeat(1023));
+        let cap_bytes = crate::tunnel::process_log::LOG_CAP;
+        for _ in 0..3 * cap_bytes / 1024 {
+            server.write_all(line.as_bytes()).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        drop(cap);
+        server.write_all(b"last line\n").unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert!(meta.len() <= cap_bytes + 1024, "{} bytes", meta.len());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with("last line\n"));
+        assert!(
+            !text.contains('\0'),
+            "a sparse file: the writer kept its offset"
+        );
     }
 }
