@@ -20,3 +20,6 @@ proc_ticks() { sed 's/.*) //' /proc/"$1"/stat 2>/dev/null | awk '{print $12 + $1
 
 # Whether something listens on TCP port PORT in namespace LAB-b.
 listening() { [[ -n $(ip netns exec "$LAB-b" ss -Hltn "sport = :$PORT" 2>/dev/null) ]]; }
+
+# The wall clock in seconds with microseconds, for timing a step.
+now() { echo "$EPOCHREALTIME"; }

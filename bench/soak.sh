@@ -264,7 +264,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-now() { echo "$EPOCHREALTIME"; }
 ms_since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.0f", (b - a) * 1000}'; }
 
 # One line per datapath process of LAB: pid, what, alive, rss_kb, fds, packets,
