@@ -85,6 +85,10 @@ pub struct WireGuard {
     limiter: Arc<RateLimiter>,
     next_reset: Option<Instant>,
     scratch: Vec<u8>,
+    /// Where packets boringtun queued during a handshake are sealed: up to
+    /// 64 KiB, so kept apart from `scratch`, which is swapped into the
+    /// driver's batch and would leave a 64 KiB buffer there at every rekey.
+    queued_scratch: Vec<u8>,
     /// Packets to send on the codec's own account (handshakes, keepalives,
     /// packets queued during a handshake), handed out through `poll`.
     out: VecDeque<(Verdict, Vec<u8>)>,
@@ -131,6 +135,7 @@ impl WireGuard {
             limiter,
             next_reset: None,
             scratch: vec![0; 2048],
+            queued_scratch: Vec::new(),
             out: VecDeque::new(),
             notes: Vec::new(),
             last_note: Vec::new(),
@@ -300,22 +305,13 @@ impl WireGuard {
             return;
         };
         // Queued packets may be as long as the TUN's MTU allows.
-        self.ensure_scratch(u16::MAX as usize);
-        loop {
-            let mut dst = std::mem::take(&mut self.scratch);
-            let r = self.peers[i].tunn.decapsulate(None, &[], &mut dst);
-            let sent = match r {
-                TunnResult::WriteToNetwork(d) => {
-                    let d = d.to_vec();
-                    Some(d)
-                }
-                _ => None,
-            };
-            self.scratch = dst;
-            match sent {
-                Some(d) => self.out.push_back((Verdict::ToNetwork(to), d)),
-                None => break,
-            }
+        self.queued_scratch
+            .resize(u16::MAX as usize + DATA_OVERHEAD, 0);
+        let tunn = &mut self.peers[i].tunn;
+        while let TunnResult::WriteToNetwork(d) =
+            tunn.decapsulate(None, &[], &mut self.queued_scratch)
+        {
+            self.out.push_back((Verdict::ToNetwork(to), d.to_vec()));
         }
     }
 }
@@ -571,6 +567,58 @@ mod tests {
         assert_eq!(s[0].name, "b");
         assert!(s[0].rx_bytes > 0 && s[0].tx_bytes > 0);
         assert!(s[0].latest_handshake_secs.is_some());
+    }
+
+    /// A rekey must not grow the buffers the codec hands back: the driver
+    /// keeps them in its batch for good, so one 64 KiB buffer per handshake
+    /// is memory that grows for hours (the soak saw 128 KiB per rekey).
+    #[test]
+    fn rekeys_leave_the_driver_packet_sized_buffers() {
+        let (mut a, mut b) = pair();
+        let now = Instant::now();
+        handshake(&mut a, &mut b, &ipv4([198, 19, 0, 1], [198, 19, 0, 2], 10));
+        // Full-size packets in driver-sized (2 KiB) buffers, one way.
+        let one_way = |from: &mut WireGuard, to: &mut WireGuard, src: u8, dst: u8, via: &str| {
+            for _ in 0..4 {
+                let mut p = Vec::with_capacity(2048);
+                p.extend(ipv4([198, 19, 0, src], [198, 19, 0, dst], 1392));
+                assert!(matches!(
+                    from.handle_tun(&mut p, now),
+                    Verdict::ToNetwork(_)
+                ));
+                assert!(p.capacity() <= 4096, "sealed into {} B", p.capacity());
+                assert_eq!(to.handle_network(addr(via), &mut p, now), Verdict::ToTun);
+                assert!(p.capacity() <= 4096, "opened into {} B", p.capacity());
+            }
+        };
+        let exchange = |a: &mut WireGuard, b: &mut WireGuard| {
+            one_way(a, b, 1, 2, A);
+            one_way(b, a, 2, 1, B);
+        };
+        exchange(&mut a, &mut b);
+        for _ in 0..5 {
+            // What a rekey does: a fresh initiation from a, answered by b.
+            let mut init = vec![0u8; 2048];
+            let n = match a.peers[0].tunn.format_handshake_initiation(&mut init, true) {
+                TunnResult::WriteToNetwork(d) => d.len(),
+                r => panic!("no initiation: {r:?}"),
+            };
+            init.truncate(n);
+            assert!(matches!(
+                b.handle_network(addr(A), &mut init, now),
+                Verdict::ToNetwork(_)
+            ));
+            assert!(init.capacity() <= 4096, "response in {} B", init.capacity());
+            let v = a.handle_network(addr(B), &mut init, now);
+            assert!(
+                matches!(v, Verdict::ToNetwork(_) | Verdict::Consumed),
+                "{v:?}"
+            );
+            while let Some((_, q)) = a.poll(now).or_else(|| b.poll(now)) {
+                assert!(q.capacity() <= 4096, "queued packet in {} B", q.capacity());
+            }
+            exchange(&mut a, &mut b);
+        }
     }
 
     #[test]
