@@ -1,19 +1,18 @@
 //! bench/soak.sh's verdict rules, on a soak's data written here (its `--report
 //! DIR` renders a run's table again without running anything): a steady
 //! datapath passes; RSS growth, drops nothing explains and an unanswered
-//! control-plane call each fail the kind, and the table says which; no_route
-//! and spoofed drops pass up to the IPv6 multicast the kernel sent into the
-//! lab's TUNs (router solicitations), and fail beyond it.
+//! control-plane call each fail the kind, and the table says which; the
+//! kernel's own link-scope IPv6 on the TUNs (`link_scope`) passes, while
+//! `no_route` and `spoofed` fail.
 
 use std::path::Path;
 use std::process::Command;
 
 /// One datapath sampled every 10 s for 60 s: `rss` per sample (KiB), the
-/// drops JSON and the lab's TUN multicast count of each sample.
+/// drops JSON of each sample.
 struct Soak<'a> {
     rss: [u64; 7],
     drops: [&'a str; 7],
-    mcast: [u64; 7],
     impair_exit: i32,
 }
 
@@ -24,7 +23,6 @@ impl Soak<'_> {
         Soak {
             rss: [7416; 7],
             drops: [NO_DROPS; 7],
-            mcast: [3; 7],
             impair_exit: 0,
         }
     }
@@ -42,13 +40,13 @@ impl Soak<'_> {
              declare -- full=\"r\"\nLOAD='0 0 0' MACHINE='test'\n",
         );
         let mut samples = String::from(
-            "kind\tt_s\tpid\twhat\talive\trss_kb\tfds\tpackets\tdrops\terrors\tcpu_ticks\ttun_mcast\n",
+            "kind\tt_s\tpid\twhat\talive\trss_kb\tfds\tpackets\tdrops\terrors\tcpu_ticks\n",
         );
         let mut control = String::from("kind\tt_s\tcall\texit\tms\n");
         for i in 0..7 {
-            let (t, rss, drops, mcast) = (i * 10, self.rss[i], self.drops[i], self.mcast[i]);
+            let (t, rss, drops) = (i * 10, self.rss[i], self.drops[i]);
             samples += &format!(
-                "router\t{t}\t42\tthe slow path of router r1\t1\t{rss}\t8\t{}\t{drops}\t{{\"tun_write\":0}}\t{t}\t{mcast}\n",
+                "router\t{t}\t42\tthe slow path of router r1\t1\t{rss}\t8\t{}\t{drops}\t{{\"tun_write\":0}}\t{t}\n",
                 t * 1000
             );
             control += &format!("router\t{t}\tstatus\t0\t7\n");
@@ -137,28 +135,33 @@ fn drops_only_load_explains_pass_and_others_fail() {
 }
 
 #[test]
-fn spoofed_drops_pass_up_to_the_tun_multicast_sent() {
-    let two = r#"{"spoofed":2}"#;
-    let three = r#"{"spoofed":3}"#;
+fn link_scope_drops_pass_and_spoofed_or_no_route_drops_fail() {
+    let chatter = r#"{"link_scope":2}"#;
     let mut s = Soak::steady();
-    s.mcast = [3, 3, 3, 3, 4, 4, 5]; // two router solicitations after the warm-up
     s.drops = [
-        NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, two,
+        NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, chatter,
     ];
     let (code, md) = s.report();
     assert_eq!(code, 0, "{md}");
-    assert!(row(&md).contains("| ok (2 no_route/spoofed drops"), "{md}");
-
-    s.drops = [
-        NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, three,
-    ];
-    let (code, md) = s.report();
-    assert_eq!(code, 1, "{md}");
     assert!(
-        row(&md)
-            .contains("beyond the lab's TUN multicast (2): the slow path of router r1 spoofed 3"),
+        row(&md).contains("-> link_scope 2 (+2) |") && row(&md).ends_with("| ok |"),
         "{md}"
     );
+
+    for (bad, says) in [
+        (r#"{"spoofed":1}"#, "drops after warm-up: spoofed 1"),
+        (
+            r#"{"no_route":2,"link_scope":2}"#,
+            "drops after warm-up: no_route 2",
+        ),
+    ] {
+        s.drops = [
+            NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, NO_DROPS, bad,
+        ];
+        let (code, md) = s.report();
+        assert_eq!(code, 1, "{md}");
+        assert!(row(&md).contains(says), "{md}");
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The contract between the shared driver and a tunnel kind's codec.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 /// Why a codec dropped a packet. The driver counts drops per reason.
@@ -20,6 +20,11 @@ pub enum DropReason {
     Spoofed,
     /// Nothing to send it to: no softwire, no NAT mapping, no route.
     NoRoute,
+    /// IPv6 link-scope traffic (to or from fe80::/10, to a link-local multicast
+    /// group) that the tunnel has no route or policy for: mostly what the
+    /// kernel itself sends on the TUN (router solicitations, MLD reports).
+    /// Counted apart so that `no_route` and `spoofed` keep meaning a fault.
+    LinkScope,
     /// Larger than the tunnel MTU with DF set; the codec answered with an ICMP
     /// error through `poll`.
     TooBig,
@@ -49,13 +54,14 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 17] = [
+    pub const ALL: [DropReason; 18] = [
         DropReason::Truncated,
         DropReason::Malformed,
         DropReason::WrongProtocol,
         DropReason::UnknownPeer,
         DropReason::Spoofed,
         DropReason::NoRoute,
+        DropReason::LinkScope,
         DropReason::TooBig,
         DropReason::QueueFull,
         DropReason::Lost,
@@ -78,6 +84,7 @@ impl DropReason {
             DropReason::UnknownPeer => "unknown_peer",
             DropReason::Spoofed => "spoofed",
             DropReason::NoRoute => "no_route",
+            DropReason::LinkScope => "link_scope",
             DropReason::TooBig => "too_big",
             DropReason::QueueFull => "queue_full",
             DropReason::Lost => "lost",
@@ -99,6 +106,32 @@ impl From<crate::wire::Error> for DropReason {
             crate::wire::Error::Truncated => DropReason::Truncated,
             crate::wire::Error::Malformed => DropReason::Malformed,
         }
+    }
+}
+
+/// The source address of an inner IPv4 or IPv6 packet, if it is long enough.
+pub fn inner_source(p: &[u8]) -> Option<IpAddr> {
+    match p.first()? >> 4 {
+        4 if p.len() >= 20 => Some(IpAddr::from(<[u8; 4]>::try_from(&p[12..16]).ok()?)),
+        6 if p.len() >= 40 => Some(IpAddr::from(<[u8; 16]>::try_from(&p[8..24]).ok()?)),
+        _ => None,
+    }
+}
+
+/// Whether `p` is an IPv6 packet of link scope (see `ipv6::Packet::is_link_scope`).
+pub fn is_link_scope(p: &[u8]) -> bool {
+    p.len() >= crate::wire::ipv6::HEADER_LEN
+        && p[0] >> 4 == 6
+        && crate::wire::ipv6::Packet::new_unchecked(p).is_link_scope()
+}
+
+/// The reason to drop an inner packet from a peer whose source the peer may
+/// not use: the kernel's link-scope chatter, or spoofing.
+pub fn outside_allowed(p: &[u8]) -> DropReason {
+    if is_link_scope(p) {
+        DropReason::LinkScope
+    } else {
+        DropReason::Spoofed
     }
 }
 
@@ -149,5 +182,29 @@ pub trait Codec: Send {
     /// driver wakes then, not only on the next tick.
     fn deadline(&self) -> Option<Instant> {
         None
+    }
+}
+
+/// IPv6 packets for codec tests.
+#[cfg(test)]
+pub(crate) mod test_packets {
+    use std::net::Ipv6Addr;
+
+    /// An IPv6 packet from `src` to `dst` with 8 bytes of ICMPv6 (`icmp_type`).
+    pub fn ipv6(src: &str, dst: &str, icmp_type: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 48];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&8u16.to_be_bytes());
+        p[6] = 58;
+        p[7] = 255;
+        p[8..24].copy_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+        p[24..40].copy_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+        p[40] = icmp_type;
+        p
+    }
+
+    /// What the kernel sends on a fresh TUN with IPv6: a router solicitation.
+    pub fn router_solicitation() -> Vec<u8> {
+        ipv6("fe80::1", "ff02::2", 133)
     }
 }

@@ -8,11 +8,11 @@
 //! Inbound: the window is checked before decryption and updated only after
 //! the ICV verified (RFC 4303 3.4.3).
 
-use super::codec::{Codec, DropReason, Verdict};
+use super::codec::{Codec, DropReason, Verdict, inner_source, outside_allowed};
 use crate::wire::esp as wire;
 use ipnetwork::IpNetwork;
 use ring::aead::{AES_128_GCM, Aad, LessSafeKey, Nonce, Tag, UnboundKey};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Instant;
 
 /// Key material for AES-GCM-128 in ESP: a 16-byte key and a 4-byte salt
@@ -371,14 +371,6 @@ impl Esp {
     pub fn take_notes(&mut self) -> Vec<String> {
         self.sa.take_notes()
     }
-
-    fn inner_source(p: &[u8]) -> Option<IpAddr> {
-        match p.first()? >> 4 {
-            4 if p.len() >= 20 => Some(IpAddr::from(<[u8; 4]>::try_from(&p[12..16]).ok()?)),
-            6 if p.len() >= 40 => Some(IpAddr::from(<[u8; 16]>::try_from(&p[8..24]).ok()?)),
-            _ => None,
-        }
-    }
 }
 
 /// Whether `p` is one whole IPv4 or IPv6 packet whose length fields agree
@@ -416,9 +408,9 @@ impl Codec for Esp {
         if !inner_ok(inner, next) {
             return Verdict::Drop(DropReason::Malformed);
         }
-        match Self::inner_source(inner) {
+        match inner_source(inner) {
             Some(src) if self.allowed.iter().any(|n| n.contains(src)) => {}
-            _ => return Verdict::Drop(DropReason::Spoofed),
+            _ => return Verdict::Drop(outside_allowed(inner)),
         }
         packet.copy_within(range.clone(), 0);
         packet.truncate(range.len());
@@ -471,6 +463,59 @@ mod tests {
 
     fn km(b: u8) -> KeyMaterial {
         KeyMaterial([b; 20])
+    }
+
+    /// Tunnel-mode ends a (inner 198.19.0.1, 2001:2:0:1::/64) and b.
+    fn esp_pair() -> (Esp, Esp) {
+        let end = |peer: &str, out: u32, inn: u32, allowed: [&str; 2]| {
+            Esp::new(EspConfig {
+                peer: peer.parse().unwrap(),
+                encap: Encap::Udp,
+                out_spi: out,
+                out_key: km(out as u8),
+                in_spi: inn,
+                in_key: km(inn as u8),
+                window: 64,
+                allowed: allowed.iter().map(|a| a.parse().unwrap()).collect(),
+            })
+        };
+        (
+            end(
+                "198.18.0.2:4500",
+                1,
+                2,
+                ["198.19.0.2/32", "2001:2:0:2::/64"],
+            ),
+            end(
+                "198.18.0.1:4500",
+                2,
+                1,
+                ["198.19.0.1/32", "2001:2:0:1::/64"],
+            ),
+        )
+    }
+
+    #[test]
+    fn the_kernels_link_scope_chatter_is_told_apart_from_spoofing() {
+        use crate::tunnel::codec::test_packets::{ipv6, router_solicitation};
+        let now = Instant::now();
+        let from_a: SocketAddr = "198.18.0.1:4500".parse().unwrap();
+        let (mut a, mut b) = esp_pair();
+        for (mut p, want) in [
+            (ipv6("2001:2:0:1::1", "2001:2:0:2::1", 128), Verdict::ToTun),
+            (router_solicitation(), Verdict::Drop(DropReason::LinkScope)),
+            (
+                ipv6("::", "ff02::1:ff00:1", 135),
+                Verdict::Drop(DropReason::LinkScope),
+            ),
+            (
+                ipv6("2001:2:0:9::1", "2001:2:0:2::1", 128),
+                Verdict::Drop(DropReason::Spoofed),
+            ),
+        ] {
+            assert!(matches!(a.handle_tun(&mut p, now), Verdict::ToNetwork(_)));
+            assert_eq!(b.handle_network(from_a, &mut p, now), want);
+        }
     }
 
     #[test]

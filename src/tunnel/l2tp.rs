@@ -4,10 +4,10 @@
 //! both ends are configured from the topology, which is what an established
 //! L2TP session looks like on the wire.
 
-use super::codec::{Codec, DropReason, Verdict};
+use super::codec::{Codec, DropReason, Verdict, inner_source, outside_allowed};
 use crate::wire::l2tp::{self as wire, Header, Message};
 use ipnetwork::IpNetwork;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Instant;
 
 pub struct L2tpConfig {
@@ -40,14 +40,6 @@ impl L2tp {
             nr: 0,
             scratch: Vec::with_capacity(2048),
         }
-    }
-}
-
-fn source(p: &[u8]) -> Option<IpAddr> {
-    match p.first()? >> 4 {
-        4 if p.len() >= 20 => Some(IpAddr::from(<[u8; 4]>::try_from(&p[12..16]).ok()?)),
-        6 if p.len() >= 40 => Some(IpAddr::from(<[u8; 16]>::try_from(&p[8..24]).ok()?)),
-        _ => None,
     }
 }
 
@@ -107,9 +99,9 @@ impl Codec for L2tp {
         if !ok {
             return Verdict::Drop(DropReason::Malformed);
         }
-        match source(inner) {
+        match inner_source(inner) {
             Some(s) if self.c.allowed.iter().any(|n| n.contains(s)) => {}
-            _ => return Verdict::Drop(DropReason::Spoofed),
+            _ => return Verdict::Drop(outside_allowed(inner)),
         }
         if let Some((ns, _)) = header.sequence {
             self.nr = ns.wrapping_add(1);
@@ -196,6 +188,21 @@ mod tests {
             assert_eq!(p.len(), sent.len() + if seq { 14 } else { 10 });
             assert_eq!(b.handle_network(a_addr, &mut p, now), Verdict::ToTun);
             assert_eq!(p, sent);
+        }
+    }
+
+    #[test]
+    fn the_kernels_link_scope_chatter_is_told_apart_from_spoofing() {
+        use crate::tunnel::codec::test_packets::{ipv6, router_solicitation};
+        let now = Instant::now();
+        let a_addr: SocketAddr = "198.18.0.1:1701".parse().unwrap();
+        let (mut a, mut b) = pair(false);
+        for (mut p, want) in [
+            (router_solicitation(), DropReason::LinkScope),
+            (ipv6("2001:2::9", "2001:2::2", 128), DropReason::Spoofed),
+        ] {
+            assert!(matches!(a.handle_tun(&mut p, now), Verdict::ToNetwork(_)));
+            assert_eq!(b.handle_network(a_addr, &mut p, now), Verdict::Drop(want));
         }
     }
 

@@ -9,7 +9,7 @@
 //! scratch buffer and swaps it with the driver's packet, so a packet costs no
 //! allocation and no extra copy beyond boringtun's own.
 
-use super::codec::{Codec, DropReason, Verdict};
+use super::codec::{Codec, DropReason, Verdict, is_link_scope, outside_allowed};
 use boringtun::noise::errors::WireGuardError;
 use boringtun::noise::handshake::parse_handshake_anon;
 use boringtun::noise::rate_limiter::RateLimiter;
@@ -322,7 +322,11 @@ impl Codec for WireGuard {
             return Verdict::Drop(DropReason::Malformed);
         };
         let Some(i) = self.route(dst) else {
-            return Verdict::Drop(DropReason::NoRoute);
+            return Verdict::Drop(if is_link_scope(packet) {
+                DropReason::LinkScope
+            } else {
+                DropReason::NoRoute
+            });
         };
         let Some(to) = self.peers[i].endpoint else {
             let name = self.peers[i].config.name.clone();
@@ -385,7 +389,11 @@ impl Codec for WireGuard {
             Next::Tun(n, src) => {
                 // Cryptokey routing: the inner source must be one this peer may use.
                 if self.route(src) != Some(i) {
+                    let reason = outside_allowed(&out[..n]);
                     self.scratch = out;
+                    if reason == DropReason::LinkScope {
+                        return Verdict::Drop(reason);
+                    }
                     let name = self.peers[i].config.name.clone();
                     self.note("spoofed", now, || {
                         format!(
@@ -486,22 +494,27 @@ mod tests {
     /// Two endpoints that know each other: a at 198.18.0.1 (inner .1), b at
     /// 198.18.0.2 (inner .2).
     fn pair() -> (WireGuard, WireGuard) {
+        pair_with(&["198.19.0.2/32"], &["198.19.0.1/32"])
+    }
+
+    /// The same two with other allowed IPs: b's (on a) and a's (on b).
+    fn pair_with(b_ips: &[&str], a_ips: &[&str]) -> (WireGuard, WireGuard) {
         let (ka, kb) = (key(1), key(2));
-        let peer = |name: &str, k: &StaticSecret, ep: &str, inner: &str| PeerConfig {
+        let peer = |name: &str, k: &StaticSecret, ep: &str, ips: &[&str]| PeerConfig {
             name: name.into(),
             public: PublicKey::from(k),
             preshared: Some([7; 32]),
             endpoint: Some(addr(ep)),
-            allowed_ips: vec![inner.parse().unwrap()],
+            allowed_ips: ips.iter().map(|n| n.parse().unwrap()).collect(),
             keepalive: None,
         };
         let a = WireGuard::new(WireGuardConfig {
             private: ka.clone(),
-            peers: vec![peer("b", &kb, "198.18.0.2:51820", "198.19.0.2/32")],
+            peers: vec![peer("b", &kb, "198.18.0.2:51820", b_ips)],
         });
         let b = WireGuard::new(WireGuardConfig {
             private: kb,
-            peers: vec![peer("a", &ka, "198.18.0.1:51820", "198.19.0.1/32")],
+            peers: vec![peer("a", &ka, "198.18.0.1:51820", a_ips)],
         });
         (a, b)
     }
@@ -679,6 +692,30 @@ mod tests {
             b.handle_network(addr(A), &mut p, now),
             Verdict::Drop(DropReason::Spoofed)
         );
+        // The kernel's router solicitation on a's TUN: no route, and said so.
+        let mut rs = crate::tunnel::codec::test_packets::router_solicitation();
+        assert_eq!(
+            a.handle_tun(&mut rs, now),
+            Verdict::Drop(DropReason::LinkScope)
+        );
+        // a routes all IPv6 to b, but b allows a only 2001:2:0:1::/64: a
+        // link-local source is link-scope chatter, another one spoofing.
+        let (mut a, mut b) = pair_with(
+            &["198.19.0.2/32", "::/0"],
+            &["198.19.0.1/32", "2001:2:0:1::/64"],
+        );
+        handshake(&mut a, &mut b, &ipv4([198, 19, 0, 1], [198, 19, 0, 2], 10));
+        use crate::tunnel::codec::test_packets::ipv6;
+        for (mut p, want) in [
+            (ipv6("fe80::1", "ff02::2", 133), DropReason::LinkScope),
+            (
+                ipv6("2001:2:0:9::1", "2001:2:0:2::1", 128),
+                DropReason::Spoofed,
+            ),
+        ] {
+            assert_eq!(a.handle_tun(&mut p, now), Verdict::ToNetwork(addr(B)));
+            assert_eq!(b.handle_network(addr(A), &mut p, now), Verdict::Drop(want));
+        }
         // Nothing routes to 203.0.113.1 on a.
         let mut p = ipv4([198, 19, 0, 1], [203, 0, 113, 1], 10);
         assert_eq!(

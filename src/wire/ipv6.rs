@@ -111,6 +111,16 @@ impl<T: AsRef<[u8]>> Packet<T> {
         a.copy_from_slice(&self.buffer.as_ref()[field::DST_ADDR]);
         Ipv6Addr::from(a)
     }
+    /// Traffic of the link it was sent on, which no router forwards (RFC 4291
+    /// section 2.5.6): to or from fe80::/10, or to an interface- or link-local
+    /// multicast group (router solicitations, MLD reports, DAD). The kernel
+    /// sends such packets on every IPv6 device, a tunnel's TUN included.
+    pub fn is_link_scope(&self) -> bool {
+        let (src, dst) = (self.src_addr(), self.dst_addr());
+        let link_local = |a: Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
+        let small_multicast = dst.is_multicast() && matches!(dst.octets()[1] & 0x0f, 1 | 2);
+        link_local(src) || link_local(dst) || small_multicast
+    }
     /// What the payload length covers; trailing bytes are not part of it.
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..HEADER_LEN + self.payload_len() as usize]
@@ -221,6 +231,34 @@ pub fn fuzz(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn link_scope_is_fe80_either_way_or_link_local_multicast() {
+        let scope = |src: &str, dst: &str| {
+            let mut b = [0u8; HEADER_LEN];
+            let mut p = Packet::new_unchecked(&mut b[..]);
+            p.set_version(6);
+            p.set_src_addr(src.parse().unwrap());
+            p.set_dst_addr(dst.parse().unwrap());
+            Packet::new_unchecked(&b[..]).is_link_scope()
+        };
+        assert!(scope("fe80::1", "ff02::2"), "router solicitation");
+        assert!(scope("fe80::1", "ff02::16"), "MLDv2 report");
+        assert!(scope("::", "ff02::1:ff00:1"), "DAD neighbour solicitation");
+        assert!(scope("::", "ff01::1"), "interface-local multicast");
+        assert!(scope("2001:2::1", "fe80::2"), "to a link-local address");
+        assert!(scope("febf::1", "2001:2::2"), "fe80::/10 reaches febf::");
+        assert!(!scope("2001:2::1", "2001:2::2"), "global unicast");
+        assert!(
+            !scope("2001:2::1", "ff05::2"),
+            "site-local multicast is routed"
+        );
+        assert!(!scope("2001:2::1", "ff0e::1"), "global multicast");
+        assert!(
+            !scope("fec0::1", "2001:2::2"),
+            "fec0::/10 is not link-local"
+        );
+    }
     use crate::wire::ipv4::protocol;
 
     // A DS-Lite packet from B4 2001:db8:1::2 to AFTR 2001:db8::1 carrying a
