@@ -1,22 +1,20 @@
 //! tunbench: network-namespace labs from topology files, and throughput measured
 //! through them.
+//!
+//! One layer per folder; a module imports only from layers below its own
+//! (tests/architecture.rs keeps it so), lowest first:
 
-pub mod check;
-pub mod cli;
-pub mod datapath;
+pub mod codec;
+pub mod commands;
+pub mod driver;
+pub mod endpoint;
 pub mod engine;
-pub mod generate;
-pub mod graph;
-pub mod impair;
+pub mod keys;
 pub mod lab;
-pub mod liveness;
 pub mod measure;
 pub mod plan;
-pub mod relay;
 pub mod report;
-pub mod router;
-pub mod shape;
+pub mod socket;
 pub mod topology;
-pub mod tunnel;
-pub mod wgkey;
+pub mod vocab;
 pub mod wire;

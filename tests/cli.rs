@@ -148,6 +148,8 @@ fn commands_on_a_lab_that_is_not_up_say_so() {
 /// published figure for it.
 fn results_with_reference(published: &str) -> String {
     use tunbench::measure::model::*;
+    use tunbench::topology::reference::{PublishedFigure, Reference, Tolerance};
+    use tunbench::vocab::Cell;
     let cell = Cell::parse_key("ipv4.tcp.sender").unwrap();
     let run = Run {
         bits_per_second: 900e6,

@@ -10,12 +10,12 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use tunbench::tunnel::driver::{
+use tunbench::codec::{Codec, DropReason, Verdict};
+use tunbench::driver::packet_tx::RETRY;
+use tunbench::driver::tun::{Tun, TunError};
+use tunbench::driver::{
     Driver, DriverConfig, DriverError, Fault, StatsSnapshot, Transport, run_until,
 };
-use tunbench::tunnel::packet_tx::RETRY;
-use tunbench::tunnel::tun::{Tun, TunError};
-use tunbench::tunnel::{Codec, DropReason, Verdict};
 
 const TUN: &str = "tbt0";
 const OUTER_A: &str = "2001:2:0:fd::1";

@@ -102,10 +102,9 @@ fn a_live_capture_decrypts_and_bad_packets_are_dropped_and_counted() {
         },
     );
     // tshark decrypts the live packet with the SA from the lab's key file.
-    let keys: Value = serde_json::from_str(
-        &std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap(),
-    )
-    .unwrap();
+    let keys: Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir(&lab).join("keys.json")).unwrap())
+            .unwrap();
     let key_b = keys["tunnels"]["ipsec"]["sa"]["b"].as_str().unwrap();
     let sa = format!(
         "uat:esp_sa:\"IPv4\",\"198.18.74.1\",\"198.18.74.2\",\"0x00001001\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x{key_b}\",\"NULL\",\"\""

@@ -5,8 +5,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use tunbench::codec::{dslite, esp as esp_codec, esp_transport, l2tp as l2tp_codec};
 use tunbench::engine::control;
-use tunbench::tunnel::{dslite, esp as esp_codec, esp_transport, l2tp as l2tp_codec};
 use tunbench::wire::{esp, ipv4, ipv6, l2tp};
 
 fn inputs(target: &str) -> Vec<PathBuf> {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tunbench::tunnel::overhead::Encapsulation;
+use tunbench::codec::overhead::Encapsulation;
 
 /// Lab names of this file start with "ik".
 fn ik_lab(tag: &str) -> String {
@@ -228,7 +228,7 @@ fn certificates_from_a_lab_ca_authenticate_both_ends() {
         );
     }
     // The lab keeps the CA's certificate, not its key.
-    let keys = std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap();
+    let keys = std::fs::read_to_string(state_dir(&lab).join("keys.json")).unwrap();
     assert_eq!(keys.matches("BEGIN EC PRIVATE KEY").count(), 2, "{keys}");
     assert!(ping_from(&lab, "a", &["198.18.87.2"]), "a -> b");
     assert!(ping_from(&lab, "b", &["2001:2:0:87::1"]), "b -> a");

@@ -172,10 +172,9 @@ fn captures_dissect_as_l2tp_ppp_ip_and_decrypt_with_the_lab_keys() {
     let plain = tshark(&pcap, &[]);
     assert!(plain.contains("Encapsulating Security Payload"), "{plain}");
     assert!(!plain.contains("Layer 2 Tunneling Protocol"), "{plain}");
-    let keys: Value = serde_json::from_str(
-        &std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap(),
-    )
-    .unwrap();
+    let keys: Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir(&lab).join("keys.json")).unwrap())
+            .unwrap();
     let key_b = keys["tunnels"]["vpn"]["sa"]["b"].as_str().unwrap();
     let sa = format!(
         "uat:esp_sa:\"IPv4\",\"198.18.76.1\",\"198.18.76.2\",\"0x00001001\",\"AES-GCM with 16 octet ICV [RFC4106]\",\"0x{key_b}\",\"NULL\",\"\""

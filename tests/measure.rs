@@ -221,8 +221,8 @@ fn measure_in(
 
 #[test]
 fn one_cell_as_a_library_call() {
-    use tunbench::measure::model::{Direction, Family, Proto};
     use tunbench::measure::runner::MeasureSpec;
+    use tunbench::vocab::{Direction, Family, Proto};
     let lab = lab_name("lib");
     let (_g, o) = up(&topo("router.toml"), &lab);
     assert!(o.status.success(), "{}", text(&o));
@@ -250,8 +250,8 @@ fn one_cell_as_a_library_call() {
 /// threshold, and the report must say so.
 #[test]
 fn a_confirmation_steps_down_where_the_search_overshoots() {
-    use tunbench::measure::model::{Direction, Family, Proto};
     use tunbench::measure::runner::MeasureSpec;
+    use tunbench::vocab::{Direction, Family, Proto};
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("overshoot.toml"),

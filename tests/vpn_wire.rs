@@ -8,9 +8,9 @@
 mod common;
 
 use std::process::Command;
-use tunbench::tunnel::Codec;
-use tunbench::tunnel::esp::{KeyMaterial, Outbound};
-use tunbench::tunnel::l2tp::{L2tp, L2tpConfig};
+use tunbench::codec::Codec;
+use tunbench::codec::esp::{KeyMaterial, Outbound};
+use tunbench::codec::l2tp::{L2tp, L2tpConfig};
 use tunbench::wire::esp::NEXT_IPV4;
 
 const KEY: [u8; 20] = [

@@ -129,8 +129,8 @@ fn tunbench_peers_over_ipv4_and_ipv6_underlays() {
         let out = text(&o);
         assert!(out.contains("wireguard wg on a (tunbench)"), "{out}");
         assert!(out.contains("latest handshake"), "{out}");
-        let keys = std::fs::read_to_string(state_dir(&lab).join("wireguard-keys.json")).unwrap();
-        let mode = std::fs::metadata(state_dir(&lab).join("wireguard-keys.json")).unwrap();
+        let keys = std::fs::read_to_string(state_dir(&lab).join("keys.json")).unwrap();
+        let mode = std::fs::metadata(state_dir(&lab).join("keys.json")).unwrap();
         assert_eq!(
             std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
             0o600
@@ -272,7 +272,7 @@ fn garbage_truncated_handshakes_and_an_initiation_flood_do_not_stop_the_datapath
     let _g = up_named(&topology(dir.path(), false, "tunbench"), &lab);
     assert!(ping_within(&lab, "a", B_INNER, 5));
     let b_public = peers(&lab, "b")["public_key"].as_str().unwrap().to_string();
-    let b_public = tunbench::wgkey::parse(&b_public).unwrap();
+    let b_public = tunbench::vocab::keys::parse(&b_public).unwrap();
     let pid = stats(&lab, "b")["pid"].as_u64().unwrap();
     let before = stats(&lab, "b");
     let sent = from_a(&lab, move |s| {

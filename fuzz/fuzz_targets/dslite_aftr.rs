@@ -3,4 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| tunbench::tunnel::dslite::fuzz::aftr(data));
+fuzz_target!(|data: &[u8]| tunbench::codec::dslite::fuzz::aftr(data));

@@ -3,4 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| tunbench::tunnel::l2tp::fuzz(data));
+fuzz_target!(|data: &[u8]| tunbench::codec::l2tp::fuzz(data));

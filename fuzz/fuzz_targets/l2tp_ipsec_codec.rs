@@ -3,4 +3,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| tunbench::tunnel::esp_transport::fuzz::codec(data));
+fuzz_target!(|data: &[u8]| tunbench::codec::esp_transport::fuzz::codec(data));

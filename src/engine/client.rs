@@ -73,7 +73,7 @@ fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
             source,
         })?;
     // Room for bursts: the kernel default drops datagrams at high rates.
-    super::gso::set_buffers(&s, super::gso::UDP_SOCKET_BUFFER);
+    crate::socket::gso::set_buffers(&s, crate::socket::gso::UDP_SOCKET_BUFFER);
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(io_err("setting a timeout"))?;
     let mut w: &Socket = &s;

@@ -5,7 +5,6 @@
 pub mod client;
 pub mod control;
 pub mod cpu;
-pub mod gso;
 pub mod params;
 pub mod protocol;
 pub mod report;

@@ -582,7 +582,7 @@ fn accept_streams(
                 if bind.is_ipv6() && opts.bind.is_none() {
                     s.set_only_v6(false)?;
                 }
-                super::gso::set_buffers(&s, super::gso::UDP_SOCKET_BUFFER);
+                crate::socket::gso::set_buffers(&s, crate::socket::gso::UDP_SOCKET_BUFFER);
                 s.bind(&SockAddr::from(bind))?;
                 Ok(s)
             };

@@ -4,9 +4,9 @@
 //! `gso`) with iperf3's datagram header. BENCHMARKS.md ("Measurement engine vs
 //! iperf3") has the measurements behind the constants here.
 
-use super::gso::{self, RecvBatch, SendBatch};
 use super::params::{Protocol, TestParams};
 use super::udp_stats::UdpReceiverStats;
+use crate::socket::gso::{self, RecvBatch, SendBatch};
 use crate::wire::iperf_udp::{Packet as UdpPacket, Repr as UdpRepr};
 use socket2::Socket;
 use std::io::{self, Read, Write};
@@ -295,7 +295,7 @@ fn tcp_recv(
 
 fn set_int_option(sock: &Socket, level: libc::c_int, name: libc::c_int, value: usize) {
     // Best effort: a kernel without the option keeps its default.
-    let _ = super::gso::setsockopt_int(
+    let _ = crate::socket::gso::setsockopt_int(
         sock,
         level,
         name,

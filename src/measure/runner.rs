@@ -8,13 +8,13 @@ use crate::engine::client::{self, ClientOptions};
 use crate::engine::params::{Protocol, TestParams};
 use crate::engine::report::TestReport;
 use crate::lab::Running;
+use crate::lab::spawn::{enter_before_exec, tunbench_exe};
 use crate::topology::routing::Router;
+use crate::vocab::{Cell, Direction, Family, Proto};
 use anyhow::{Context, Result, anyhow, bail};
 use netns::process::ProcessId;
 use netns::state::{LabState, OwnedProcess};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -161,49 +161,6 @@ pub fn target_addresses(
     Ok((pick(true, spec.ipv4)?, pick(false, spec.ipv6)?))
 }
 
-/// A `tunbench server` in the target namespace, owned by the lab and stopped on drop.
-/// Make `cmd` enter the namespace `ns` (an open /run/netns file, kept open by
-/// the caller until after spawn) before it runs; with `own_session`, also start
-/// a session of its own, so it outlives its parent and ignores the terminal's
-/// Ctrl-C (the lab's `down` stops it).
-pub fn enter_before_exec(cmd: &mut Command, ns: &std::fs::File, own_session: bool) {
-    let fd = ns.as_raw_fd();
-    // SAFETY: setns and setsid are async-signal-safe, and fd stays open until
-    // after spawn.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if own_session {
-                libc::setsid();
-            }
-            Ok(())
-        });
-    }
-}
-
-/// The tunbench executable, for the processes a lab starts in its namespaces
-/// (measurement servers, datapaths). `TUNBENCH_EXE` overrides it: library callers
-/// such as the integration tests are not tunbench themselves (a test-only
-/// variable: ignored under sudo, where it would choose what root runs).
-pub fn tunbench_exe() -> Result<std::path::PathBuf> {
-    if let Some(p) = netns::test_env::var_os("TUNBENCH_EXE") {
-        return Ok(p.into());
-    }
-    let me = std::env::current_exe().context("finding the tunbench executable")?;
-    if !me
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("tunbench"))
-    {
-        bail!(
-            "{} is not tunbench; set TUNBENCH_EXE (or MeasureSpec::server_exe) to the tunbench binary",
-            me.display()
-        );
-    }
-    Ok(me)
-}
-
 struct ServerProcess {
     child: Child,
     id: Option<ProcessId>,
@@ -286,9 +243,9 @@ impl LogCap {
             .name("server-log-cap".into())
             .spawn(move || {
                 while !flag.load(Ordering::Relaxed) {
-                    crate::tunnel::process_log::cap_file(
+                    crate::driver::process_log::cap_file(
                         &path,
-                        crate::tunnel::process_log::LOG_CAP,
+                        crate::driver::process_log::LOG_CAP,
                     );
                     std::thread::sleep(Duration::from_millis(200));
                 }
@@ -452,7 +409,8 @@ pub fn measure(
         };
         // A dead datapath on the way fails the cell by name, before the client
         // would meet it as a timeout (or, after the cell, as a suspect figure).
-        let dead_datapath = || crate::liveness::dead_on_path(&lab.naming.lab, &lab.topology, addr);
+        let dead_datapath =
+            || crate::lab::liveness::dead_on_path(&lab.naming.lab, &lab.topology, addr);
         if let Some(why) = dead_datapath() {
             out.cells.push(CellResult::failed(*cell, why));
             continue;
@@ -667,7 +625,7 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0, "a fresh log");
         let cap = LogCap::start(path.clone());
         let line = format!("{}\n", "x".repeat(1023));
-        let cap_bytes = crate::tunnel::process_log::LOG_CAP;
+        let cap_bytes = crate::driver::process_log::LOG_CAP;
         for _ in 0..3 * cap_bytes / 1024 {
             server.write_all(line.as_bytes()).unwrap();
         }

@@ -4,6 +4,7 @@
 use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
+pub mod datapath;
 pub mod dslite;
 pub mod link;
 pub mod router;

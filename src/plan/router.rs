@@ -1,12 +1,14 @@
-//! The kernel objects of a userspace router's slow path (see `crate::router`):
+//! The kernel objects of a userspace router's slow path (see `crate::codec::slowpath`):
 //! the TUN the process attaches to, and on each of the router's interfaces a tc
 //! ingress filter that redirects arriving IPv4 and IPv6 into it.
 
-use crate::router::SLOWPATH_TUN;
 use crate::topology::Topology;
 use crate::topology::tunnel::Datapath;
 use netns::Op;
 use std::fmt::Write;
+
+/// The slow path's TUN in a userspace router's namespace.
+pub const SLOWPATH_TUN: &str = "slowpath";
 
 /// Any packet fits: the TUN never limits what the kernel forwards afterwards.
 const TUN_MTU: u32 = 65535;

@@ -17,7 +17,8 @@
 //! with a rate (`500M`) is a cell on path `fast/raw`.
 
 use super::{baseline_index, one_line, percent, rate, seed_order, sig};
-use crate::measure::model::{Cell, CellResult, PathResult, Results};
+use crate::measure::model::{CellResult, PathResult, Results};
+use crate::vocab::Cell;
 use std::fmt;
 use std::str::FromStr;
 

@@ -2,7 +2,9 @@
 //! cells, a 6-stream cell only raw has, and one failed cell on wg. The cells are
 //! deliberately out of the seed's order.
 
-use crate::measure::model::{Cell, CellResult, PathResult, Results, Run, Trial, UdpSearch};
+use crate::measure::model::{CellResult, PathResult, Results, Run, Trial, UdpSearch};
+
+use crate::vocab::Cell;
 
 fn cell(key: &str) -> Cell {
     Cell::parse_key(key).expect("fixture cell keys are valid")

@@ -27,7 +27,9 @@ pub mod reference;
 mod svg;
 mod table;
 
-use crate::measure::model::{Cell, CellResult, Direction, Family, Proto, Results};
+use crate::measure::model::{CellResult, Results};
+
+use crate::vocab::{Cell, Direction, Family, Proto};
 use std::path::{Path, PathBuf};
 
 /// The output formats of `--format`.

@@ -12,9 +12,9 @@
 use super::expect::Failure;
 use super::table::md_table;
 use super::{mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
-use crate::measure::model::{
-    Cell, CellResult, Proto, PublishedFigure, Reference, Results, Tolerance,
-};
+use crate::measure::model::{CellResult, Results};
+use crate::topology::reference::{PublishedFigure, Reference, Tolerance};
+use crate::vocab::{Cell, Proto};
 use std::fmt::Write;
 
 /// What became of one published figure in the run.

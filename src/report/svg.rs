@@ -4,7 +4,8 @@
 //! script, no external font or stylesheet, so it renders the same everywhere.
 
 use super::{ordered_cells, rate_unit, sig, utc};
-use crate::measure::model::{Cell, Results};
+use crate::measure::model::Results;
+use crate::vocab::Cell;
 use std::fmt::Write;
 
 /// Okabe-Ito colours, told apart by colour-blind readers; yellow left out, it
@@ -591,7 +592,8 @@ mod tests {
 
     /// One path, all sixteen cells of streams {1, 6}.
     fn full_matrix() -> Results {
-        use crate::measure::model::{CellResult, Direction, Family, Proto};
+        use crate::measure::model::CellResult;
+        use crate::vocab::{Direction, Family, Proto};
         let mut r = fixture::results();
         r.paths.truncate(1);
         let template = r.paths[0].cells[5].clone();

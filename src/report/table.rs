@@ -4,7 +4,8 @@
 use super::{
     baseline_index, mbit, one_line, ordered_cells, percent, step_down_notes, udp_figure, utc,
 };
-use crate::measure::model::{Cell, Family, Proto, Results};
+use crate::measure::model::Results;
+use crate::vocab::{Cell, Family, Proto};
 use std::fmt::Write;
 
 /// The table before it is laid out: rows = cells; per path best, median,
@@ -575,7 +576,8 @@ mod tests {
 
     #[test]
     fn a_stepped_down_or_sender_limited_udp_figure_says_so() {
-        use crate::measure::model::{Cell, Trial};
+        use crate::measure::model::Trial;
+        use crate::vocab::Cell;
         let mut r = fixture::results();
         let c = r.paths[0]
             .cells
@@ -733,7 +735,7 @@ mod tests {
 
     #[test]
     fn a_baseline_of_the_other_family_is_compared_across_families() {
-        use crate::measure::model::Family;
+        use crate::vocab::Family;
         let mut r = fixture::results();
         // raw: native IPv6 only; wg: IPv4 only (a softwire's path).
         r.paths[0].cells.retain(|c| c.cell.family == Family::Ipv6);

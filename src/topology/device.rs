@@ -10,10 +10,10 @@
 //! ```
 
 use super::model::{Node, NodeKind};
-use super::profile::{DeviceModel, HostModel};
 use super::profile_file::{self, LoadError, Profile};
 use super::raw::RawNode;
 use super::{KeyPath, Problem};
+use crate::codec::profile::{DeviceModel, HostModel};
 use ipnetwork::IpNetwork;
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 
 use super::wireguard::{Implementation, Peer, Preshared, Wireguard};
 use super::{KeyPath, Problem, int_in};
-use crate::tunnel::overhead::Encapsulation;
+use crate::codec::overhead::Encapsulation;
 use serde::Deserialize;
 
 pub const ESP_PORT: u16 = 4500;

@@ -14,7 +14,7 @@
 use super::model::{NodeKind, Topology};
 use super::wireguard::{Preshared, Wireguard};
 use super::{KeyPath, Problem, int_in};
-use crate::tunnel::overhead::Encapsulation;
+use crate::codec::overhead::Encapsulation;
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 
@@ -226,7 +226,7 @@ pub fn validate(
     p: &mut Vec<Problem>,
 ) {
     super::wireguard::validate(t, &tunnel.name, &e.overlay, "lo", p);
-    if let Err(missing) = crate::tunnel::strongswan::Install::find(e.auth == Auth::Cert) {
+    if let Err(missing) = crate::vocab::programs::Install::find(e.auth == Auth::Cert) {
         p.push(Problem::new(&tunnel.at.key("kind"), missing));
     }
     for peer in &e.overlay.peers {
@@ -353,12 +353,12 @@ ends = [
         let json = serde_json::to_string(&t).unwrap();
         assert!(!json.contains("not for printing"));
         assert!(json.contains("\"psk\":\"given\""), "{json}");
-        let keys = crate::wgkey::LabKeys::make(&t).unwrap();
+        let keys = crate::keys::LabKeys::make(&t).unwrap();
         assert_eq!(
             keys.psk_hex("vpn").unwrap(),
             "6e6f7420666f72207072696e74696e67"
         );
-        let made = crate::wgkey::LabKeys::make(&resolved("")).unwrap();
+        let made = crate::keys::LabKeys::make(&resolved("")).unwrap();
         assert_eq!(made.psk_hex("vpn").unwrap().len(), 64);
     }
 }

@@ -59,9 +59,9 @@ impl Impairment {
     }
 
     /// What the relay's shaper does with the direction.
-    pub fn shaper(&self) -> crate::shape::link::Impairments {
+    pub fn shaper(&self) -> crate::codec::shape::link::Impairments {
         let us = |v: Option<u64>| std::time::Duration::from_micros(v.unwrap_or(0));
-        crate::shape::link::Impairments {
+        crate::codec::shape::link::Impairments {
             delay: us(self.delay_us),
             jitter: us(self.jitter_us),
             loss: self.loss.unwrap_or(0.0),
@@ -307,7 +307,9 @@ fn queue(v: &toml::Value, at: &KeyPath, imp: &mut Impairment, p: &mut Vec<Proble
 
 fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
     let r = match v {
-        toml::Value::String(s) => crate::cli::parse_rate(s).map_err(|e| format!("rate {e}")),
+        toml::Value::String(s) => {
+            crate::vocab::units::parse_rate(s).map_err(|e| format!("rate {e}"))
+        }
         toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
         _ => Err("rate must be a string such as \"100M\" or a number of bit/s".into()),
     };

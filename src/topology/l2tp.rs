@@ -7,7 +7,7 @@
 use super::esp::{RawEnd, Sas, overlay, sa_settings, spis, two_ends};
 use super::wireguard::Wireguard;
 use super::{KeyPath, Problem, int_in};
-use crate::tunnel::overhead::Encapsulation;
+use crate::codec::overhead::Encapsulation;
 use crate::wire::l2tp::PORT as L2TP_PORT;
 use serde::Deserialize;
 

@@ -8,7 +8,6 @@ pub mod impair;
 pub mod l2tp;
 pub mod locate;
 pub mod model;
-pub mod profile;
 pub mod profile_file;
 pub mod raw;
 pub mod reference;

@@ -64,7 +64,7 @@ pub struct Topology {
     pub measurements: Vec<Measurement>,
     pub tunnels: Vec<super::tunnel::Tunnel>,
     /// `[reference]`: published figures for the paths measured.
-    pub reference: Option<crate::measure::model::Reference>,
+    pub reference: Option<crate::topology::reference::Reference>,
 }
 
 /// A `[[measure]]` entry, defaults applied (the seed's method).
@@ -75,9 +75,9 @@ pub struct Measurement {
     pub to: String,
     pub ipv4: Option<IpAddr>,
     pub ipv6: Option<IpAddr>,
-    pub families: Vec<crate::measure::model::Family>,
-    pub protocols: Vec<crate::measure::model::Proto>,
-    pub directions: Vec<crate::measure::model::Direction>,
+    pub families: Vec<crate::vocab::Family>,
+    pub protocols: Vec<crate::vocab::Proto>,
+    pub directions: Vec<crate::vocab::Direction>,
     pub streams: Vec<u32>,
     pub runs: u32,
     pub duration: f64,
@@ -106,9 +106,9 @@ pub struct Node {
     /// How a router forwards: the kernel, or tunbench's slow-path process.
     pub datapath: super::tunnel::Datapath,
     /// A router's device model, from its profile (applied by the slow path).
-    pub model: Option<super::profile::DeviceModel>,
+    pub model: Option<crate::codec::profile::DeviceModel>,
     /// A host's limits, from its profile (applied in its namespace's kernel).
-    pub host_model: Option<super::profile::HostModel>,
+    pub host_model: Option<crate::codec::profile::HostModel>,
     pub interfaces: Vec<Interface>,
     #[serde(skip)]
     pub at: KeyPath,

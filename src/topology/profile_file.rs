@@ -4,9 +4,9 @@
 //! every problem is located in the profile file itself (line, column, key
 //! path), so the topology can report it at the node's `profile` key.
 
-use super::profile::{Ceiling, HostModel, Way};
 use super::{Diagnostic, KeyPath, Problem, locate, valid_name};
-use crate::measure::model::{Family, Proto};
+use crate::codec::profile::{Ceiling, HostModel, Way};
+use crate::vocab::{Family, Proto};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -392,7 +392,9 @@ fn host(raw: &RawHost, p: &mut Vec<Problem>) -> HostModel {
 /// above zero: a ceiling of zero would be a blackhole, not a device model.
 fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
     let r = match v {
-        toml::Value::String(s) => crate::cli::parse_rate(s).map_err(|e| format!("rate {e}")),
+        toml::Value::String(s) => {
+            crate::vocab::units::parse_rate(s).map_err(|e| format!("rate {e}"))
+        }
         toml::Value::Integer(i) if *i < 0 => Err(format!("rate {i} must not be negative")),
         toml::Value::Integer(i) => Ok(*i as u64),
         _ => Err("a rate is a string such as \"100M\" or a number of bit/s".into()),

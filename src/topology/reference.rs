@@ -14,7 +14,52 @@
 
 use super::raw::{RawReference, RawTopology};
 use super::{KeyPath, Problem};
-use crate::measure::model::{Cell, PublishedFigure, Reference, Tolerance};
+use crate::vocab::{Cell, Proto};
+use serde::{Deserialize, Serialize};
+
+/// Figures someone published for cells of paths (the seed's table), and how
+/// far a measurement may be from them and still reproduce them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// Where the figures come from, in a few words.
+    pub source: Option<String>,
+    pub tolerance: Tolerance,
+    /// In the order the topology file lists them.
+    pub figures: Vec<PublishedFigure>,
+}
+
+/// How far, in percent either way, a measured figure may be from the
+/// published one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub tcp_percent: f64,
+    pub udp_percent: f64,
+}
+
+impl Tolerance {
+    /// TCP repeats well between rigs; a UDP figure is the edge of a loss
+    /// threshold and moves more.
+    pub const DEFAULT: Tolerance = Tolerance {
+        tcp_percent: 15.0,
+        udp_percent: 25.0,
+    };
+
+    pub fn of(&self, p: Proto) -> f64 {
+        match p {
+            Proto::Tcp => self.tcp_percent,
+            Proto::Udp => self.udp_percent,
+        }
+    }
+}
+
+/// One published figure: a cell of a path, in bit/s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishedFigure {
+    /// The path as reports name it: `PATH`, or `SCENARIO/PATH`.
+    pub path: String,
+    pub cell: Cell,
+    pub published_bps: f64,
+}
 
 /// A published rate below this is a figure written without its unit ("941"
 /// for 941 Mbit/s): no study publishes bit/s.
@@ -142,7 +187,7 @@ fn unknown_path(label: &str, labels: &[String]) -> String {
 /// number of bit/s.
 fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
     let r = match v {
-        toml::Value::String(s) => crate::cli::parse_rate(s),
+        toml::Value::String(s) => crate::vocab::units::parse_rate(s),
         toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
         _ => Err("a published rate is a string such as \"941M\" or a number of bit/s".into()),
     };
@@ -164,8 +209,9 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use crate::measure::model::{Cell, Tolerance};
+    use super::Tolerance;
     use crate::topology::{parse_str, scenario::scenarios_str};
+    use crate::vocab::Cell;
     use std::path::Path;
 
     const BASE: &str = r#"

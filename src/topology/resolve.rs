@@ -293,7 +293,7 @@ fn words<T: Copy>(
 }
 
 fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Measurement> {
-    use crate::measure::model::{Direction, Family, Proto};
+    use crate::vocab::{Direction, Family, Proto};
     let before = p.len();
     let families = words(
         &m.families,

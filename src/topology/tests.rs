@@ -183,8 +183,8 @@ b = { port = "server:eth0", ipv4 = "198.18.2.2/24" }
 
 #[test]
 fn a_router_profile_resolves_into_its_lan_and_the_modes_ceilings() {
-    use crate::measure::model::{Family, Proto};
-    use profile::Way;
+    use crate::codec::profile::Way;
+    use crate::vocab::{Family, Proto};
     let t = parse(PROFILED);
     let n = &t.nodes[t.node_index("nvr").unwrap()];
     let m = n.model.as_ref().expect("nvr has a device model");
@@ -236,7 +236,7 @@ fn a_router_profile_resolves_into_its_lan_and_the_modes_ceilings() {
     assert!(
         m.ceilings
             .iter()
-            .all(|c| c.protocol == Some(crate::measure::model::Proto::Udp))
+            .all(|c| c.protocol == Some(crate::vocab::Proto::Udp))
     );
     // Without a profile nothing changes.
     let pc = &t.nodes[t.node_index("pc").unwrap()];

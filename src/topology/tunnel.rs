@@ -278,8 +278,8 @@ impl Tunnel {
     }
 
     /// What the tunnel adds to each packet, as far as its size goes.
-    pub fn encapsulation(&self) -> crate::tunnel::overhead::Encapsulation {
-        use crate::tunnel::overhead::Encapsulation;
+    pub fn encapsulation(&self) -> crate::codec::overhead::Encapsulation {
+        use crate::codec::overhead::Encapsulation;
         match &self.kind {
             TunnelKind::Dslite(_) => Encapsulation::Dslite,
             TunnelKind::Wireguard(_) => Encapsulation::Wireguard,
@@ -311,8 +311,8 @@ impl Tunnel {
                 .then(|| enc.overhead_text(!outer_v6)),
             breakdown: enc.breakdown(outer_v6),
             inner_mtu,
-            mss_ipv4: crate::tunnel::overhead::mss(inner_mtu as usize, false),
-            mss_ipv6: crate::tunnel::overhead::mss(inner_mtu as usize, true),
+            mss_ipv4: crate::codec::overhead::mss(inner_mtu as usize, false),
+            mss_ipv6: crate::codec::overhead::mss(inner_mtu as usize, true),
         }
     }
 
@@ -449,7 +449,7 @@ pub fn resolve(
                     &aat.key("datapath"),
                     p,
                 );
-                use crate::tunnel::dslite::{DEFAULT_MAX_MAPPINGS, DEFAULT_MAX_MAPPINGS_PER_B4};
+                use crate::codec::dslite::{DEFAULT_MAX_MAPPINGS, DEFAULT_MAX_MAPPINGS_PER_B4};
                 let per_b4_default = DEFAULT_MAX_MAPPINGS_PER_B4 as i64;
                 // No more than the whole table.
                 let per_b4_max = DEFAULT_MAX_MAPPINGS as i64;

@@ -341,7 +341,7 @@ pub fn resolve(
     let preshared = match &w.preshared_key {
         None | Some(toml::Value::Boolean(false)) => Preshared::None,
         Some(toml::Value::Boolean(true)) => Preshared::Generate,
-        Some(toml::Value::String(s)) => match crate::wgkey::parse(s) {
+        Some(toml::Value::String(s)) => match crate::vocab::keys::parse(s) {
             Ok(k) => Preshared::Given(k),
             Err(e) => {
                 p.push(Problem::new(&at.key("preshared_key"), e));
@@ -390,7 +390,7 @@ pub fn resolve(
             end_fields(&rp.endpoint, &rp.address, &rp.allowed_ips, "peer", &pat, p);
         let private_key = match &rp.private_key {
             None => None,
-            Some(s) => match crate::wgkey::parse(s) {
+            Some(s) => match crate::vocab::keys::parse(s) {
                 Ok(k) => Some(k),
                 Err(e) => {
                     p.push(Problem::new(&pat.key("private_key"), e));

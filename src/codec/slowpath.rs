@@ -1,0 +1,134 @@
+//! Virtual routers' userspace datapath (the slow path): every forwarded packet
+//! passes through tunbench's own process in the router's namespace.
+//!
+//! The bump in the wire: tc on each of the router's interfaces redirects
+//! arriving IPv4 and IPv6 (not ARP, not link-local or multicast IPv6, not
+//! neighbour discovery) into a TUN, the process reads each packet and writes it
+//! back, and the kernel takes it in from the TUN and forwards it as usual. So
+//! the kernel still does the router's own work once per packet (route lookup,
+//! TTL / hop limit, ICMP time exceeded, fragmentation needed, packet too big),
+//! and the per-packet work a device model adds lives in the process.
+//!
+//! The slow path's codec: checks each packet is IP and hands it back to the
+//! kernel, counting per family; with a device model, the model's ceilings hold
+//! packets back (handed back through `poll` when their time comes) or drop
+//! them. Sans-IO like the tunnel codecs, so the shared driver runs it (TUN
+//! only, no socket).
+
+use crate::codec::device_model::DeviceShaper;
+use crate::codec::profile::DeviceModel;
+use crate::codec::shape::Offer;
+use crate::codec::{Codec, DropReason, Verdict};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// Packets passed back per family, for the stats and the tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub ipv4: u64,
+    pub ipv6: u64,
+}
+
+#[derive(Default)]
+pub struct SlowPath {
+    counts: Counts,
+    model: Option<DeviceShaper>,
+}
+
+impl SlowPath {
+    pub fn new() -> SlowPath {
+        SlowPath::default()
+    }
+
+    /// A slow path that applies a device model's ceilings.
+    pub fn with_model(model: &DeviceModel, now: Instant) -> SlowPath {
+        SlowPath {
+            counts: Counts::default(),
+            model: Some(DeviceShaper::new(model, now)),
+        }
+    }
+
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+}
+
+const IPV4_MIN_HEADER: usize = 20;
+const IPV6_HEADER: usize = 40;
+
+impl Codec for SlowPath {
+    fn handle_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict {
+        let Some(first) = packet.first() else {
+            return Verdict::Drop(DropReason::Truncated);
+        };
+        match first >> 4 {
+            4 if packet.len() >= IPV4_MIN_HEADER => self.counts.ipv4 += 1,
+            6 if packet.len() >= IPV6_HEADER => self.counts.ipv6 += 1,
+            4 | 6 => return Verdict::Drop(DropReason::Truncated),
+            _ => return Verdict::Drop(DropReason::Malformed),
+        }
+        match self.model.as_mut().map(|m| m.offer(now, packet)) {
+            None | Some(Offer::Pass) => Verdict::ToTun,
+            Some(Offer::Queued) => Verdict::Queued,
+            Some(Offer::Dropped) => Verdict::Drop(DropReason::QueueFull),
+        }
+    }
+
+    fn poll(&mut self, now: Instant) -> Option<(Verdict, Vec<u8>)> {
+        self.model.as_mut()?.poll(now).map(|p| (Verdict::ToTun, p))
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.model.as_ref()?.deadline()
+    }
+
+    fn tick(&mut self, now: Instant) {
+        if let Some(m) = self.model.as_mut() {
+            m.expire(now);
+        }
+    }
+
+    /// The slow path has no socket; nothing arrives here.
+    fn handle_network(&mut self, _: SocketAddr, _: &mut Vec<u8>, _: Instant) -> Verdict {
+        Verdict::Drop(DropReason::UnknownPeer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4() -> Vec<u8> {
+        let mut p = vec![0u8; 28];
+        p[0] = 0x45;
+        p
+    }
+
+    #[test]
+    fn ip_packets_go_back_unchanged_and_are_counted_per_family() {
+        let mut s = SlowPath::new();
+        let now = Instant::now();
+        let mut a = v4();
+        assert_eq!(s.handle_tun(&mut a, now), Verdict::ToTun);
+        assert_eq!(a, v4(), "the slow path does not rewrite packets");
+        let mut b = vec![0u8; 48];
+        b[0] = 0x60;
+        assert_eq!(s.handle_tun(&mut b, now), Verdict::ToTun);
+        assert_eq!(s.counts(), Counts { ipv4: 1, ipv6: 1 });
+    }
+
+    #[test]
+    fn non_ip_and_short_packets_are_dropped() {
+        let mut s = SlowPath::new();
+        let now = Instant::now();
+        for (mut p, why) in [
+            (vec![], DropReason::Truncated),
+            (vec![0x45; 10], DropReason::Truncated),
+            (vec![0x60; 39], DropReason::Truncated),
+            (vec![0x20; 60], DropReason::Malformed),
+        ] {
+            assert_eq!(s.handle_tun(&mut p, now), Verdict::Drop(why), "{p:?}");
+        }
+        assert_eq!(s.counts(), Counts::default());
+    }
+}

@@ -1,0 +1,175 @@
+//! `tunbench graph`: the topology as Graphviz dot or a Mermaid flowchart.
+
+use crate::topology::{NodeKind, Topology};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Dot,
+    Mermaid,
+}
+
+fn addrs(a: &[ipnetwork::IpNetwork]) -> String {
+    a.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join("\\n")
+}
+
+pub fn render(t: &Topology, f: Format) -> String {
+    match f {
+        Format::Dot => dot(t),
+        Format::Mermaid => mermaid(t),
+    }
+}
+
+fn dot(t: &Topology) -> String {
+    let mut s = format!(
+        "graph \"{}\" {{\n  graph [label=\"{}\", labelloc=t];\n  node [fontname=\"monospace\"];\n  edge [fontname=\"monospace\", fontsize=9];\n",
+        t.name,
+        t.description
+            .as_deref()
+            .unwrap_or(&t.name)
+            .replace('"', "'")
+    );
+    for n in &t.nodes {
+        let shape = match n.kind {
+            NodeKind::Host => "box",
+            NodeKind::Router => "ellipse",
+            NodeKind::Switch => "box3d",
+        };
+        let mut label = format!("{}\\n({})", n.name, n.kind);
+        if !n.addresses.is_empty() {
+            label += &format!("\\n{}", addrs(&n.addresses));
+        }
+        s += &format!("  \"{}\" [shape={shape}, label=\"{label}\"];\n", n.name);
+    }
+    for l in &t.links {
+        let (a, b) = (&t.nodes[l.a.node].name, &t.nodes[l.b.node].name);
+        let mut tail = l.a.iface.clone();
+        if !l.a.addresses.is_empty() {
+            tail += &format!("\\n{}", addrs(&l.a.addresses));
+        }
+        let mut head = l.b.iface.clone();
+        if !l.b.addresses.is_empty() {
+            head += &format!("\\n{}", addrs(&l.b.addresses));
+        }
+        s += &format!(
+            "  \"{a}\" -- \"{b}\" [taillabel=\"{tail}\", headlabel=\"{head}\", label=\"mtu {}\"];\n",
+            l.mtu
+        );
+    }
+    // Softwires: a dashed edge from each B4 to its AFTR, over the IPv6 underlay.
+    for (label, b4, aftr) in tunnel_edges(t) {
+        s += &format!("  \"{b4}\" -- \"{aftr}\" [style=dashed, label=\"{label}\"];\n");
+    }
+    s += "}\n";
+    s
+}
+
+/// (label, one end, the other) for every softwire (B4 to AFTR) and every
+/// WireGuard session.
+fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
+    let mut v = Vec::new();
+    for tun in &t.tunnels {
+        let d = match &tun.kind {
+            crate::topology::tunnel::TunnelKind::Dslite(d) => d,
+            crate::topology::tunnel::TunnelKind::Esp(_)
+            | crate::topology::tunnel::TunnelKind::L2tp(_) => {
+                use crate::codec::overhead::Encapsulation;
+                let (kind, how) = match tun.encapsulation() {
+                    Encapsulation::Esp { udp } => ("esp", if udp { "udp" } else { "raw" }),
+                    Encapsulation::L2tpIpsec { udp: true, .. } => ("l2tp", "ipsec, udp"),
+                    Encapsulation::L2tpIpsec { udp: false, .. } => ("l2tp", "ipsec, raw"),
+                    _ => ("l2tp", "bare"),
+                };
+                let w = tun.overlay().expect("an overlay");
+                let (a, b) = (&w.peers[0], &w.peers[1]);
+                v.push((
+                    format!("{kind} {} ({how})", tun.name),
+                    t.nodes[a.node].name.clone(),
+                    t.nodes[b.node].name.clone(),
+                ));
+                continue;
+            }
+            crate::topology::tunnel::TunnelKind::Ikev2(e) => {
+                let w = &e.overlay;
+                let (a, b) = (&w.peers[0], &w.peers[1]);
+                v.push((
+                    format!("ikev2 {} (strongSwan)", tun.name),
+                    t.nodes[a.node].name.clone(),
+                    t.nodes[b.node].name.clone(),
+                ));
+                continue;
+            }
+            crate::topology::tunnel::TunnelKind::Wireguard(w) => {
+                for i in 0..w.peers.len() {
+                    for j in w.neighbours(i).into_iter().filter(|&j| j > i) {
+                        let (a, b) = (&w.peers[i], &w.peers[j]);
+                        let imp = if a.implementation == b.implementation {
+                            a.implementation.as_str().to_string()
+                        } else {
+                            format!(
+                                "{}/{}",
+                                a.implementation.as_str(),
+                                b.implementation.as_str()
+                            )
+                        };
+                        v.push((
+                            format!("wireguard {} ({imp})", tun.name),
+                            t.nodes[a.node].name.clone(),
+                            t.nodes[b.node].name.clone(),
+                        ));
+                    }
+                }
+                continue;
+            }
+        };
+        for b in &d.b4s {
+            let dp = if b.datapath == d.aftr.datapath {
+                b.datapath.as_str().to_string()
+            } else {
+                format!("{}/{}", b.datapath.as_str(), d.aftr.datapath.as_str())
+            };
+            v.push((
+                format!("dslite {} ({dp})", tun.name),
+                t.nodes[b.node].name.clone(),
+                t.nodes[d.aftr.node].name.clone(),
+            ));
+        }
+    }
+    v
+}
+
+fn mermaid(t: &Topology) -> String {
+    let id = |n: &str| n.replace('-', "_");
+    let mut s = String::from("flowchart LR\n");
+    for n in &t.nodes {
+        let label = format!("{}<br/>{}", n.name, n.kind);
+        let (o, c) = match n.kind {
+            NodeKind::Host => ("[", "]"),
+            NodeKind::Router => ("((", "))"),
+            NodeKind::Switch => ("[[", "]]"),
+        };
+        s += &format!("  {}{o}\"{label}\"{c}\n", id(&n.name));
+    }
+    for l in &t.links {
+        let side = |e: &crate::topology::Endpoint| {
+            let mut x = e.iface.clone();
+            for a in &e.addresses {
+                x += &format!(" {a}");
+            }
+            x
+        };
+        s += &format!(
+            "  {} ---|\"{} — {}\"| {}\n",
+            id(&t.nodes[l.a.node].name),
+            side(&l.a),
+            side(&l.b),
+            id(&t.nodes[l.b.node].name)
+        );
+    }
+    for (label, b4, aftr) in tunnel_edges(t) {
+        s += &format!("  {} -.-|\"{label}\"| {}\n", id(&b4), id(&aftr));
+    }
+    s
+}

@@ -1,0 +1,234 @@
+//! The layering of src/, kept: every top-level module of the library is one
+//! layer, and a module may use `crate::X` only for an X of its own layer or
+//! one below it. The order is written once, here (shared/DESIGN.md's layer
+//! list; README's Layout section describes the same folders).
+//!
+//! Unit tests at the end of a file (`#[cfg(test)] mod tests`) and files that
+//! are only compiled for tests may reach anywhere: a topology test may bring
+//! a lab's keys up to check what it parsed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Lowest first. A module uses only modules at or left of its own place.
+const LAYERS: &[(&str, &str)] = &[
+    (
+        "vocab",
+        "families, protocols, directions, cells; rates and sizes; keys as text; programs and packages",
+    ),
+    ("wire", "packet formats (views, parse, emit)"),
+    ("socket", "socket helpers: buffers, UDP GSO and GRO"),
+    (
+        "codec",
+        "sans-IO datapath logic: tunnel codecs, router slow path, device and link models",
+    ),
+    (
+        "topology",
+        "the topology file: raw -> resolved -> validated (pure)",
+    ),
+    (
+        "plan",
+        "the kernel operations and datapath jobs a topology needs (pure)",
+    ),
+    ("keys", "a lab's keys of every kind: made, stored, read"),
+    ("engine", "the iperf3-compatible client and server"),
+    (
+        "driver",
+        "moving packets: TUN, sockets, offloads, threads, stats",
+    ),
+    (
+        "endpoint",
+        "one datapath process: a codec on the driver, or an external program",
+    ),
+    (
+        "lab",
+        "a lab's life: up, down, status, impair, datapath supervision",
+    ),
+    ("measure", "running the measurement matrix in a lab"),
+    (
+        "report",
+        "tables, JSON, CSV, charts, expectations from results",
+    ),
+    ("commands", "the command line: one module per subcommand"),
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|(m, _)| *m == module)
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The code of a file without its trailing `#[cfg(test)]` module and
+/// without comment lines (a doc comment may name a higher layer).
+fn non_test_code(text: &str) -> String {
+    text.lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `mod NAME;` items a file declares under `#[cfg(test)]` (test-only files).
+fn test_only_children(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0] == "#[cfg(test)]")
+        .filter_map(|w| {
+            let m = w[1]
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ");
+            m.strip_prefix("mod ")?.strip_suffix(';').map(String::from)
+        })
+        .collect()
+}
+
+/// The top-level modules a piece of code names as `crate::X` (also inside
+/// `use crate::{X, Y::z}`).
+fn crate_modules(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().next_back();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // `tunbench_crate::` or similar
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.push(name);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// (file, its layer, the module it uses, that module's layer) for every use
+/// of a higher layer.
+fn upward_uses() -> Vec<String> {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.sort();
+    let mut test_only = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let dir = if f.file_name().unwrap() == "mod.rs" || f.file_name().unwrap() == "lib.rs" {
+            f.parent().unwrap().to_path_buf()
+        } else {
+            f.with_extension("")
+        };
+        for child in test_only_children(&text) {
+            test_only.push(dir.join(format!("{child}.rs")));
+            test_only.push(dir.join(&child).join("mod.rs"));
+        }
+    }
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&root).unwrap();
+        if test_only.contains(f) || rel == Path::new("main.rs") || rel == Path::new("lib.rs") {
+            continue;
+        }
+        let top = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = top.trim_end_matches(".rs");
+        let Some(own) = layer_of(module) else {
+            bad.push(format!(
+                "src/{}: module {module} is in no layer of tests/architecture.rs",
+                rel.display()
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(f).unwrap();
+        for used in crate_modules(&non_test_code(&text)) {
+            match layer_of(&used) {
+                Some(l) if l > own => bad.push(format!(
+                    "src/{} ({module}, layer {own}) uses crate::{used} (layer {l})",
+                    rel.display()
+                )),
+                Some(_) => {}
+                None => bad.push(format!(
+                    "src/{} uses crate::{used}, which is in no layer",
+                    rel.display()
+                )),
+            }
+        }
+    }
+    bad.sort();
+    bad.dedup();
+    bad
+}
+
+#[test]
+fn no_module_uses_a_layer_above_its_own() {
+    let bad = upward_uses();
+    assert!(
+        bad.is_empty(),
+        "{} upward uses (layers, lowest first: {}):\n{}",
+        bad.len(),
+        LAYERS
+            .iter()
+            .map(|(m, _)| *m)
+            .collect::<Vec<_>>()
+            .join(" < "),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn every_layer_is_a_module_of_the_library() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let declared: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';'))
+        .collect();
+    let layers: Vec<&str> = LAYERS.iter().map(|(m, _)| *m).collect();
+    assert_eq!(
+        declared, layers,
+        "src/lib.rs declares the layers in their order"
+    );
+}
+
+#[test]
+fn the_checker_sees_an_upward_use() {
+    // The parser must find both forms, or the test above proves nothing.
+    let code = "use crate::lab::Running;\n/// see crate::report\nfn f() { crate::commands::main(); }\nuse crate::{wire, measure::model};\n#[cfg(test)]\nmod tests { use crate::report::x; }\n";
+    let found = crate_modules(&non_test_code(code));
+    assert_eq!(found, ["lab", "commands", "wire", "measure"]);
+    let mut m = BTreeMap::new();
+    for name in found {
+        m.insert(name.clone(), layer_of(&name).is_some());
+    }
+    assert!(m.values().all(|known| *known), "{m:?}");
+}
