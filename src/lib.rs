@@ -1,8 +1,10 @@
 //! tunbench: network-namespace labs from topology files, and throughput measured
 //! through them.
 //!
-//! One layer per folder; a module imports only from layers below its own
-//! (tests/architecture.rs keeps it so), lowest first:
+//! One layer per folder; a module imports only from its own layer and those
+//! below it (tests/architecture.rs keeps it so). Lowest first: vocab, wire,
+//! socket, codec, topology, plan, keys, engine, driver, endpoint, lab,
+//! measure, report, commands.
 
 pub mod codec;
 pub mod commands;
