@@ -23,6 +23,7 @@
 
 mod csv;
 pub mod expect;
+mod md;
 pub mod reference;
 mod svg;
 mod table;

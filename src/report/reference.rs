@@ -10,7 +10,7 @@
 //! [`check`] is `--expect-reference`: every measured cell within tolerance.
 
 use super::expect::Failure;
-use super::table::md_table;
+use super::md::{md_escape, md_table};
 use super::{mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
 use crate::measure::model::{CellResult, Results};
 use crate::topology::reference::{PublishedFigure, Reference, Tolerance};
@@ -211,7 +211,7 @@ pub(crate) fn text(r: &Results) -> Option<String> {
 /// The same section as GitHub markdown.
 pub(crate) fn markdown(r: &Results) -> Option<String> {
     let reference = r.reference.as_ref()?;
-    let esc = super::table::md_escape;
+    let esc = md_escape;
     let mut out = format!("### {}\n\n", esc(&title(reference)));
     let legend: Vec<String> = legend(r, reference).iter().map(|l| esc(l)).collect();
     out.push_str(&legend.join("\n"));

@@ -1,0 +1,29 @@
+//! CI expectations (`--expect`): a threshold on one cell's figure, or on the
+//! ratio of two paths' figures, checked against [`Results`](crate::measure::model::Results).
+//!
+//! ```text
+//! ipv4.tcp.sender >= 500M              the cell on the baseline path
+//! wg:ipv4.tcp.sender > 100M            the cell on path wg
+//! wg/raw >= 0.2                        wg's over raw's, for every cell both have
+//! wg/raw:ipv4.tcp.sender >= 0.2        ... for one cell
+//! ```
+//!
+//! Figures are compared on the **median** of a cell's runs: it is what a rerun
+//! most likely reproduces, so a CI gate on it flakes least. A cell key may end
+//! in `.best` (the seed's rule), `.min` or `.max` to compare that instead.
+//!
+//! A path label may contain a slash (`fast/raw` in a scenario), so which slash
+//! divides a ratio is settled against the paths the results have; `fast/raw:CELL`
+//! with a rate (`500M`) is a cell on path `fast/raw`.
+//!
+//! What an expectation is ([`Expectation`]) is written once in `model`;
+//! `parse` reads one from its text and `check` holds it against the results,
+//! each failure one line ([`Failure`]).
+
+mod check;
+mod model;
+mod parse;
+
+pub use check::{Failure, check, check_with_baseline};
+pub use model::{Expectation, Op, Statistic, Subject};
+pub use parse::{FORMS, parse};

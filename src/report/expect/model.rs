@@ -1,0 +1,105 @@
+//! What a parsed `--expect` is: the subject (a cell's figure or two paths'
+//! ratio), the operator and the value, with the statistic of the runs it reads.
+
+use crate::measure::model::CellResult;
+use crate::vocab::Cell;
+use std::fmt;
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Ge,
+    Gt,
+    Le,
+    Lt,
+    Eq,
+}
+
+impl Op {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Ge => ">=",
+            Op::Gt => ">",
+            Op::Le => "<=",
+            Op::Lt => "<",
+            Op::Eq => "==",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.symbol())
+    }
+}
+
+/// Which figure of a cell's runs is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Statistic {
+    #[default]
+    Median,
+    /// The seed's rule.
+    Best,
+    Min,
+    Max,
+}
+
+impl Statistic {
+    pub fn word(self) -> &'static str {
+        match self {
+            Statistic::Median => "median",
+            Statistic::Best => "best",
+            Statistic::Min => "min",
+            Statistic::Max => "max",
+        }
+    }
+
+    pub fn of(self, c: &CellResult) -> f64 {
+        match self {
+            Statistic::Median => c.median_bps,
+            Statistic::Best => c.best_bps,
+            Statistic::Min => c.min_bps,
+            Statistic::Max => c.max_bps,
+        }
+    }
+}
+
+/// What an expectation measures.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    /// `CELL` or `PATH:CELL`: one cell's figure in bit/s, on the baseline path
+    /// when `path` is `None`.
+    Cell {
+        path: Option<String>,
+        cell: Cell,
+        statistic: Statistic,
+    },
+    /// `A/B` or `A/B:CELL`: A's figure divided by B's, for one cell or for
+    /// every cell both paths have.
+    Ratio {
+        numerator: String,
+        denominator: String,
+        cell: Option<Cell>,
+        statistic: Statistic,
+    },
+}
+
+/// One parsed `--expect`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    pub subject: Subject,
+    pub op: Op,
+    /// bit/s for a cell, a plain number for a ratio.
+    pub value: f64,
+    /// How far from `value` `==` still holds: half a unit of the last digit
+    /// written.
+    pub tolerance: f64,
+    /// As written, for messages: `ipv4.tcp.sender >= 500M`.
+    pub text: String,
+}
+
+impl fmt::Display for Expectation {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
