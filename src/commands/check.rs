@@ -2,10 +2,12 @@
 //! node (raw sockets inside each namespace, no ping binary), and the replies are
 //! compared with what the routing model says must work.
 
+use crate::lab;
 use crate::plan::Naming;
 use crate::topology::Topology;
 use crate::topology::routing::Router;
 use crate::wire::icmp_echo::{Family, Kind, Packet, Repr};
+use anyhow::Context;
 use serde::Serialize;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::BTreeSet;
@@ -280,4 +282,28 @@ pub fn render(t: &Topology, r: &Report) -> String {
         );
     }
     s
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    pub lab: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The command: probe a running lab, print the matrix; exit 1 on any failure.
+pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
+    let CheckArgs { lab: l, json } = a;
+    let running = lab::find(&l)?;
+    let report = run(&running.topology, &running.naming).context("probing")?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&running.topology, &report));
+    }
+    Ok(if report.failures().next().is_some() {
+        1
+    } else {
+        0
+    })
 }

@@ -2,7 +2,12 @@
 //! between, IPv4 and IPv6, with routes so that the two end hosts reach each other.
 //! For scale tests and benchmarks.
 
+use super::bad_input;
+use crate::topology;
+use anyhow::Context;
+use clap::Subcommand;
 use std::fmt::Write;
+use std::path::PathBuf;
 
 pub const MAX_CHAIN: usize = 500;
 
@@ -98,6 +103,49 @@ pub fn chain(nodes: usize, name: &str) -> Result<String, String> {
         );
     }
     Ok(s)
+}
+
+#[derive(clap::Args, Debug)]
+pub struct GenArgs {
+    #[command(subcommand)]
+    pub what: GenWhat,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GenWhat {
+    /// A chain: host - router - ... - host, IPv4 and IPv6, routes end to end.
+    Chain {
+        #[arg(long)]
+        nodes: usize,
+        /// The topology's (and so the lab's) name.
+        #[arg(long, default_value = "chain")]
+        name: String,
+        /// Write here instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// The command: a generated topology to a file or standard output.
+pub fn generate(a: GenArgs) -> anyhow::Result<i32> {
+    let GenArgs {
+        what: GenWhat::Chain {
+            nodes,
+            name,
+            output,
+        },
+    } = a;
+    if !topology::valid_name(&name) {
+        return Err(bad_input(format!(
+            "--name \"{name}\" must be 1-32 letters, digits, '-' or '_'"
+        )));
+    }
+    let text = chain(nodes, &name).map_err(bad_input)?;
+    match output {
+        Some(p) => std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(0)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `tunbench graph`: the topology as Graphviz dot or a Mermaid flowchart.
 
-use crate::topology::{NodeKind, Topology};
+use crate::topology::{self, NodeKind, Topology};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -172,4 +173,19 @@ fn mermaid(t: &Topology) -> String {
         s += &format!("  {} -.-|\"{label}\"| {}\n", id(&b4), id(&aftr));
     }
     s
+}
+
+#[derive(clap::Args, Debug)]
+pub struct GraphArgs {
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value = "dot")]
+    pub format: Format,
+}
+
+/// The command: load the file, print the diagram.
+pub fn graph(a: GraphArgs) -> anyhow::Result<i32> {
+    let GraphArgs { file, format } = a;
+    let t = topology::load(&file)?;
+    print!("{}", render(&t, format));
+    Ok(0)
 }

@@ -1,0 +1,167 @@
+//! `tunbench up`, `down` and `clean`: a lab built from a topology file, and
+//! removed again (by name, or every lab's leftovers).
+
+use super::{bad_input, on_signals, runtime};
+use crate::lab;
+use crate::plan::Naming;
+use crate::topology;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct UpArgs {
+    pub file: PathBuf,
+    /// Lab name (default: the topology's `name`); namespaces are LAB-NODE.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Namespace name prefix instead of "LAB-".
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Print the operations as ip(8) commands and build nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Build this `[scenarios.NAME]` variant of the file.
+    #[arg(long)]
+    pub scenario: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DownArgs {
+    /// A lab name, or the topology file it was built from.
+    pub lab: String,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CleanArgs {
+    pub labs: Vec<String>,
+}
+
+pub fn up(a: UpArgs) -> Result<i32> {
+    let UpArgs {
+        file,
+        name,
+        prefix,
+        dry_run,
+        scenario,
+    } = a;
+    let mut t = topology::load(&file)?;
+    let mut text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    if let Some(want) = &scenario {
+        let all = topology::scenario::scenarios_str(&text, &file)
+            .map_err(|e| bad_input(e.to_string()))?;
+        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        let Some(s) = all.iter().find(|s| &s.name == want) else {
+            return Err(bad_input(format!(
+                "{} has no scenario \"{want}\"{}",
+                file.display(),
+                if names.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its scenarios: {}", names.join(", "))
+                }
+            )));
+        };
+        t = s.topology.clone();
+        text = s.text.clone();
+    }
+    let lab_name = name.unwrap_or_else(|| t.name.clone());
+    if !topology::valid_name(&lab_name) {
+        return Err(bad_input(format!(
+            "lab name \"{lab_name}\" must be 1-32 letters, digits, '-' or '_'"
+        )));
+    }
+    if let Some(p) = &prefix {
+        if !p
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c))
+            || p.len() > 32
+        {
+            return Err(bad_input(format!(
+                "prefix \"{p}\" must be at most 32 letters, digits, '-', '_' or '.'"
+            )));
+        }
+    }
+    let naming = Naming::new(&lab_name, prefix.as_deref());
+    if dry_run {
+        for op in crate::plan::plan(&t, &naming).ops {
+            println!("{op}");
+        }
+        return Ok(0);
+    }
+    let rt = runtime()?;
+    let (cancel, _) = on_signals(&rt);
+    let s = rt.block_on(lab::up_text(&t, &file, &text, &naming, &cancel))?;
+    println!(
+        "lab {} is up: {} namespaces, {} links, {} addresses, {} routes in {:.3} s",
+        s.lab,
+        s.namespaces,
+        s.links,
+        s.addresses,
+        s.routes,
+        s.elapsed.as_secs_f64()
+    );
+    Ok(0)
+}
+
+pub fn down(a: DownArgs) -> Result<i32> {
+    let DownArgs { lab: arg } = a;
+    let name = lab::lab_name_of(&arg)?;
+    let r = runtime()?.block_on(netns::down(&name))?;
+    if r.found {
+        println!(
+            "lab {name} is down: removed {} namespaces, stopped {} processes",
+            r.namespaces.len(),
+            r.processes
+        );
+    } else {
+        println!("lab {name} is not up; nothing to remove");
+    }
+    Ok(report_problems(std::slice::from_ref(&r)))
+}
+
+pub fn clean(a: CleanArgs) -> Result<i32> {
+    let CleanArgs { labs } = a;
+    let rt = runtime()?;
+    let removed = if labs.is_empty() {
+        rt.block_on(netns::clean())
+    } else {
+        labs.iter()
+            .map(|l| {
+                rt.block_on(netns::down(l))
+                    .unwrap_or_else(|e| netns::Removed {
+                        lab: l.clone(),
+                        found: true,
+                        problems: vec![e.to_string()],
+                        ..Default::default()
+                    })
+            })
+            .collect()
+    };
+    let mut any = false;
+    for r in removed.iter().filter(|r| r.found) {
+        any = true;
+        println!(
+            "{}: removed {} namespaces, stopped {} processes",
+            r.lab,
+            r.namespaces.len(),
+            r.processes
+        );
+    }
+    if !any {
+        println!("nothing to clean");
+    }
+    Ok(report_problems(&removed))
+}
+
+/// Each lab's problems on stderr, one a line naming the lab; exit code 1 if any.
+fn report_problems(removed: &[netns::Removed]) -> i32 {
+    let mut code = 0;
+    for r in removed {
+        for p in &r.problems {
+            eprintln!("tunbench: lab {}: {p}", r.lab);
+            code = 1;
+        }
+    }
+    code
+}

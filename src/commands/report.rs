@@ -1,0 +1,81 @@
+//! `tunbench report`, and the output options every results-producing command
+//! shares: render, save, and check expectations (exit 1 when one fails).
+
+use super::bad_input;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutputArgs {
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::report::Format,
+    /// Write the report here instead of standard output.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Also save the results as JSON here (for `tunbench report`).
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+    /// The path ratio columns divide by (default: the first).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// A CI expectation, e.g. 'ipv4.tcp.sender >= 500M' or 'wg/raw >= 0.2' (medians);
+    /// any that fails makes the exit code 1. Repeatable.
+    #[arg(long = "expect")]
+    pub expect: Vec<String>,
+    /// Exit 1 when a cell the topology's [reference] publishes a figure for was
+    /// measured outside the tolerance (or failed); 2 when there are no published
+    /// figures to check.
+    #[arg(long)]
+    pub expect_reference: bool,
+}
+
+/// The error of `--expect-reference` on results without published figures.
+pub(super) const NO_REFERENCE: &str = "--expect-reference: no published figures to check against; \
+     add a [reference] section to the topology";
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+pub fn report(a: ReportArgs) -> Result<i32> {
+    let ReportArgs { file, out } = a;
+    let r = crate::report::load(&file).map_err(|e| bad_input(e.to_string()))?;
+    emit(&r, &out)
+}
+
+/// Render, save, check expectations: exit 1 when one fails.
+pub(super) fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Result<i32> {
+    let expectations = out
+        .expect
+        .iter()
+        .map(|e| {
+            crate::report::expect::parse(e).map_err(|m| bad_input(format!("--expect '{e}': {m}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    crate::report::baseline_index(r, out.baseline.as_deref())
+        .map_err(|m| bad_input(format!("--baseline: {m}")))?;
+    if out.expect_reference && r.reference.is_none() {
+        return Err(bad_input(NO_REFERENCE));
+    }
+    if let Some(p) = &out.save {
+        std::fs::write(p, serde_json::to_string_pretty(r)?)
+            .with_context(|| format!("saving results to {}", p.display()))?;
+    }
+    let text = crate::report::render(r, out.format, out.baseline.as_deref());
+    match &out.output {
+        Some(p) => std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?,
+        None => print!("{text}"),
+    }
+    let mut failures =
+        crate::report::expect::check_with_baseline(r, &expectations, out.baseline.as_deref());
+    if out.expect_reference {
+        failures.extend(crate::report::reference::check(r));
+    }
+    for f in &failures {
+        eprintln!("tunbench: expectation failed: {f}");
+    }
+    Ok(if failures.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,32 @@
+//! `tunbench validate`: topology files checked without touching the kernel; exit
+//! 2 when any is wrong.
+
+use crate::topology;
+use anyhow::Result;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct ValidateArgs {
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+pub fn validate(a: ValidateArgs) -> Result<i32> {
+    let ValidateArgs { files } = a;
+    let mut bad = 0;
+    for f in &files {
+        match topology::load(f) {
+            Ok(t) => println!(
+                "{}: ok ({} nodes, {} links)",
+                f.display(),
+                t.nodes.len(),
+                t.links.len()
+            ),
+            Err(e) => {
+                bad += 1;
+                eprintln!("{e}");
+            }
+        }
+    }
+    Ok(if bad > 0 { 2 } else { 0 })
+}
