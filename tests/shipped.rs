@@ -1,7 +1,8 @@
 //! Every topology shipped in topologies/ is built, checked and taken down: a
-//! file the README offers must come up on this machine, every address that
-//! its routing says is reachable must answer (`tunbench check`), and `down`
-//! must leave nothing behind. New files are picked up without listing them.
+//! file the docs offer (docs/topology.md lists every one; tests/docs.rs keeps
+//! that list whole) must come up on this machine, every address that its
+//! routing says is reachable must answer (`tunbench check`), and `down` must
+//! leave nothing behind. New files are picked up without listing them.
 
 mod common;
 use common::*;
