@@ -14,42 +14,60 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &str)] = &[
     (
         "vocab",
-        "families, protocols, directions, cells; rates and sizes; keys as text; programs and packages",
+        "families, protocols, directions and cells of the measurement matrix; rates and sizes as people write them; keys as text; the programs tunbench runs and their Debian packages",
     ),
-    ("wire", "packet formats (views, parse, emit)"),
-    ("socket", "socket helpers: buffers, UDP GSO and GRO"),
+    (
+        "wire",
+        "packet formats in the smoltcp style (IPv4, IPv6, UDP, ESP, L2TPv2/PPP, ICMP, the iperf3 UDP header): views, parse, emit, golden bytes",
+    ),
+    (
+        "socket",
+        "socket helpers below both the engine and the driver: buffer sizes, UDP GSO and GRO",
+    ),
     (
         "codec",
-        "sans-IO datapath logic: tunnel codecs, router slow path, device and link models",
+        "sans-IO packet logic of every userspace datapath: the codec contract, DS-Lite (B4, AFTR with NAT44), WireGuard (boringtun), ESP, L2TP, ESP transport, per-packet overhead, the router slow path with its device model and profile types, link shapers",
     ),
     (
         "topology",
-        "the topology file: raw -> resolved -> validated (pure)",
+        "the topology file: raw serde structs -> resolve (defaults, names, addresses) -> validate; tunnels, scenarios, published figures, profile files, a pure routing model (pure)",
     ),
     (
         "plan",
-        "the kernel operations and datapath jobs a topology needs (pure)",
+        "the kernel operations a topology needs (links, DS-Lite's seg6 and nftables, WireGuard, router slow paths) and the datapath jobs a lab runs, with their files (pure)",
     ),
-    ("keys", "a lab's keys of every kind: made, stored, read"),
-    ("engine", "the iperf3-compatible client and server"),
+    (
+        "keys",
+        "a lab's keys of every kind (WireGuard, ESP SAs, IKEv2 PSKs and certificates): made when it comes up, stored 0600 in its state",
+    ),
+    (
+        "engine",
+        "the iperf3-compatible measurement engine: control protocol as sans-IO state machines, thin client and server, data streams",
+    ),
     (
         "driver",
-        "moving packets: TUN, sockets, offloads, threads, stats",
+        "moving packets: TUN queues and offloads (virtio-net header, segmentation, coalescing), batched raw or UDP sockets, threads, stats, bounded logs",
     ),
     (
         "endpoint",
-        "one datapath process: a codec on the driver, or an external program",
+        "one datapath process: a codec on the driver (DS-Lite, WireGuard, ESP, L2TP, router slow path, link relay) or an external program (wireguard-go, boringtun-cli, strongSwan's charon)",
     ),
     (
         "lab",
-        "a lab's life: up, down, status, impair, datapath supervision",
+        "a lab's life: up, down, status and liveness, impairments on a running lab, starting and supervising its datapaths",
     ),
-    ("measure", "running the measurement matrix in a lab"),
+    (
+        "measure",
+        "running the measurement matrix (family x protocol x direction x streams) in a lab; the UDP rate search",
+    ),
     (
         "report",
-        "tables, JSON, CSV, charts, expectations from results",
+        "text, markdown, CSV, JSON and SVG reports from results; --expect; published figures against measured ones",
     ),
-    ("commands", "the command line: one module per subcommand"),
+    (
+        "commands",
+        "the command line: one module per subcommand, each with its arguments",
+    ),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
@@ -231,4 +249,34 @@ fn the_checker_sees_an_upward_use() {
         m.insert(name.clone(), layer_of(&name).is_some());
     }
     assert!(m.values().all(|known| *known), "{m:?}");
+}
+
+/// README's Layout section as it must read: one line per layer, lowest first.
+fn layout_lines() -> Vec<String> {
+    LAYERS
+        .iter()
+        .map(|(m, what)| format!("- `src/{m}/`: {what}."))
+        .collect()
+}
+
+#[test]
+fn readmes_layout_lists_the_layers_in_order() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let layout = readme
+        .split("\n## Layout\n")
+        .nth(1)
+        .expect("README.md has a ## Layout section");
+    let layout = layout.split("\n## ").next().unwrap();
+    let listed: Vec<&str> = layout
+        .lines()
+        .filter(|l| l.starts_with("- `src/"))
+        .collect();
+    let want = layout_lines();
+    assert_eq!(
+        listed,
+        want,
+        "README's Layout section must list the layers of tests/architecture.rs; paste:\n{}",
+        want.join("\n")
+    );
 }

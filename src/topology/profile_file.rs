@@ -1,6 +1,6 @@
 //! Profile files: the built-in ones (`profiles/NAME.toml`, compiled in) and
 //! files a topology names by path. Their schema is documented at the top of
-//! each built-in file and in README.md. Parsing and checking here are pure;
+//! each built-in file and in docs/routers.md. Parsing and checking here are pure;
 //! every problem is located in the profile file itself (line, column, key
 //! path), so the topology can report it at the node's `profile` key.
 
