@@ -1,0 +1,43 @@
+//! Writing one packet into the TUN behind its virtio-net header: all zero, or,
+//! for a packet from the network, one that asks the kernel to complete its
+//! TCP/UDP checksum.
+
+use super::offload::VNET_HDR_LEN;
+use super::stats::{Ctr, Local};
+use super::tun;
+use std::os::fd::BorrowedFd;
+
+/// A packet from the tunnel socket into the TUN: its TCP/UDP checksum may be a
+/// kernel sender's partial one, so the kernel is asked to complete it.
+pub(super) fn write_from_network(fd: BorrowedFd<'_>, p: &mut [u8], local: &mut Local) {
+    match crate::driver::offload::partial_checksum_for_tun(p) {
+        Some(hdr) => write_with_header(fd, &hdr.to_bytes(), p, local),
+        None => write_single(fd, p, local),
+    }
+}
+
+/// Writes one packet into the TUN with an all-zero virtio header.
+#[inline]
+pub(super) fn write_single(fd: BorrowedFd<'_>, p: &[u8], local: &mut Local) {
+    static ZERO: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
+    write_with_header(fd, &ZERO, p, local)
+}
+
+/// One packet into the TUN behind its virtio-net header.
+#[inline]
+fn write_with_header(fd: BorrowedFd<'_>, hdr: &[u8; VNET_HDR_LEN], p: &[u8], local: &mut Local) {
+    let iov = [
+        libc::iovec {
+            iov_base: hdr.as_ptr() as *mut libc::c_void,
+            iov_len: VNET_HDR_LEN,
+        },
+        libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        },
+    ];
+    match tun::write_iov(fd, &iov) {
+        Ok(_) => local.packet(Ctr::TunTxPackets, Ctr::TunTxBytes, p.len()),
+        Err(_) => local.add(Ctr::TunWriteErr, 1),
+    }
+}
