@@ -19,7 +19,7 @@
 //! through an eventfd. Buffers are allocated when a thread starts and reused; a
 //! packet costs no allocation, lock or syscall of its own on the fast path.
 //!
-//! A datapath process uses it like this (`tunnel::endpoint` does):
+//! A datapath process uses it like this (`crate::endpoint` does):
 //! ```ignore
 //! let mut config = DriverConfig::new("tun0", Transport::RawIp { local, protocol: 4 });
 //! config.queues = 2;
