@@ -201,6 +201,76 @@ fn a_measurement_through_a_dead_datapath_fails_its_cell_naming_the_datapath() {
     );
 }
 
+/// Packets b's WireGuard datapath has taken from the network so far.
+fn wg_net_rx(lab: &str, node: &str) -> u64 {
+    std::fs::read_to_string(state_dir(lab).join(format!("datapath-wg-{node}.json")))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["net_rx"]["packets"].as_u64())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_datapath_dying_in_the_middle_of_a_cell_stops_it_at_once_naming_the_datapath() {
+    let lab = lab_name("lbmid");
+    let _g = up_named(&topo("wireguard.toml"), &lab);
+    let mut measure = Command::new(bin())
+        .args([
+            "measure",
+            &lab,
+            "--from",
+            "a",
+            "--to",
+            "b",
+            "--to-addr",
+            "198.18.71.2",
+            "--families",
+            "ipv4",
+            "--protocols",
+            "tcp",
+            "--directions",
+            "sender",
+            "--runs",
+            "1",
+            "--duration",
+            "10",
+            "--path",
+            "wireguard",
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill b's datapath once the cell's traffic flows through it.
+    let before = wg_net_rx(&lab, "b");
+    wait_for(
+        "no traffic through b's datapath",
+        Duration::from_secs(15),
+        || wg_net_rx(&lab, "b") > before + 10_000,
+    );
+    let pid = kill_wg_datapath(&lab, "b");
+    let killed = Instant::now();
+    while measure.try_wait().unwrap().is_none() && killed.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let waited = killed.elapsed();
+    let _ = measure.kill();
+    let out = text(&measure.wait_with_output().unwrap());
+    assert!(
+        out.contains(&format!(
+            "during this cell, datapath wg@b (pid {pid}) is not running"
+        )),
+        "{out}"
+    );
+    // Before, the client waited for the server to go silent: about 38 s.
+    assert!(
+        waited < Duration::from_secs(8),
+        "measure took {waited:?} after the kill to fail the cell: {out}"
+    );
+}
+
 #[test]
 fn the_lab_copy_of_a_topology_with_keys_is_for_root_only() {
     use std::os::unix::fs::PermissionsExt;

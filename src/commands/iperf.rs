@@ -177,6 +177,7 @@ pub fn client(a: ClientArgs) -> Result<i32> {
         params,
         connect_timeout: std::time::Duration::from_secs(5),
         intervals: true,
+        abort: None,
     };
     if !a.json {
         println!("Connecting to host {}, port {}", a.host, a.port);

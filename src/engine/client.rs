@@ -12,7 +12,7 @@ use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Per-second interval records (kept in the report).
     pub intervals: bool,
+    /// Set by the caller to stop the test now (a datapath on the path died):
+    /// the streams stop and `run` returns `RunError::Aborted`.
+    pub abort: Option<Arc<AtomicBool>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +39,12 @@ pub enum RunError {
     Protocol(#[from] ClientError),
     #[error("{what}: {source}")]
     Io { what: String, source: io::Error },
+    #[error("stopped by the caller before the test ended")]
+    Aborted,
+}
+
+fn aborted(o: &ClientOptions) -> bool {
+    o.abort.as_ref().is_some_and(|a| a.load(Ordering::Relaxed))
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
@@ -259,6 +268,14 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
     let mut buf = [0u8; 4096];
     let ctl_r: &Socket = &ctl;
     loop {
+        // The control read below times out every 20 ms, so this is seen soon.
+        if aborted(o) {
+            stream::stop_all(
+                running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
+                &keep_open,
+            );
+            return Err(RunError::Aborted);
+        }
         while let Some(a) = session.poll_action() {
             match a {
                 ClientAction::Send(b) => {
@@ -399,6 +416,9 @@ fn finish(
     let mut buf = [0u8; 65536];
     let r: &Socket = ctl;
     loop {
+        if aborted(o) {
+            return Err(RunError::Aborted);
+        }
         while let Some(a) = session.poll_action() {
             match a {
                 ClientAction::Send(b) => {

@@ -16,6 +16,7 @@ use netns::process::ProcessId;
 use netns::state::{LabState, OwnedProcess};
 use std::net::{IpAddr, SocketAddr};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -274,27 +275,55 @@ impl Drop for ServerProcess {
     }
 }
 
+/// How often a running client's path is checked for a dead datapath.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
 /// Run the client on a thread inside `ns`. The server is still closing the previous
 /// test for a moment after the client has finished it, and answers "busy" meanwhile:
-/// try again then, for up to two seconds.
-fn run_client(ns: &str, opts: ClientOptions) -> Result<TestReport> {
+/// try again then, for up to two seconds. Meanwhile `dead` is asked every
+/// WATCH_EVERY whether a datapath on the path has died: then the client stops at
+/// once (the caller names the datapath), instead of waiting out its timeouts.
+fn run_client(
+    ns: &str,
+    mut opts: ClientOptions,
+    dead: &dyn Fn() -> Option<String>,
+) -> Result<TestReport> {
+    let abort = Arc::new(AtomicBool::new(false));
+    opts.abort = Some(abort.clone());
     let ns = ns.to_string();
-    std::thread::spawn(move || -> Result<TestReport> {
-        netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
-        let until = Instant::now() + Duration::from_secs(2);
-        loop {
-            match client::run(&opts) {
-                Err(client::RunError::Protocol(crate::engine::control::ClientError::Busy))
-                    if Instant::now() < until =>
-                {
-                    std::thread::sleep(Duration::from_millis(50))
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let r = (|| -> Result<TestReport> {
+            netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
+            let until = Instant::now() + Duration::from_secs(2);
+            loop {
+                match client::run(&opts) {
+                    Err(client::RunError::Protocol(crate::engine::control::ClientError::Busy))
+                        if Instant::now() < until =>
+                    {
+                        std::thread::sleep(Duration::from_millis(50))
+                    }
+                    r => return Ok(r?),
                 }
-                r => return Ok(r?),
+            }
+        })();
+        let _ = tx.send(r);
+    });
+    let r = loop {
+        match rx.recv_timeout(WATCH_EVERY) {
+            Ok(r) => break r,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if !abort.load(Ordering::Relaxed) && dead().is_some() {
+                    abort.store(true, Ordering::Relaxed);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(anyhow!("the client thread panicked"));
             }
         }
-    })
-    .join()
-    .map_err(|_| anyhow!("the client thread panicked"))?
+    };
+    let _ = h.join();
+    r
 }
 
 /// Wait until the server answers in its namespace (a probe connection is harmless:
@@ -452,6 +481,7 @@ pub fn measure(
             params,
             connect_timeout: Duration::from_secs(5),
             intervals: false,
+            abort: None,
         };
         let result = (|| -> Result<CellResult> {
             match cell.protocol {
@@ -463,7 +493,7 @@ pub fn measure(
                         }
                         report(format!("run {n}/{}", spec.runs));
                         runs.push(to_run(
-                            &run_client(&client_ns, opts(base.clone()))?,
+                            &run_client(&client_ns, opts(base.clone()), &dead_datapath)?,
                             None,
                             false,
                         ));
@@ -492,7 +522,7 @@ pub fn measure(
                             rate: (rate / cell.streams as f64) as u64,
                             ..base.clone()
                         };
-                        let r = run_client(&client_ns, opts(p))?;
+                        let r = run_client(&client_ns, opts(p), &dead_datapath)?;
                         let t = udp_trial(&r, rate);
                         // A sender that cannot offer the rate asked: what it did send
                         // is the trial's rate, and the search goes no higher.
@@ -539,7 +569,7 @@ pub fn measure(
                             rate: (rate / cell.streams as f64) as u64,
                             ..base.clone()
                         };
-                        let r = run_client(&client_ns, opts(p))?;
+                        let r = run_client(&client_ns, opts(p), &dead_datapath)?;
                         let t = udp_trial(&r, rate);
                         runs.push(to_run(&r, Some(t.offered_bps), t.sender_limited));
                         confirm.record(t);
