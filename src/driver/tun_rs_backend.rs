@@ -16,8 +16,9 @@
 //!   on in the driver's own poll(2), no async runtime.
 //! - Writing what comes from the network: `send_multiple` with a `GROTable` in
 //!   place of `offload::Coalescer`; it needs each packet behind 10 bytes of
-//!   headroom, so packets are copied into its buffers (ours gathers them with
-//!   writev), and it writes each packet it did not coalesce with a zero virtio
+//!   headroom in a buffer with room for a whole super-packet (it coalesces by
+//!   appending payloads to the head), so packets are copied into such buffers
+//!   (ours gathers them with writev, nothing copied), and it writes each packet it did not coalesce with a zero virtio
 //!   header, so an inner checksum a kernel peer left partial is not completed
 //!   (`offload::partial_checksum_for_tun` does that on our path; tunbench's own
 //!   peers always send complete checksums).
@@ -30,7 +31,6 @@
 //! tun_backend` says which backend a driver runs on.
 
 use super::config::DriverError;
-use super::offload::VNET_HDR_LEN;
 use super::shared::PACKET_BUF;
 use super::stats::{Ctr, Local};
 use super::tun::{Offloads, TunError, set_vnet_hdr_size};
@@ -215,8 +215,12 @@ impl Writer {
             return;
         }
         while self.bufs.len() < k {
+            // tun-rs coalesces into a head only within its capacity (it never
+            // grows one): room for a 64 KiB super-packet and twice the
+            // headroom, as its coalescing checks. With less it writes every
+            // packet alone.
             self.bufs
-                .push(Vec::with_capacity(VNET_HDR_LEN + PACKET_BUF));
+                .push(Vec::with_capacity(2 * VIRTIO_NET_HDR_LEN + 65536));
         }
         let mut bytes = 0;
         for (b, &i) in self.bufs.iter_mut().zip(to_tun) {
