@@ -44,7 +44,8 @@
 //! TUN and sockets), `shared` (what the threads share), `tun_to_net` and
 //! `net_to_tun` (the two threads), `receiver`, `sender`, `tun_write` and
 //! `extras` (their IO), `mmsg` (the raw message parts), [`offload`] (virtio
-//! headers, segmentation, coalescing).
+//! headers, segmentation, coalescing), [`tun_rs_backend`] (the same through
+//! the tun-rs crate, chosen with TUNBENCH_TUN=tun-rs, for comparison).
 
 mod config;
 mod extras;
@@ -59,6 +60,7 @@ mod sender;
 mod shared;
 mod stats;
 pub mod tun;
+pub mod tun_rs_backend;
 mod tun_to_net;
 mod tun_write;
 
@@ -70,11 +72,11 @@ pub use stats::{Batches, Errors, Flow, Frames, Offloaded, StatsSnapshot};
 
 use crate::codec::Codec;
 use net_to_tun::NetToTun;
-use open::{eventfd, open};
+use open::{TunQueue, eventfd, open};
 use shared::{CodecSlot, Shared};
 use stats::Stats;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -110,8 +112,9 @@ impl<C: Codec + 'static> Driver<C> {
             .and_then(|a| a.as_socket());
         // Without a socket nothing comes from the network: one thread per queue.
         let directions = if opened.sock.is_some() { 2 } else { 1 };
-        let offloads = opened.tun.offloads();
-        let queues = opened.tun.into_queues();
+        let offloads = opened.tun.offloads;
+        let tun_backend = opened.tun.backend;
+        let queues = opened.tun.queues;
         let threads_n = queues.len() * directions;
         let wake = eventfd().map_err(DriverError::Thread)?;
         let now = Instant::now();
@@ -133,6 +136,7 @@ impl<C: Codec + 'static> Driver<C> {
             gso: AtomicBool::new(opened.gso),
             gro: opened.gro,
             offloads,
+            tun_backend,
             batch: config.batch,
             started: now,
             next_tick_ns: AtomicU64::new(TICK.as_nanos() as u64),
@@ -144,11 +148,11 @@ impl<C: Codec + 'static> Driver<C> {
             threads: Vec::with_capacity(threads_n),
             local_addr,
         };
-        let queues: Vec<Arc<OwnedFd>> = queues.into_iter().map(Arc::new).collect();
-        for (q, fd) in queues.iter().enumerate() {
+        let queues: Vec<Arc<TunQueue>> = queues.into_iter().map(Arc::new).collect();
+        for (q, tq) in queues.iter().enumerate() {
             for dir in 0..directions {
                 let sh = d.shared.clone();
-                let fd = fd.clone();
+                let tq = tq.clone();
                 let slot = q * directions + dir;
                 let name = if dir == 0 {
                     format!("tb-tun{q}-to-net")
@@ -159,9 +163,9 @@ impl<C: Codec + 'static> Driver<C> {
                     .name(name)
                     .spawn(move || {
                         if dir == 0 {
-                            TunToNet::new(&sh).run(&sh, fd.as_fd(), slot)
+                            TunToNet::new(&sh, &tq).run(&sh, &tq, slot)
                         } else {
-                            NetToTun::new(&sh).run(&sh, fd.as_fd(), slot)
+                            NetToTun::new(&sh, &tq).run(&sh, &tq, slot)
                         }
                     })
                     .map_err(DriverError::Thread);

@@ -6,11 +6,13 @@
 use super::config::Fault;
 use super::extras::Extras;
 use super::offload::{Coalescer, Group, VNET_HDR_LEN};
+use super::open::TunQueue;
 use super::receiver::Receiver;
 use super::sender::Sender;
 use super::shared::{IDLE_YIELDS, PACKET_BUF, Shared, sh_due};
 use super::stats::{Ctr, Local, record_cpu};
 use super::tun;
+use super::tun_rs_backend;
 use super::tun_write::write_from_network;
 use crate::codec::{Codec, DropReason, Verdict};
 use std::net::SocketAddr;
@@ -30,10 +32,12 @@ pub(super) struct NetToTun {
     iov: Vec<libc::iovec>,
     extras: Extras,
     local: Local,
+    /// On a tun-rs queue: its GRO writes, in place of the coalescer's.
+    tun_rs: Option<tun_rs_backend::Writer>,
 }
 
 impl NetToTun {
-    pub(super) fn new<C: Codec>(sh: &Shared<C>) -> NetToTun {
+    pub(super) fn new<C: Codec>(sh: &Shared<C>, q: &TunQueue) -> NetToTun {
         let receiver = Receiver::new(sh);
         let n = sh.batch.max(receiver.messages);
         NetToTun {
@@ -48,10 +52,11 @@ impl NetToTun {
             iov: Vec::with_capacity(2 + crate::driver::offload::MAX_COALESCED_SEGMENTS),
             extras: Extras::new(),
             local: Local::new(),
+            tun_rs: q.tun_rs().map(|_| tun_rs_backend::Writer::new()),
         }
     }
 
-    pub(super) fn run<C: Codec>(mut self, sh: &Shared<C>, tun: BorrowedFd<'_>, slot: usize) {
+    pub(super) fn run<C: Codec>(mut self, sh: &Shared<C>, q: &TunQueue, slot: usize) {
         let mut cpu_at = Instant::now();
         let sock = sh.sock.as_ref().expect("only run with a socket").as_fd();
         let mut idle = 0;
@@ -61,7 +66,7 @@ impl NetToTun {
                 .recv(sh, &mut self.pkts, &mut self.peers, &mut self.local);
             let now = Instant::now();
             if n > 0 || now >= sh_due(sh) {
-                self.batch(sh, tun, n, now);
+                self.batch(sh, q, n, now);
             }
             record_cpu(&sh.stats, slot, &mut cpu_at, now, false);
             if n > 0 {
@@ -83,7 +88,8 @@ impl NetToTun {
     }
 
     /// Runs the codec over `pkts[..n]`, then writes and sends what it says.
-    fn batch<C: Codec>(&mut self, sh: &Shared<C>, tun: BorrowedFd<'_>, n: usize, now: Instant) {
+    fn batch<C: Codec>(&mut self, sh: &Shared<C>, q: &TunQueue, n: usize, now: Instant) {
+        let tun = q.fd();
         if n > 0 {
             self.local.add(Ctr::NetBatches, 1);
         }
@@ -132,7 +138,9 @@ impl NetToTun {
                 Some(Verdict::Queued) | Some(Verdict::Consumed) | None => {}
             }
         }
-        if sh.offloads.tso && self.to_tun.len() > 1 {
+        if let (Some(dev), Some(w)) = (q.tun_rs(), self.tun_rs.as_mut()) {
+            w.write(dev, &self.pkts[..n], &self.to_tun, &mut self.local);
+        } else if sh.offloads.tso && self.to_tun.len() > 1 {
             self.coalescer
                 .plan(&self.pkts[..n], self.to_tun.iter().copied());
             for gi in 0..self.coalescer.groups().len() {

@@ -5,16 +5,70 @@
 use super::config::{DriverConfig, DriverError, Transport};
 use super::packet_tx::PacketTx;
 use super::shared::SockKind;
-use super::tun::Tun;
+use super::tun::{Offloads, Tun};
+use super::tun_rs_backend::{self, TunBackend};
 use crate::socket::gso::{enable_gro, set_buffers};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// One TUN queue, on the backend the driver runs.
+pub(super) enum TunQueue {
+    Tunbench(OwnedFd),
+    TunRs(tun_rs::SyncDevice),
+}
+
+impl TunQueue {
+    pub(super) fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            TunQueue::Tunbench(fd) => fd.as_fd(),
+            TunQueue::TunRs(dev) => dev.as_fd(),
+        }
+    }
+
+    /// The tun-rs device, when tun-rs reads and coalesces on this queue.
+    pub(super) fn tun_rs(&self) -> Option<&tun_rs::SyncDevice> {
+        match self {
+            TunQueue::Tunbench(_) => None,
+            TunQueue::TunRs(dev) => Some(dev),
+        }
+    }
+}
+
+/// The TUN's queues, what offloads they have, and which backend runs them.
+pub(super) struct OpenedTun {
+    pub(super) queues: Vec<TunQueue>,
+    pub(super) offloads: Offloads,
+    pub(super) backend: TunBackend,
+}
+
+/// TUNBENCH_TUN=tun-rs attaches through tun-rs, except for a TAP or with
+/// offloads off, which keep our path (see `tun_rs_backend`).
+fn open_tun(config: &DriverConfig) -> Result<OpenedTun, DriverError> {
+    if TunBackend::from_env()? == TunBackend::TunRs && config.offloads && !config.tap {
+        let (devs, offloads) = tun_rs_backend::attach(&config.tun, config.queues)?;
+        return Ok(OpenedTun {
+            queues: devs.into_iter().map(TunQueue::TunRs).collect(),
+            offloads,
+            backend: TunBackend::TunRs,
+        });
+    }
+    let tun = Tun::attach(&config.tun, config.queues, config.offloads, config.tap)?;
+    Ok(OpenedTun {
+        offloads: tun.offloads(),
+        queues: tun
+            .into_queues()
+            .into_iter()
+            .map(TunQueue::Tunbench)
+            .collect(),
+        backend: TunBackend::Tunbench,
+    })
+}
 
 /// What `start` opens inside the namespace.
 pub(super) struct Opened {
-    pub(super) tun: Tun,
+    pub(super) tun: OpenedTun,
     pub(super) sock: Option<Socket>,
     pub(super) kind: SockKind,
     pub(super) packet_tx: Option<PacketTx>,
@@ -23,7 +77,7 @@ pub(super) struct Opened {
 }
 
 pub(super) fn open(config: &DriverConfig) -> Result<Opened, DriverError> {
-    let tun = Tun::attach(&config.tun, config.queues, config.offloads, config.tap)?;
+    let tun = open_tun(config)?;
     let t = config.transport;
     let err = |what: &'static str| {
         move |source| DriverError::Socket {

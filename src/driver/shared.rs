@@ -6,6 +6,7 @@ use super::config::{Fault, TICK};
 use super::packet_tx::PacketTx;
 use super::stats::{Batches, Ctr, Errors, Flow, Frames, Offloaded, Stats, StatsSnapshot};
 use super::tun::Offloads;
+use super::tun_rs_backend::TunBackend;
 use crate::codec::{Codec, DropReason};
 use socket2::Socket;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -62,6 +63,7 @@ pub(super) struct Shared<C> {
     pub(super) gso: AtomicBool,
     pub(super) gro: bool,
     pub(super) offloads: Offloads,
+    pub(super) tun_backend: TunBackend,
     pub(super) batch: usize,
     pub(super) started: Instant,
     /// When the next tick is due, in ns since `started` (read without the lock).
@@ -200,6 +202,7 @@ impl<C: Codec> Shared<C> {
             uptime_seconds: self.started.elapsed().as_secs_f64(),
             threads: self.stats.cpu_ns.len(),
             offloads: self.offloads,
+            tun_backend: self.tun_backend,
             udp_gso: self.kind.is_udp() && self.gso.load(Ordering::Relaxed),
             udp_gro: self.gro,
             frames: Frames {

@@ -3,6 +3,7 @@
 //! atomics once per batch so a packet costs no atomic operation of its own.
 
 use super::tun::Offloads;
+use super::tun_rs_backend::TunBackend;
 use crate::codec::DropReason;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -94,6 +95,9 @@ pub struct StatsSnapshot {
     pub uptime_seconds: f64,
     pub threads: usize,
     pub offloads: Offloads,
+    /// Which code reads and coalesces on the TUN (TUNBENCH_TUN).
+    #[serde(default)]
+    pub tun_backend: TunBackend,
     pub udp_gso: bool,
     pub udp_gro: bool,
     #[serde(default)]

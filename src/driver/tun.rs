@@ -8,6 +8,13 @@
 //! Linux 6.2), and packets whose checksum is left to finish (CSUM); it also
 //! accepts such packets when written. With offloads off every packet is plain and
 //! complete, and the header is all zeros.
+//!
+//! The tun-rs crate (2.8) does the same on Linux (virtio-net headers, GSO
+//! split, a GRO table, multi-queue); `tun_rs_backend` runs it in place of this
+//! module and `offload` when TUNBENCH_TUN=tun-rs. Measured against each other
+//! (BENCHMARKS.md, "TUN path: tunbench's own vs tun-rs"), tun-rs moved 5-6 %
+//! less at 5-9 % more CPU per Gbit, its writes into the TUN copying what ours
+//! gathers with writev: not adopted, this stays the default.
 
 use netns::tun::{exists, flags, open_queue};
 use std::io;
@@ -59,7 +66,7 @@ fn ioctl_int(fd: &OwnedFd, req: libc::Ioctl, arg: libc::c_ulong) -> io::Result<(
     Ok(())
 }
 
-fn set_vnet_hdr_size(fd: &OwnedFd) -> io::Result<()> {
+pub(super) fn set_vnet_hdr_size(fd: BorrowedFd<'_>) -> io::Result<()> {
     let size: libc::c_int = VNET_HDR_LEN as libc::c_int;
     // SAFETY: TUNSETVNETHDRSZ reads one int through the pointer.
     if unsafe {
@@ -108,7 +115,7 @@ impl Tun {
         for _ in 0..queues.max(1) {
             let f = open_queue(name, flags(tap)).map_err(TunError::Attach)?;
             let fd = OwnedFd::from(f);
-            set_vnet_hdr_size(&fd)
+            set_vnet_hdr_size(fd.as_fd())
                 .map_err(err("setting the virtio header size (TUNSETVNETHDRSZ)"))?;
             set_nonblocking(&fd).map_err(err("making the queue nonblocking"))?;
             fds.push(fd);

@@ -5,10 +5,12 @@
 use super::config::Fault;
 use super::extras::Extras;
 use super::offload::{TunRead, VNET_HDR_LEN, split_tun_read};
+use super::open::TunQueue;
 use super::sender::Sender;
 use super::shared::{IDLE_YIELDS, PACKET_BUF, Shared, sh_due};
 use super::stats::{Ctr, Local, record_cpu};
 use super::tun;
+use super::tun_rs_backend::{self, Read};
 use super::tun_write::write_single;
 use crate::codec::{Codec, DropReason, Verdict};
 use std::net::SocketAddr;
@@ -27,11 +29,14 @@ pub(super) struct TunToNet {
     sender: Sender,
     extras: Extras,
     local: Local,
+    /// On a tun-rs queue: its reads, in place of `split_tun_read`.
+    tun_rs: Option<tun_rs_backend::Reader>,
 }
 
 impl TunToNet {
-    pub(super) fn new<C: Codec>(sh: &Shared<C>) -> TunToNet {
+    pub(super) fn new<C: Codec>(sh: &Shared<C>, q: &TunQueue) -> TunToNet {
         TunToNet {
+            tun_rs: q.tun_rs().map(tun_rs_backend::Reader::new),
             read: vec![0; TUN_READ_BUF],
             pkts: (0..sh.batch)
                 .map(|_| Vec::with_capacity(PACKET_BUF))
@@ -44,7 +49,8 @@ impl TunToNet {
         }
     }
 
-    pub(super) fn run<C: Codec>(mut self, sh: &Shared<C>, tun: BorrowedFd<'_>, slot: usize) {
+    pub(super) fn run<C: Codec>(mut self, sh: &Shared<C>, q: &TunQueue, slot: usize) {
+        let tun = q.fd();
         let mut cpu_at = Instant::now();
         let batch = sh.batch;
         let mut idle = 0;
@@ -53,6 +59,53 @@ impl TunToNet {
             // Whether the queue was found empty (else the batch filled up).
             let mut empty = false;
             loop {
+                if let (Some(dev), Some(rs)) = (q.tun_rs(), self.tun_rs.as_mut()) {
+                    let k = match rs.read(dev) {
+                        Read::Packets(k) => k,
+                        Read::Empty => {
+                            empty = true;
+                            break;
+                        }
+                        Read::Failed => {
+                            self.local.add(Ctr::TunReadErr, 1);
+                            std::thread::sleep(Duration::from_millis(10));
+                            empty = true;
+                            break;
+                        }
+                        Read::Refused => {
+                            self.local.add(Ctr::OffloadErr, 1);
+                            continue;
+                        }
+                    };
+                    if k > 1 {
+                        self.local.add(Ctr::SegmentedSupers, 1);
+                        self.local.add(Ctr::SegmentedPackets, k as u64);
+                    }
+                    for i in 0..k {
+                        if n == batch {
+                            Self::flush(
+                                &mut self.pkts,
+                                &mut self.verdicts,
+                                &mut self.to_net,
+                                &mut self.sender,
+                                &mut self.extras,
+                                &mut self.local,
+                                sh,
+                                tun,
+                                n,
+                            );
+                            n = 0;
+                        }
+                        rs.take(i, &mut self.pkts[n]);
+                        self.local
+                            .packet(Ctr::TunRxPackets, Ctr::TunRxBytes, self.pkts[n].len());
+                        n += 1;
+                    }
+                    if n >= batch {
+                        break;
+                    }
+                    continue;
+                }
                 let len = match tun::read(tun, &mut self.read) {
                     Ok(Some(len)) => len,
                     Ok(None) => {
