@@ -160,15 +160,12 @@ fn status_shows_a_killed_datapath_as_dead_not_its_counters() {
     );
 }
 
-#[test]
-fn a_measurement_through_a_dead_datapath_fails_its_cell_naming_the_datapath() {
-    let lab = lab_name("lbmeas");
-    let _g = up_named(&topo("wireguard.toml"), &lab);
-    let pid = kill_wg_datapath(&lab, "b");
-    let t0 = Instant::now();
-    let o = tunbench(&[
+/// `tunbench measure LAB` of one TCP upload cell from a to b through the
+/// shipped WireGuard lab's tunnel, `secs` long.
+fn wg_measure_args(lab: &str, secs: &str) -> Vec<String> {
+    [
         "measure",
-        &lab,
+        lab,
         "--from",
         "a",
         "--to",
@@ -184,12 +181,28 @@ fn a_measurement_through_a_dead_datapath_fails_its_cell_naming_the_datapath() {
         "--runs",
         "1",
         "--duration",
-        "1",
+        secs,
         "--path",
         "wireguard",
         "--format",
         "json",
-    ]);
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn a_measurement_through_a_dead_datapath_fails_its_cell_naming_the_datapath() {
+    let lab = lab_name("lbmeas");
+    let _g = up_named(&topo("wireguard.toml"), &lab);
+    let pid = kill_wg_datapath(&lab, "b");
+    let t0 = Instant::now();
+    let o = tunbench(
+        &wg_measure_args(&lab, "1")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
     let out = text(&o);
     assert!(
         out.contains(&format!("datapath wg@b (pid {pid}) is not running")),
@@ -215,30 +228,7 @@ fn a_datapath_dying_in_the_middle_of_a_cell_stops_it_at_once_naming_the_datapath
     let lab = lab_name("lbmid");
     let _g = up_named(&topo("wireguard.toml"), &lab);
     let mut measure = Command::new(bin())
-        .args([
-            "measure",
-            &lab,
-            "--from",
-            "a",
-            "--to",
-            "b",
-            "--to-addr",
-            "198.18.71.2",
-            "--families",
-            "ipv4",
-            "--protocols",
-            "tcp",
-            "--directions",
-            "sender",
-            "--runs",
-            "1",
-            "--duration",
-            "10",
-            "--path",
-            "wireguard",
-            "--format",
-            "json",
-        ])
+        .args(wg_measure_args(&lab, "10"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
