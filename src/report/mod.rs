@@ -247,6 +247,17 @@ pub(crate) fn step_down_notes(c: &CellResult) -> Vec<String> {
         .collect()
 }
 
+/// " within N %": the UDP loss threshold of the run's rate searches, for
+/// legends; empty when no cell searched.
+pub(crate) fn loss_within(r: &Results) -> String {
+    r.paths
+        .iter()
+        .flat_map(|p| &p.cells)
+        .find_map(|c| c.search.as_ref())
+        .map(|s| format!(" within {} %", s.loss_threshold_percent))
+        .unwrap_or_default()
+}
+
 /// `x` rounded to `digits` significant digits, written without exponent and
 /// with no more decimals than those digits need: 941, 32.7, 12400, 0.123.
 pub(crate) fn sig(x: f64, digits: u32) -> String {

@@ -11,7 +11,7 @@
 
 use super::expect::Failure;
 use super::md::{md_escape, md_table};
-use super::{mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
+use super::{loss_within, mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
 use crate::measure::model::{CellResult, Results};
 use crate::topology::reference::{PublishedFigure, Reference, Tolerance};
 use crate::vocab::{Cell, Proto};
@@ -241,13 +241,7 @@ fn title(reference: &Reference) -> String {
 
 /// What the figures are, one sentence a line.
 fn legend(r: &Results, reference: &Reference) -> Vec<String> {
-    let threshold = r
-        .paths
-        .iter()
-        .flat_map(|p| &p.cells)
-        .find_map(|c| c.search.as_ref())
-        .map(|s| format!(" within {} %", s.loss_threshold_percent))
-        .unwrap_or_default();
+    let threshold = loss_within(r);
     let mut measured = "Mbit/s; measured: TCP the best run".to_string();
     if reference
         .figures

@@ -5,7 +5,8 @@
 
 use crate::measure::model::Results;
 use crate::report::{
-    baseline_index, mbit, one_line, ordered_cells, percent, step_down_notes, udp_figure, utc,
+    baseline_index, loss_within, mbit, one_line, ordered_cells, percent, step_down_notes,
+    udp_figure, utc,
 };
 use crate::vocab::{Cell, Family, Proto};
 use std::fmt::Write;
@@ -165,13 +166,7 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
         if runs == 1 { "" } else { "s" }
     ));
     if with_udp {
-        let threshold = r
-            .paths
-            .iter()
-            .flat_map(|p| &p.cells)
-            .find_map(|c| c.search.as_ref())
-            .map(|s| format!(" within {} %", s.loss_threshold_percent))
-            .unwrap_or_default();
+        let threshold = loss_within(r);
         legend.push(format!(
             "UDP: received rate; -b / rcvd (loss): the figure, the highest offered rate at which a full-length run kept its receiver-side loss{threshold}, then what that run received and lost."
         ));
