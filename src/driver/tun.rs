@@ -96,21 +96,28 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 const TCP_OFFLOADS: libc::c_uint = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6;
 const UDP_OFFLOADS: libc::c_uint = libc::TUN_F_USO4 | libc::TUN_F_USO6;
 
+/// The TUN the lab made, or `Missing`: both backends attach, never create.
+pub(super) fn must_exist(name: &str) -> Result<(), TunError> {
+    if exists(name) {
+        Ok(())
+    } else {
+        Err(TunError::Missing(name.to_string()))
+    }
+}
+
+/// What a failed step of attaching to TUN `name` returns.
+pub(super) fn ioctl_error(name: &str, what: &'static str) -> impl FnOnce(io::Error) -> TunError {
+    let name = name.to_string();
+    move |source| TunError::Ioctl { what, name, source }
+}
+
 impl Tun {
     /// Attaches `queues` queues (at least one) to the existing TUN `name` in the
     /// calling thread's namespace, nonblocking, with 10-byte virtio headers, and
     /// offloads on (TSO and checksum; USO too where the kernel has it) or off.
     pub fn attach(name: &str, queues: usize, offloads: bool, tap: bool) -> Result<Tun, TunError> {
-        if !exists(name) {
-            return Err(TunError::Missing(name.to_string()));
-        }
-        let err = |what: &'static str| {
-            move |source| TunError::Ioctl {
-                what,
-                name: name.to_string(),
-                source,
-            }
-        };
+        must_exist(name)?;
+        let err = |what| ioctl_error(name, what);
         let mut fds = Vec::with_capacity(queues.max(1));
         for _ in 0..queues.max(1) {
             let f = open_queue(name, flags(tap)).map_err(TunError::Attach)?;

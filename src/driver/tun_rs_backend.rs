@@ -33,7 +33,7 @@
 use super::config::DriverError;
 use super::shared::PACKET_BUF;
 use super::stats::{Ctr, Local};
-use super::tun::{Offloads, TunError, set_vnet_hdr_size};
+use super::tun::{Offloads, TunError, ioctl_error, must_exist, set_vnet_hdr_size};
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::os::fd::AsFd;
@@ -82,16 +82,8 @@ impl TunBackend {
 /// calling thread's namespace through tun-rs, nonblocking, with 10-byte virtio
 /// headers and offloads on.
 pub(super) fn attach(name: &str, queues: usize) -> Result<(Vec<SyncDevice>, Offloads), TunError> {
-    if !netns::tun::exists(name) {
-        return Err(TunError::Missing(name.to_string()));
-    }
-    let err = |what: &'static str| {
-        move |source| TunError::Ioctl {
-            what,
-            name: name.to_string(),
-            source,
-        }
-    };
+    must_exist(name)?;
+    let err = |what| ioctl_error(name, what);
     // inherit_enable_state: the lab brought the device up; tun-rs is not to
     // touch its link state (nor, without address-management, its addresses).
     let first = DeviceBuilder::new()
