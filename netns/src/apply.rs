@@ -216,6 +216,9 @@ pub async fn apply(plan: &Plan, cancel: &Cancel, progress: Progress<'_>) -> Resu
                     ns.handle.link().add(msg).execute().await
                 }
                 Op::Tun { .. } => return Ok(()),
+                Op::HostLink { .. } => {
+                    return Err((step, "host interfaces are not supported yet".into()));
+                }
                 _ => unreachable!("phase filter"),
             };
             r.map_err(|e| (step, reason(e)))

@@ -121,6 +121,25 @@ pub enum Op {
     /// Traffic-control commands (`tc -batch -` lines) in a namespace, once the
     /// devices they name exist and are up.
     Tc { ns: String, batch: String },
+    /// The node's device `name` in `ns`, made from the interface `host` of the
+    /// namespace tunbench runs in, with this MTU and up.
+    HostLink {
+        ns: String,
+        name: String,
+        host: String,
+        attach: HostAttach,
+        mtu: u32,
+    },
+}
+
+/// How a node's device is made from a host interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostAttach {
+    Macvlan,
+    Ipvlan,
+    Vlan(u16),
+    Move,
 }
 
 /// Ops run phase by phase; within a phase they are independent and run at once.
@@ -150,7 +169,7 @@ impl Op {
             | Op::LocalRuleAt { .. }
             | Op::Rule { .. }
             | Op::PairRoute { .. } => Phase::Routes,
-            Op::Tun { .. } => Phase::Links,
+            Op::Tun { .. } | Op::HostLink { .. } => Phase::Links,
             Op::LinkSet { .. } => Phase::Ports,
             Op::Nftables { .. } | Op::Tc { .. } => Phase::Firewall,
         }
@@ -175,7 +194,8 @@ impl Op {
             | Op::Rule { ns, .. }
             | Op::PairRoute { ns, .. }
             | Op::Nftables { ns, .. }
-            | Op::Tc { ns, .. } => ns,
+            | Op::Tc { ns, .. }
+            | Op::HostLink { ns, .. } => ns,
         }
     }
 }
@@ -337,6 +357,30 @@ impl fmt::Display for Op {
             Op::Tc { ns, batch } => {
                 write!(f, "ip netns exec {ns} tc -batch - <<'EOF'\n{}EOF", batch)
             }
+            Op::HostLink {
+                ns,
+                name,
+                host,
+                attach,
+                mtu,
+            } => match attach {
+                HostAttach::Move => write!(
+                    f,
+                    "ip link set {host} netns {ns}; ip -n {ns} link set {host} name {name} mtu {mtu} up"
+                ),
+                HostAttach::Macvlan => write!(
+                    f,
+                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type macvlan mode bridge; ip -n {ns} link set {name} up"
+                ),
+                HostAttach::Ipvlan => write!(
+                    f,
+                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type ipvlan mode l2; ip -n {ns} link set {name} up"
+                ),
+                HostAttach::Vlan(id) => write!(
+                    f,
+                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type vlan id {id}; ip -n {ns} link set {name} up"
+                ),
+            },
         }
     }
 }

@@ -37,6 +37,7 @@ fn dot(t: &Topology) -> String {
             NodeKind::Host => "box",
             NodeKind::Router => "ellipse",
             NodeKind::Switch => "box3d",
+            NodeKind::External => "hexagon",
         };
         let mut label = format!("{}\\n({})", n.name, n.kind);
         if !n.addresses.is_empty() {
@@ -55,8 +56,8 @@ fn dot(t: &Topology) -> String {
             head += &format!("\\n{}", addrs(&l.b.addresses));
         }
         s += &format!(
-            "  \"{a}\" -- \"{b}\" [taillabel=\"{tail}\", headlabel=\"{head}\", label=\"mtu {}\"];\n",
-            l.mtu
+            "  \"{a}\" -- \"{b}\" [taillabel=\"{tail}\", headlabel=\"{head}\", label=\"{}\"];\n",
+            link_label(l)
         );
     }
     // Softwires: a dashed edge from each B4 to its AFTR, over the IPv6 underlay.
@@ -141,6 +142,14 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
     v
 }
 
+/// "mtu 1500", and for a link out of the lab the host interface it leaves by.
+fn link_label(l: &crate::topology::model::Link) -> String {
+    match &l.host {
+        Some(h) => format!("mtu {}, host {} ({})", l.mtu, h.iface, h.attach),
+        None => format!("mtu {}", l.mtu),
+    }
+}
+
 fn mermaid(t: &Topology) -> String {
     let id = |n: &str| n.replace('-', "_");
     let mut s = String::from("flowchart LR\n");
@@ -150,6 +159,7 @@ fn mermaid(t: &Topology) -> String {
             NodeKind::Host => ("[", "]"),
             NodeKind::Router => ("((", "))"),
             NodeKind::Switch => ("[[", "]]"),
+            NodeKind::External => ("{{", "}}"),
         };
         s += &format!("  {}{o}\"{label}\"{c}\n", id(&n.name));
     }
@@ -161,8 +171,12 @@ fn mermaid(t: &Topology) -> String {
             }
             x
         };
+        let via = match &l.host {
+            Some(_) => format!(" ({})", link_label(l)),
+            None => String::new(),
+        };
         s += &format!(
-            "  {} ---|\"{} — {}\"| {}\n",
+            "  {} ---|\"{} — {}{via}\"| {}\n",
             id(&t.nodes[l.a.node].name),
             side(&l.a),
             side(&l.b),

@@ -70,6 +70,12 @@ pub fn apply(
         ))
         .into());
     };
+    if t.links[index].host.is_some() || t.links[index].is_external(t) {
+        return Err(BadEnd(format!(
+            "{end} is on a link to an external node; tunbench impairs only links inside the lab"
+        ))
+        .into());
+    }
     // Traffic is shaped where it is sent: leaving `near` on near's egress.
     let mut ends = Vec::new();
     if direction != Direction::In {

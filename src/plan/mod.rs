@@ -1,6 +1,7 @@
 //! Topology -> the list of kernel operations that builds it. Pure: the same
 //! topology and lab name always give the same plan, printable as a dry run.
 
+use crate::topology::model::HostAttach;
 use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
@@ -43,10 +44,26 @@ fn names_device(key: &str) -> bool {
         && parts[3] != "default"
 }
 
+fn host_attach(a: HostAttach) -> netns::ops::HostAttach {
+    match a {
+        HostAttach::Macvlan => netns::ops::HostAttach::Macvlan,
+        HostAttach::Ipvlan => netns::ops::HostAttach::Ipvlan,
+        HostAttach::Vlan(id) => netns::ops::HostAttach::Vlan(id),
+        HostAttach::Move => netns::ops::HostAttach::Move,
+    }
+}
+
 pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     let ns = |n: usize| naming.namespace(&t.nodes[n].name);
+    // External nodes are real devices: nothing is built or written for them.
+    let built = || {
+        t.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind.is_built())
+    };
     let mut ops = Vec::new();
-    for (i, n) in t.nodes.iter().enumerate() {
+    for (i, n) in built() {
         let mut early: Vec<(String, String)> = n
             .sysctls
             .iter()
@@ -78,6 +95,19 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
         }
     }
     for (i, l) in t.links.iter().enumerate() {
+        if l.is_external(t) {
+            continue;
+        }
+        if let (Some(h), Some((lab, _))) = (&l.host, l.host_ends(t)) {
+            ops.push(Op::HostLink {
+                ns: ns(lab.node),
+                name: lab.iface.clone(),
+                host: h.iface.clone(),
+                attach: host_attach(h.attach),
+                mtu: l.mtu,
+            });
+            continue;
+        }
         if l.impairments.needs_relay() {
             let relay = naming.namespace(&link::relay_node(i));
             ops.extend(link::veth_ops(l, &ns(l.a.node), &ns(l.b.node), &relay));
@@ -91,7 +121,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             mtu: l.mtu,
         });
     }
-    for (i, n) in t.nodes.iter().enumerate() {
+    for (i, n) in built() {
         for (k, v) in n.sysctls.iter().filter(|(k, _)| names_device(k)) {
             ops.push(Op::Sysctl {
                 ns: ns(i),
@@ -100,7 +130,12 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
-    for l in &t.links {
+    // A veth's first end is made up; a host link's device too.
+    for l in t
+        .links
+        .iter()
+        .filter(|l| l.host.is_none() && !l.is_external(t))
+    {
         ops.push(Op::Up {
             ns: ns(l.b.node),
             iface: l.b.iface.clone(),
@@ -118,7 +153,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             }
         }
     }
-    for (i, _) in t.nodes.iter().enumerate() {
+    for (i, _) in built() {
         for (dev, addr) in t.node_addresses(i) {
             ops.push(Op::Address {
                 ns: ns(i),
@@ -127,7 +162,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
-    for (i, n) in t.nodes.iter().enumerate() {
+    for (i, n) in built() {
         for r in &n.routes {
             ops.push(Op::Route {
                 ns: ns(i),
@@ -142,7 +177,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
         ops.extend(dslite::ops(t, tun, &ns));
         ops.extend(wireguard::ops(t, tun, &ns));
     }
-    for i in 0..t.nodes.len() {
+    for (i, _) in built() {
         ops.extend(router::ops(t, i, &ns(i)));
     }
     for (i, l) in link::relayed(t) {
@@ -163,10 +198,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     ops.sort_by_key(|o| o.phase());
     Plan {
         lab: naming.lab.clone(),
-        nodes: t
-            .nodes
-            .iter()
-            .enumerate()
+        nodes: built()
             .map(|(i, n)| (n.name.clone(), ns(i), n.kind.to_string()))
             .collect(),
         ops,
@@ -226,6 +258,87 @@ mod tests {
         // Ops come phase by phase.
         let phases: Vec<_> = p.ops.iter().map(|o| o.phase()).collect();
         assert!(phases.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn external_nodes_get_nothing_and_host_links_take_the_host_interface() {
+        let t = load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/topologies/nvr500-real.toml"
+        )))
+        .unwrap();
+        let p = plan(&t, &Naming::new("x", None));
+        let text: Vec<String> = p.ops.iter().map(|o| o.to_string()).collect();
+        assert_eq!(
+            p.nodes.iter().map(|n| n.0.as_str()).collect::<Vec<_>>(),
+            ["pc", "server"],
+            "no namespace for the external router"
+        );
+        assert!(text.iter().all(|o| !o.contains("x-nvr500")), "{text:#?}");
+        assert!(
+            text.contains(
+                &"ip link set enp1s0 netns x-pc; ip -n x-pc link set enp1s0 name eth0 mtu 1500 up"
+                    .to_string()
+            ),
+            "{text:#?}"
+        );
+        assert!(!text.iter().any(|o| o.contains("type veth")), "{text:#?}");
+        assert!(
+            !text
+                .iter()
+                .any(|o| o.starts_with("ip -n x-pc link set eth0 up"))
+        );
+        // The routing model sees the path through the device it does not build.
+        let r = crate::topology::routing::Router::new(&t);
+        let pc = t.node_index("pc").unwrap();
+        let server = t.node_index("server").unwrap();
+        assert_eq!(r.echo_works(pc, "2001:2:0:1::10".parse().unwrap()), Ok(()));
+        assert_eq!(r.echo_works(server, "198.18.11.2".parse().unwrap()), Ok(()));
+        assert_eq!(r.echo_works(pc, "198.18.1.2".parse().unwrap()), Ok(()));
+    }
+
+    #[test]
+    fn each_form_of_host_prints_its_ip_command() {
+        let t = crate::topology::parse_str(
+            r#"
+name = "f"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "host"
+[nodes.c]
+kind = "host"
+[nodes.ext]
+kind = "external"
+[[links]]
+a = { port = "a:eth0", ipv4 = "198.18.1.2/24" }
+b = { port = "ext:p", ipv4 = "198.18.1.1/24" }
+host = "enp1s0"
+[[links]]
+a = { port = "ext:p" }
+b = { port = "b:eth0", ipv4 = "198.18.1.3/24" }
+host = { iface = "enp2s0", mode = "ipvlan" }
+[[links]]
+a = { port = "c:eth0", ipv4 = "198.18.2.2/24" }
+b = { port = "ext:q", ipv4 = "198.18.2.1/24" }
+host = { iface = "enp1s0", vlan = 12 }
+mtu = 1400
+"#,
+            Path::new("f.toml"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let text: Vec<String> = plan(&t, &Naming::new("f", None))
+            .ops
+            .iter()
+            .map(|o| o.to_string())
+            .collect();
+        for want in [
+            "ip link add link enp1s0 name eth0 netns f-a mtu 1500 type macvlan mode bridge; ip -n f-a link set eth0 up",
+            "ip link add link enp2s0 name eth0 netns f-b mtu 1500 type ipvlan mode l2; ip -n f-b link set eth0 up",
+            "ip link add link enp1s0 name eth0 netns f-c mtu 1400 type vlan id 12; ip -n f-c link set eth0 up",
+        ] {
+            assert!(text.contains(&want.to_string()), "{want}\n{text:#?}");
+        }
     }
 
     #[test]

@@ -38,12 +38,17 @@ pub fn resolve(
         return (None, None);
     };
     let pat = at.key("profile");
-    if node.kind == NodeKind::Switch {
+    if matches!(node.kind, NodeKind::Switch | NodeKind::External) {
         p.push(Problem::new(
             &pat,
             format!(
-                "device profiles are for routers and hosts; node \"{}\" is a switch",
-                node.name
+                "device profiles are for routers and hosts tunbench builds; node \"{}\" is {}",
+                node.name,
+                if node.kind == NodeKind::Switch {
+                    "a switch"
+                } else {
+                    "external: it is the real device"
+                }
             ),
         ));
         return (None, None);

@@ -19,10 +19,19 @@ pub enum NodeKind {
     Router,
     /// A Linux bridge in its own namespace (the seed's gigabit switch).
     Switch,
+    /// A device tunbench does not build: a real router, an ISP's AFTR, a remote
+    /// server. No namespace; its addresses and routes describe it to validation,
+    /// the routing model, `check` and `graph`.
+    External,
 }
 
 impl NodeKind {
-    pub const ALL: [NodeKind; 3] = [NodeKind::Host, NodeKind::Router, NodeKind::Switch];
+    pub const ALL: [NodeKind; 4] = [
+        NodeKind::Host,
+        NodeKind::Router,
+        NodeKind::Switch,
+        NodeKind::External,
+    ];
 
     pub fn parse(s: &str) -> Option<NodeKind> {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
@@ -33,11 +42,19 @@ impl NodeKind {
             NodeKind::Host => "host",
             NodeKind::Router => "router",
             NodeKind::Switch => "switch",
+            NodeKind::External => "external",
         }
     }
 
+    /// An external device is assumed to route what its `routes` say; a server
+    /// that does not simply has none.
     pub fn forwards_by_default(self) -> bool {
-        matches!(self, NodeKind::Router)
+        matches!(self, NodeKind::Router | NodeKind::External)
+    }
+
+    /// Whether the lab builds a namespace for it.
+    pub fn is_built(self) -> bool {
+        self != NodeKind::External
     }
 
     pub fn known_list() -> String {
@@ -147,8 +164,65 @@ pub struct Link {
     pub description: Option<String>,
     /// What the link does to traffic, per direction (rate only, for now).
     pub impairments: super::impair::LinkImpairments,
+    /// For a link to an external node: the interface of this machine that
+    /// reaches it, and how the lab node's end is made from it.
+    pub host: Option<HostPort>,
     #[serde(skip)]
     pub at: KeyPath,
+}
+
+/// `host = { iface = "enp3s0", ... }` on a link: the lab node's end of the link
+/// is made from an interface of the machine tunbench runs on.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HostPort {
+    pub iface: String,
+    pub attach: HostAttach,
+    #[serde(skip)]
+    pub at: KeyPath,
+}
+
+/// How a lab node's device is made from a host interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostAttach {
+    /// A macvlan (bridge mode): its own MAC on the segment; the host keeps the
+    /// interface.
+    Macvlan,
+    /// An ipvlan (l2): the host interface's MAC, its own addresses.
+    Ipvlan,
+    /// An 802.1Q sub-interface with this VLAN id.
+    Vlan(u16),
+    /// The interface itself, moved into the node and given back by `down`.
+    Move,
+}
+
+impl fmt::Display for HostAttach {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            HostAttach::Macvlan => f.write_str("macvlan"),
+            HostAttach::Ipvlan => f.write_str("ipvlan"),
+            HostAttach::Vlan(id) => write!(f, "vlan {id}"),
+            HostAttach::Move => f.write_str("moved"),
+        }
+    }
+}
+
+impl Link {
+    /// The end the lab builds on a host interface, and the external end, for a
+    /// link to an external node.
+    pub fn host_ends(&self, t: &Topology) -> Option<(&Endpoint, &Endpoint)> {
+        self.host.as_ref()?;
+        if t.nodes[self.a.node].kind == NodeKind::External {
+            Some((&self.b, &self.a))
+        } else {
+            Some((&self.a, &self.b))
+        }
+    }
+
+    /// Whether the lab builds nothing for this link (both ends outside it).
+    pub fn is_external(&self, t: &Topology) -> bool {
+        !t.nodes[self.a.node].kind.is_built() && !t.nodes[self.b.node].kind.is_built()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -112,6 +112,61 @@ pub struct RawLink {
     // `validate` can say "not supported yet" at the right place.
     #[serde(default)]
     pub impairments: Option<toml::Value>,
+    /// For a link to an external node: the host interface that reaches it.
+    #[serde(default)]
+    pub host: Option<RawHostPort>,
+}
+
+/// `host = "enp3s0"` (a macvlan) or
+/// `host = { iface = "enp3s0", mode = "ipvlan" | vlan = 11 | move = true }`.
+#[derive(Debug, Default)]
+pub struct RawHostPort {
+    pub iface: String,
+    pub mode: Option<String>,
+    pub vlan: Option<i64>,
+    pub moved: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHostPortTable {
+    iface: String,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    vlan: Option<i64>,
+    #[serde(default, rename = "move")]
+    moved: Option<bool>,
+}
+
+impl<'de> Deserialize<'de> for RawHostPort {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawHostPort;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    r#""enp3s0" or { iface = "enp3s0", mode = "macvlan" | "ipvlan", vlan = 11, move = true }"#,
+                )
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawHostPort, E> {
+                Ok(RawHostPort {
+                    iface: s.to_string(),
+                    ..Default::default()
+                })
+            }
+            fn visit_map<M: MapAccess<'de>>(self, m: M) -> Result<RawHostPort, M::Error> {
+                let t = RawHostPortTable::deserialize(de::value::MapAccessDeserializer::new(m))?;
+                Ok(RawHostPort {
+                    iface: t.iface,
+                    mode: t.mode,
+                    vlan: t.vlan,
+                    moved: t.moved,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `"node:iface"`, or `{ port = "node:iface", ipv4 = ..., ipv6 = ... }`.

@@ -98,6 +98,12 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
             .or(defaults.forwarding)
             .unwrap_or(kind.forwards_by_default());
 
+        if kind == NodeKind::External && !rn.sysctls.is_empty() {
+            p.push(Problem::new(
+                &at.key("sysctls"),
+                format!("node \"{name}\" is external: tunbench does not configure it; remove its sysctls"),
+            ));
+        }
         let mut sysctls: BTreeMap<String, String> = BUILTIN_SYSCTLS
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -140,6 +146,10 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
                 None
             }
         };
+        // Nothing is written to a device tunbench does not build.
+        if kind == NodeKind::External {
+            sysctls.clear();
+        }
         nodes.push(Node {
             name: name.clone(),
             kind,
@@ -179,12 +189,17 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
         }
         let a = endpoint(&rl.a, &nodes, &at.key("a"), &mut p);
         let b = endpoint(&rl.b, &nodes, &at.key("b"), &mut p);
+        let host = rl
+            .host
+            .as_ref()
+            .and_then(|h| host_port(h, &at.key("host"), &mut p));
         if let (Some(a), Some(b), Some(m)) = (a, b, mtu_v) {
             links.push(Link {
                 name: rl.name.clone(),
                 a,
                 b,
                 impairments,
+                host,
                 mtu: m,
                 mtu_at,
                 description: rl.description.clone(),
@@ -550,6 +565,62 @@ fn endpoint(
         node: ni,
         iface: iface.to_string(),
         addresses,
+        at: at.clone(),
+    })
+}
+
+/// A link's `host`: the interface name and one way to attach to it.
+fn host_port(h: &RawHostPort, at: &KeyPath, p: &mut Vec<Problem>) -> Option<HostPort> {
+    if let Some(why) = super::interface_name_problem(&h.iface) {
+        p.push(Problem::new(&at.key("iface"), why));
+        return None;
+    }
+    let given: Vec<&str> = [
+        h.mode.as_ref().map(|_| "mode"),
+        h.vlan.map(|_| "vlan"),
+        h.moved.map(|_| "move"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if given.len() > 1 {
+        p.push(Problem::new(
+            &at.key(given[1]),
+            format!(
+                "{} and {} cannot both be set: a host interface is taken one way (mode = \"macvlan\" or \"ipvlan\", vlan = ID, or move = true)",
+                given[0], given[1]
+            ),
+        ));
+        return None;
+    }
+    let attach = match (&h.mode, h.vlan, h.moved) {
+        (Some(m), _, _) => match m.as_str() {
+            "macvlan" => HostAttach::Macvlan,
+            "ipvlan" => HostAttach::Ipvlan,
+            other => {
+                p.push(Problem::new(
+                    &at.key("mode"),
+                    format!("mode \"{other}\" is not one of \"macvlan\", \"ipvlan\" (for a VLAN write vlan = ID, to move the interface move = true)"),
+                ));
+                return None;
+            }
+        },
+        (_, Some(id), _) => match u16::try_from(id) {
+            Ok(id @ 1..=4094) => HostAttach::Vlan(id),
+            _ => {
+                p.push(Problem::new(
+                    &at.key("vlan"),
+                    format!("VLAN id {id} is outside 1-4094"),
+                ));
+                return None;
+            }
+        },
+        (_, _, Some(true)) => HostAttach::Move,
+        (_, _, Some(false)) | (None, None, None) => HostAttach::Macvlan,
+    };
+    Some(HostPort {
+        iface: h.iface.clone(),
+        attach,
         at: at.clone(),
     })
 }

@@ -1,6 +1,7 @@
 //! Checks on the resolved model that need the whole topology. Pure: reports
 //! problems, changes nothing.
 
+use super::model::HostAttach;
 use super::model::*;
 use super::{KeyPath, Problem, interface_name_problem, valid_name};
 use ipnetwork::IpNetwork;
@@ -21,11 +22,26 @@ pub fn validate(t: &Topology) -> Vec<Problem> {
     }
     interfaces(t, &mut p);
     links(t, &mut p);
+    external(t, &mut p);
     addresses(t, &mut p);
     subnets(t, &mut p);
     routes(t, &mut p);
     measurements(t, &mut p);
     super::tunnel::validate(t, &mut p);
+    for tun in &t.tunnels {
+        for (_, node, _) in tun.endpoints() {
+            let n = &t.nodes[node];
+            if n.kind == NodeKind::External {
+                p.push(Problem::new(
+                    &tun.at,
+                    format!(
+                        "tunnel \"{}\" ends at external node \"{}\"; tunnels to devices outside the lab are not supported yet",
+                        tun.name, n.name
+                    ),
+                ));
+            }
+        }
+    }
     p
 }
 
@@ -42,6 +58,13 @@ fn measurements(t: &Topology, p: &mut Vec<Problem>) {
                             "node \"{name}\" is not defined; defined nodes: {}",
                             known.join(", ")
                         ),
+                    ));
+                    ok = false;
+                }
+                Some(i) if t.nodes[i].kind == NodeKind::External && key == "from" => {
+                    p.push(Problem::new(
+                        &m.at.key(key),
+                        format!("\"{name}\" is external: tunbench runs its client only on nodes it builds; measure from a host or router of the lab"),
                     ));
                     ok = false;
                 }
@@ -125,7 +148,9 @@ fn interfaces(t: &Topology, p: &mut Vec<Problem>) {
                         n.name, i.name, n.name
                     ),
                 ));
-            } else if seen.contains_key(i.name.as_str()) {
+            } else if seen.contains_key(i.name.as_str()) && n.kind != NodeKind::External {
+                // An external device's port may face several lab nodes: they
+                // share its segment through one host interface each.
                 p.push(Problem::new(
                     at,
                     format!(
@@ -194,6 +219,111 @@ fn links(t: &Topology, p: &mut Vec<Problem>) {
                 )
             };
             p.push(Problem::new(&l.mtu_at, message));
+        }
+    }
+}
+
+/// Links to external nodes and what an external node may say. The lab reaches
+/// an external device only through an interface of this machine (`host`), and
+/// builds nothing between two external devices.
+fn external(t: &Topology, p: &mut Vec<Problem>) {
+    let name = |e: &Endpoint| format!("{}:{}", t.nodes[e.node].name, e.iface);
+    let mut moved: BTreeMap<&str, &KeyPath> = BTreeMap::new();
+    for l in &t.links {
+        let outside = |e: &Endpoint| t.nodes[e.node].kind == NodeKind::External;
+        match (outside(&l.a), outside(&l.b), &l.host) {
+            (false, false, Some(h)) => p.push(Problem::new(
+                &h.at,
+                format!(
+                    "{} - {} joins two nodes tunbench builds; host = {{ ... }} is for a link to a kind = \"external\" node",
+                    name(&l.a),
+                    name(&l.b)
+                ),
+            )),
+            (true, true, Some(h)) => p.push(Problem::new(
+                &h.at,
+                format!(
+                    "{} - {} joins two external nodes, a cable tunbench does not touch; remove host",
+                    name(&l.a),
+                    name(&l.b)
+                ),
+            )),
+            (true, false, None) | (false, true, None) => {
+                let (lab, ext) = if outside(&l.a) { (&l.b, &l.a) } else { (&l.a, &l.b) };
+                p.push(Problem::new(
+                    &l.at,
+                    format!(
+                        "{} is external: say which interface of this machine reaches {}, e.g. host = {{ iface = \"enp1s0\" }} (a macvlan), or with mode = \"ipvlan\", vlan = ID or move = true",
+                        t.nodes[ext.node].name,
+                        name(lab)
+                    ),
+                ))
+            }
+            _ => {}
+        }
+        let impaired = !(l.impairments.a_to_b.is_none() && l.impairments.b_to_a.is_none());
+        if impaired && (outside(&l.a) || outside(&l.b)) {
+            p.push(Problem::new(
+                &l.at.key("impairments"),
+                "impairments on a link to an external node are not supported: the far end is a real network; impair a link inside the lab",
+            ));
+        }
+        if outside(&l.a) != outside(&l.b) {
+            if let Some(h) = &l.host {
+                if h.attach == HostAttach::Move {
+                    if let Some(first) = moved.insert(&h.iface, &h.at) {
+                        p.push(Problem::new(
+                            &h.at.key("move"),
+                            format!(
+                                "host interface {} is already moved into the lab by {first}; an interface can be moved once (use a macvlan, ipvlan or VLAN to share it)",
+                                h.iface
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    // The kernel gives a device one receive handler: macvlans or ipvlans, not both.
+    let mut kind_on: BTreeMap<&str, (HostAttach, &KeyPath)> = BTreeMap::new();
+    for l in &t.links {
+        let Some(h) = &l.host else { continue };
+        if matches!(h.attach, HostAttach::Macvlan | HostAttach::Ipvlan) {
+            match kind_on.get(h.iface.as_str()) {
+                Some((first, at)) if *first != h.attach => p.push(Problem::new(
+                    &h.at,
+                    format!(
+                        "host interface {} already carries a {first} for {at}; Linux cannot put macvlans and ipvlans on one interface",
+                        h.iface
+                    ),
+                )),
+                Some(_) => {}
+                None => {
+                    kind_on.insert(&h.iface, (h.attach, &h.at));
+                }
+            }
+        }
+        if h.attach != HostAttach::Move {
+            if let Some(first) = moved.get(h.iface.as_str()) {
+                p.push(Problem::new(
+                    &h.at,
+                    format!(
+                        "host interface {} is moved into the lab by {first}, so it cannot also carry a {}",
+                        h.iface, h.attach
+                    ),
+                ));
+            }
+        }
+    }
+    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::External) {
+        if n.interfaces.is_empty() {
+            p.push(Problem::new(
+                &n.at,
+                format!(
+                    "external node \"{}\" has no link: add a [[links]] entry to it with host = {{ iface = \"...\" }}",
+                    n.name
+                ),
+            ));
         }
     }
 }

@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 /// The Debian package of each program the tests run besides tunbench.
 const PACKAGES: &[(&str, &str)] = &[
     ("ip", "iproute2"),
+    ("nsenter", "util-linux"),
     ("ping", "iputils-ping"),
     ("tshark", "tshark"),
     ("iperf3", "iperf3"),
@@ -550,4 +551,153 @@ pub fn stuck_lab(tag: &str) -> StuckLab {
         stuck.mnt.display()
     );
     stuck
+}
+
+/// Hardware for the real-path tests, made with `ip` so no interface of this
+/// machine is touched: namespace `HOST` plays the machine tunbench runs on, with
+/// "NICs" `enp1s0` and `enp2s0` (veths) cabled to namespace `ROUTER`, a plain
+/// Linux router standing in for the NVR500 (lan1 198.18.11.250/24 +
+/// 2001:2:0:11::250/64, lan2 198.18.1.2/24 + 2001:2:0:1::2/64, as
+/// topologies/nvr500-real.toml says), and `mgmt0`, the machine's management
+/// interface with 198.18.250.2/24 and the default route. Removed on drop.
+pub struct EmulatedHost {
+    pub host: String,
+    pub router: String,
+}
+
+fn ip_ok(args: &[&str]) {
+    let o = Command::new(program("ip")).args(args).output().expect("ip");
+    assert!(o.status.success(), "ip {}: {}", args.join(" "), text(&o));
+}
+
+impl EmulatedHost {
+    pub fn new(tag: &str) -> EmulatedHost {
+        let id = std::process::id() % 100000;
+        let h = EmulatedHost {
+            host: format!("eh{tag}{id}"),
+            router: format!("er{tag}{id}"),
+        };
+        let (host, router) = (h.host.as_str(), h.router.as_str());
+        ip_ok(&["netns", "add", host]);
+        ip_ok(&["netns", "add", router]);
+        for ns in [host, router] {
+            ip_ok(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        for (nic, port) in [("enp1s0", "lan1"), ("enp2s0", "lan2")] {
+            ip_ok(&[
+                "-n", host, "link", "add", nic, "type", "veth", "peer", "name", port, "netns",
+                router,
+            ]);
+            ip_ok(&["-n", host, "link", "set", nic, "up"]);
+            ip_ok(&["-n", router, "link", "set", port, "up"]);
+        }
+        let sysctl = |ns: &str, kv: &str| {
+            ip_ok(&["netns", "exec", ns, "sysctl", "-qw", kv]);
+        };
+        sysctl(router, "net.ipv4.ip_forward=1");
+        sysctl(router, "net.ipv6.conf.all.forwarding=1");
+        for (port, v4, v6) in [
+            ("lan1", "198.18.11.250/24", "2001:2:0:11::250/64"),
+            ("lan2", "198.18.1.2/24", "2001:2:0:1::2/64"),
+        ] {
+            ip_ok(&["-n", router, "addr", "add", v4, "dev", port]);
+            ip_ok(&["-n", router, "addr", "add", v6, "dev", port, "nodad"]);
+        }
+        ip_ok(&[
+            "-n", host, "link", "add", "mgmt0", "type", "veth", "peer", "name", "mgmt0p",
+        ]);
+        ip_ok(&["-n", host, "link", "set", "mgmt0", "up"]);
+        ip_ok(&["-n", host, "link", "set", "mgmt0p", "up"]);
+        ip_ok(&["-n", host, "addr", "add", "198.18.250.2/24", "dev", "mgmt0"]);
+        ip_ok(&["-n", host, "route", "add", "default", "via", "198.18.250.1"]);
+        h
+    }
+
+    /// tunbench run in the namespace that plays the host (`nsenter --net`,
+    /// which keeps the mount namespace: labs' /run/netns entries are shared).
+    pub fn tunbench(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .output()
+            .expect("running tunbench in the host")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(program("nsenter"));
+        c.arg(format!("--net=/run/netns/{}", self.host))
+            .arg("--")
+            .arg(bin())
+            .args(args);
+        c
+    }
+
+    /// `ip -j ...` in the host namespace, parsed.
+    pub fn ip_json(&self, args: &[&str]) -> serde_json::Value {
+        let o = Command::new(program("ip"))
+            .args(["-n", &self.host, "-j"])
+            .args(args)
+            .output()
+            .expect("ip");
+        assert!(o.status.success(), "ip {args:?}: {}", text(&o));
+        serde_json::from_slice(&o.stdout).expect("ip -j output")
+    }
+
+    /// What a host interface is, as `down` must give it back: name, MTU, flags
+    /// (up/down), MAC, its addresses, and the routes out of it.
+    pub fn state_of(&self, nic: &str) -> String {
+        let link = &self.ip_json(&["link", "show", "dev", nic])[0];
+        let mut flags: Vec<String> = link["flags"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str())
+            .filter(|f| !["LOWER_UP", "NO-CARRIER", "M-DOWN"].contains(f))
+            .map(String::from)
+            .collect();
+        flags.sort();
+        let addrs: Vec<String> = self.ip_json(&["addr", "show", "dev", nic])[0]["addr_info"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| a["scope"] == "global")
+            .map(|a| format!("{}/{}", a["local"].as_str().unwrap_or("?"), a["prefixlen"]))
+            .collect();
+        let mut routes: Vec<String> = ["-4", "-6"]
+            .iter()
+            .flat_map(|f| {
+                let r = self.ip_json(&[f, "route", "show", "dev", nic]);
+                r.as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|r| r["protocol"] != "kernel")
+                    .map(|r| format!("{} via {}", r["dst"], r["gateway"]))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        routes.sort();
+        format!(
+            "{nic} mtu {} flags {flags:?} mac {} addresses {addrs:?} routes {routes:?}",
+            link["mtu"], link["address"]
+        )
+    }
+
+    /// Interfaces of the host namespace, sorted.
+    pub fn links(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .ip_json(&["link", "show"])
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l["ifname"].as_str().map(String::from))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for EmulatedHost {
+    fn drop(&mut self) {
+        for ns in [&self.host, &self.router] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
 }
