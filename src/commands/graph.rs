@@ -107,14 +107,10 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
                 for i in 0..w.peers.len() {
                     for j in w.neighbours(i).into_iter().filter(|&j| j > i) {
                         let (a, b) = (&w.peers[i], &w.peers[j]);
-                        let imp = if a.implementation == b.implementation {
-                            a.implementation.as_str().to_string()
+                        let imp = if a.runs() == b.runs() {
+                            a.runs().to_string()
                         } else {
-                            format!(
-                                "{}/{}",
-                                a.implementation.as_str(),
-                                b.implementation.as_str()
-                            )
+                            format!("{}/{}", a.runs(), b.runs())
                         };
                         v.push((
                             format!("wireguard {} ({imp})", tun.name),
@@ -126,11 +122,16 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
                 continue;
             }
         };
+        let aftr_dp = if d.aftr.external {
+            "external"
+        } else {
+            d.aftr.datapath.as_str()
+        };
         for b in &d.b4s {
-            let dp = if b.datapath == d.aftr.datapath {
-                b.datapath.as_str().to_string()
+            let dp = if b.datapath.as_str() == aftr_dp {
+                aftr_dp.to_string()
             } else {
-                format!("{}/{}", b.datapath.as_str(), d.aftr.datapath.as_str())
+                format!("{}/{aftr_dp}", b.datapath.as_str())
             };
             v.push((
                 format!("dslite {} ({dp})", tun.name),

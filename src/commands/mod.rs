@@ -63,6 +63,9 @@ pub enum Command {
     Keygen,
     /// Read a WireGuard private key on stdin and print its public key (like `wg pubkey`).
     Pubkey,
+    /// What a WireGuard device outside a running lab needs to peer with it:
+    /// per external peer, its configuration in `wg setconf` form (no private key).
+    Keys(keys::KeysArgs),
     /// Run a command inside a node's namespace; its exit code passes through.
     Exec(ExecArgs),
     /// ICMP reachability matrix; exit 1 when an address routing says is reachable is not.
@@ -154,6 +157,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Status(a) => status::status(a),
         Command::Keygen => keys::keygen(),
         Command::Pubkey => keys::pubkey(),
+        Command::Keys(a) => keys::keys(a),
         Command::Exec(a) => exec::exec(a),
         Command::Impair(a) => impair::impair(a),
         Command::Check(a) => check::check(a),

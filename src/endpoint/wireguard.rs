@@ -90,10 +90,14 @@ pub fn setup(
     let mut peers = Vec::new();
     for j in w.neighbours(i) {
         let name = t.nodes[w.peers[j].node].name.clone();
-        let theirs = keys.private(&tun.name, &name)?;
+        let public = match w.peers[j].public_key {
+            // A device outside the lab, given by its public key.
+            Some(k) => k,
+            None => public_of(&keys.private(&tun.name, &name)?),
+        };
         peers.push(PeerConfig {
             name,
-            public: PublicKey::from(public_of(&theirs)),
+            public: PublicKey::from(public),
             preshared,
             endpoint: Some(w.endpoint_of(j)),
             allowed_ips: w.allowed_for(i, j),

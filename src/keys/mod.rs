@@ -112,7 +112,8 @@ impl LabKeys {
                 continue;
             };
             let mut tk = TunnelKeys::default();
-            for p in &w.peers {
+            // An external peer's private key stays on the device.
+            for p in w.peers.iter().filter(|p| !p.external) {
                 let k = match p.private_key {
                     Some(k) => k,
                     None => generate()?,

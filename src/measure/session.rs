@@ -101,8 +101,7 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
             }
             let by = match &tun.kind {
                 TunnelKind::Wireguard(_) => {
-                    let mut imps: Vec<&str> =
-                        w.peers.iter().map(|p| p.implementation.as_str()).collect();
+                    let mut imps: Vec<&str> = w.peers.iter().map(|p| p.runs()).collect();
                     imps.dedup();
                     format!(" ({})", imps.join("/"))
                 }

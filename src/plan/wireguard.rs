@@ -22,7 +22,8 @@ pub fn ops(_t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op>
     }
     let dev = tun.tun_name();
     let mut ops = Vec::new();
-    for (i, p) in w.peers.iter().enumerate() {
+    // A peer on an external node is the device's own: nothing is made for it.
+    for (i, p) in w.peers.iter().enumerate().filter(|(_, p)| !p.external) {
         let ns = ns(p.node);
         ops.push(Op::Tun {
             ns: ns.clone(),

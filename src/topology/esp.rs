@@ -200,6 +200,9 @@ pub fn two_ends(
                 addresses,
                 allowed_ips,
                 private_key: None,
+                public_key: None,
+                // Validation refuses ESP, L2TP and IKEv2 ends at external nodes.
+                external: false,
                 implementation: Implementation::Tunbench,
                 at: eat,
             });

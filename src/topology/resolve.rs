@@ -247,6 +247,7 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
     let tunnels = super::tunnel::resolve(
         &raw.tunnels,
         |n| nodes.iter().position(|x| x.name == n),
+        |i| !nodes[i].kind.is_built(),
         &known.join(", "),
         &mut p,
     );

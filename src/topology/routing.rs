@@ -15,7 +15,9 @@ const SOFTWIRE: &str = "softwire:";
 struct Nat {
     b4: usize,
     aftr: usize,
-    pool: IpAddr,
+    /// None: an external AFTR whose pool the file does not give; its own
+    /// network routes the pool back to it.
+    pool: Option<IpAddr>,
 }
 use ipnetwork::IpNetwork;
 use std::net::IpAddr;
@@ -219,18 +221,16 @@ impl<'t> Router<'t> {
         let there = self
             .deliver_underlay(node, IpAddr::V6(d.aftr.address))
             .map_err(|e| format!("softwire {tunnel}: the IPv6 underlay to the AFTR fails: {e}"))?;
-        let pool = d
-            .aftr
-            .pool
-            .first()
-            .map(|p| {
-                IpAddr::V4(if p.prefix() == 32 {
-                    p.ip()
-                } else {
-                    p.nth(1).unwrap_or(p.ip())
-                })
+        let pool = d.aftr.pool.first().map(|p| {
+            IpAddr::V4(if p.prefix() == 32 {
+                p.ip()
+            } else {
+                p.nth(1).unwrap_or(p.ip())
             })
-            .ok_or_else(|| format!("softwire {tunnel} has an empty pool"))?;
+        });
+        if pool.is_none() && !d.aftr.external {
+            return Err(format!("softwire {tunnel} has an empty pool"));
+        }
         Ok((
             there,
             Nat {
@@ -355,11 +355,15 @@ impl<'t> Router<'t> {
                 .map_err(|e| format!("no way back: {e}"));
         };
         // NAT44: the reply goes to the pool, which the AFTR holds; it then leaves
-        // through the softwire to the B4 and on to the original source.
-        let at_aftr = self
-            .deliver_to_pool(there, nat.pool, nat.aftr)
-            .map_err(|e| format!("no way back to the NAT44 pool {}: {e}", nat.pool))?;
-        debug_assert_eq!(at_aftr, nat.aftr);
+        // through the softwire to the B4 and on to the original source. An
+        // external AFTR's network routes its own pool when the file does not
+        // say what it is.
+        if let Some(pool) = nat.pool {
+            let at_aftr = self
+                .deliver_to_pool(there, pool, nat.aftr)
+                .map_err(|e| format!("no way back to the NAT44 pool {pool}: {e}"))?;
+            debug_assert_eq!(at_aftr, nat.aftr);
+        }
         self.deliver(nat.b4, src)
             .map(|_| ())
             .map_err(|e| format!("no way back from the B4: {e}"))
@@ -445,6 +449,107 @@ b = { port = "c:eth0", ipv4 = "198.18.3.2/24" }
             r.echo_works(c, "198.18.1.2".parse().unwrap())
                 .unwrap_err()
                 .contains("c has no route")
+        );
+    }
+
+    /// A WireGuard peer and a DS-Lite AFTR outside the lab: the inner
+    /// addresses of the external peer are reached through the tunnel, and IPv4
+    /// beyond the external AFTR through the softwire, on to what its links and
+    /// routes reach.
+    #[test]
+    fn external_tunnel_ends_carry_the_path() {
+        let t = parse_str(
+            r#"
+name = "xt"
+[nodes.client]
+kind = "host"
+routes = [{ to = "default", via = "198.18.21.1" }]
+[nodes.b4]
+kind = "router"
+routes = [{ to = "default", via = "2001:2:0:11::250" }]
+[nodes.aftr]
+kind = "external"
+addresses = ["2001:2:0:200::1/128"]
+[nodes.web]
+kind = "external"
+[[links]]
+a = { port = "client:eth0", ipv4 = "198.18.21.2/24" }
+b = { port = "b4:lan", ipv4 = "198.18.21.1/24" }
+[[links]]
+a = { port = "b4:wan", ipv4 = "198.18.11.2/24", ipv6 = "2001:2:0:11::2/64" }
+b = { port = "aftr:lan1", ipv4 = "198.18.11.250/24", ipv6 = "2001:2:0:11::250/64" }
+host = "enp1s0"
+[[links]]
+a = { port = "aftr:inet", ipv4 = "198.18.50.1/24" }
+b = { port = "web:eth0", ipv4 = "198.18.50.10/24" }
+[tunnels.transix]
+kind = "dslite"
+aftr = { node = "aftr", address = "2001:2:0:200::1" }
+b4 = { node = "b4", address = "2001:2:0:11::2", prefixes = ["198.18.21.0/24"] }
+[tunnels.wg]
+kind = "wireguard"
+peers = [
+  { node = "b4", endpoint = "198.18.11.2", address = "198.18.71.2/24" },
+  { node = "aftr", endpoint = "198.18.11.250", address = "198.18.71.1/24",
+    allowed_ips = ["198.18.72.0/24"], public_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA=" },
+]
+"#,
+            Path::new("xt.toml"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let r = super::Router::new(&t);
+        let n = |s: &str| t.node_index(s).unwrap();
+        // IPv4 beyond the AFTR, through the softwire; the AFTR's own network
+        // routes the replies back (no pool given).
+        assert_eq!(
+            r.echo_works(n("client"), "198.18.50.10".parse().unwrap()),
+            Ok(())
+        );
+        assert_eq!(
+            r.echo_works(n("b4"), "198.18.50.1".parse().unwrap()),
+            Ok(())
+        );
+        assert_eq!(
+            r.lookup(n("client"), "198.18.50.10".parse().unwrap())
+                .unwrap()
+                .iface,
+            "eth0"
+        );
+        assert_eq!(
+            r.lookup(n("b4"), "198.18.50.10".parse().unwrap())
+                .unwrap()
+                .iface,
+            "softwire:transix"
+        );
+        // The external peer's inner address, through WireGuard.
+        assert_eq!(
+            r.echo_works(n("b4"), "198.18.71.1".parse().unwrap()),
+            Ok(())
+        );
+        assert_eq!(
+            r.lookup(n("b4"), "198.18.72.9".parse().unwrap())
+                .unwrap()
+                .iface,
+            "wg-wg"
+        );
+        // Nothing is built for the external ends.
+        let plan = crate::plan::plan(&t, &crate::plan::Naming::new("xt", None));
+        let text: Vec<String> = plan.ops.iter().map(|o| o.to_string()).collect();
+        assert!(
+            text.iter()
+                .all(|o| !o.contains("xt-aftr") && !o.contains("xt-web"))
+        );
+        assert!(
+            text.iter()
+                .any(|o| o.contains("encap seg6 mode encap.red segs 2001:2:0:200::1 dev wan"))
+        );
+        let jobs = crate::plan::datapath::jobs(&t);
+        assert_eq!(
+            jobs,
+            [(
+                crate::plan::datapath::Job::Tunnel("wg".into()),
+                "b4".to_string()
+            )]
         );
     }
 }

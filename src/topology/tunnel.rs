@@ -57,8 +57,11 @@ pub struct RawAftr {
     pub node: String,
     /// The AFTR's IPv6 tunnel endpoint: an address of the node.
     pub address: String,
-    /// The NAT44 pool: addresses or prefixes routed to the AFTR.
-    pub pool: super::raw::OneOrMany,
+    /// The NAT44 pool: addresses or prefixes routed to the AFTR (required for
+    /// an AFTR tunbench builds; optional for an external one, whose NAT is its
+    /// own business).
+    #[serde(default)]
+    pub pool: Option<super::raw::OneOrMany>,
     #[serde(default)]
     pub datapath: Option<String>,
     /// NAT mappings one B4 may hold at once in the userspace AFTR (RFC 6888
@@ -176,7 +179,11 @@ pub struct Dslite {
 pub struct Aftr {
     pub node: usize,
     pub address: Ipv6Addr,
+    /// Empty only for an external AFTR whose pool the file does not give.
     pub pool: Vec<Ipv4Network>,
+    /// On a node tunbench does not build (an ISP's AFTR): nothing is made for
+    /// it; the B4s encapsulate to `address`.
+    pub external: bool,
     pub datapath: Datapath,
     /// NAT mappings one B4 may hold at once (userspace AFTR).
     pub max_mappings_per_b4: u32,
@@ -316,11 +323,16 @@ impl Tunnel {
         }
     }
 
-    /// Every endpoint: (role, node index, datapath).
+    /// Every endpoint the lab builds: (role, node index, datapath). An
+    /// endpoint on an external node (a WireGuard peer, an AFTR) is the
+    /// device's own, so it is not one of them.
     pub fn endpoints(&self) -> Vec<(Role, usize, Datapath)> {
         match &self.kind {
             TunnelKind::Dslite(d) => {
-                let mut v = vec![(Role::Aftr, d.aftr.node, d.aftr.datapath)];
+                let mut v = Vec::new();
+                if !d.aftr.external {
+                    v.push((Role::Aftr, d.aftr.node, d.aftr.datapath));
+                }
                 v.extend(
                     d.b4s
                         .iter()
@@ -340,15 +352,19 @@ impl Tunnel {
                 .peers
                 .iter()
                 .enumerate()
+                .filter(|(_, p)| !p.external)
                 .map(|(i, p)| (Role::Peer(i), p.node, Datapath::Userspace))
                 .collect(),
         }
     }
 }
 
+/// `external(node)`: whether tunbench builds nothing for the node (its
+/// endpoints are the device's own).
 pub fn resolve(
     raw: &BTreeMap<String, RawTunnel>,
     node_index: impl Fn(&str) -> Option<usize>,
+    external: impl Fn(usize) -> bool,
     known_nodes: &str,
     p: &mut Vec<Problem>,
 ) -> Vec<Tunnel> {
@@ -400,7 +416,7 @@ pub fn resolve(
                 }
             }
             RawTunnel::Wireguard(w) => {
-                if let Some(w) = super::wireguard::resolve(name, w, &at, &node, p) {
+                if let Some(w) = super::wireguard::resolve(name, w, &at, &node, &external, p) {
                     out.push(Tunnel {
                         name: name.clone(),
                         description: description(rt),
@@ -431,16 +447,27 @@ pub fn resolve(
                 let aat = at.key("aftr");
                 let anode = node(&d.aftr.node, &aat.key("node"), p);
                 let aaddr = ipv6(&d.aftr.address, &aat.key("address"), p);
+                let aftr_external = anode.is_some_and(&external);
+                if aftr_external {
+                    external_aftr_keys(&d.aftr, &aat, p);
+                }
                 let mut pool = Vec::new();
-                if d.aftr.pool.0.is_empty() {
-                    p.push(Problem::new(
+                match &d.aftr.pool {
+                    None if anode.is_some() && !aftr_external => p.push(Problem::new(
+                        &aat,
+                        "an AFTR tunbench builds needs its NAT44 pool: pool = [\"198.18.21.1\"] (addresses or prefixes the rest of the lab routes to it)",
+                    )),
+                    None => {}
+                    Some(list) if list.0.is_empty() => p.push(Problem::new(
                         &aat.key("pool"),
                         "the NAT44 pool is empty; give at least one IPv4 address or prefix",
-                    ));
-                }
-                for (i, s) in d.aftr.pool.0.iter().enumerate() {
-                    if let Some(n) = ipv4_prefix(s, &aat.key("pool").index(i), p) {
-                        pool.push(n);
+                    )),
+                    Some(list) => {
+                        for (i, s) in list.0.iter().enumerate() {
+                            if let Some(n) = ipv4_prefix(s, &aat.key("pool").index(i), p) {
+                                pool.push(n);
+                            }
+                        }
                     }
                 }
                 let adp = datapath(
@@ -479,6 +506,15 @@ pub fn resolve(
                         RawB4s::Many(_) => at.key("b4").index(i),
                     };
                     let bnode = node(&b.node, &bat.key("node"), p);
+                    if bnode.is_some_and(&external) {
+                        p.push(Problem::new(
+                            &bat.key("node"),
+                            format!(
+                                "\"{}\" is external: a B4 tunbench does not build is not supported; the B4 is a host or router of the lab (the AFTR may be external)",
+                                b.node
+                            ),
+                        ));
+                    }
                     let baddr = ipv6(&b.address, &bat.key("address"), p);
                     let prefixes: Vec<Ipv4Network> = b
                         .prefixes
@@ -528,6 +564,7 @@ pub fn resolve(
                             node: anode,
                             address: aaddr,
                             pool,
+                            external: aftr_external,
                             datapath: adp,
                             max_mappings_per_b4,
                             at: aat,
@@ -540,6 +577,28 @@ pub fn resolve(
         }
     }
     out
+}
+
+/// An AFTR on a device tunbench does not build (an ISP's): its datapath and
+/// NAT limits are the device's own.
+fn external_aftr_keys(a: &RawAftr, at: &KeyPath, p: &mut Vec<Problem>) {
+    let node = &a.node;
+    if let Some(d) = &a.datapath {
+        p.push(Problem::new(
+            &at.key("datapath"),
+            format!(
+                "\"{node}\" is external and runs its own AFTR; datapath = \"{d}\" is for endpoints tunbench builds (set it on the B4)"
+            ),
+        ));
+    }
+    if a.max_mappings_per_b4.is_some() {
+        p.push(Problem::new(
+            &at.key("max_mappings_per_b4"),
+            format!(
+                "\"{node}\" is external: its NAT44 limits are the device's own; max_mappings_per_b4 is for a userspace AFTR tunbench builds"
+            ),
+        ));
+    }
 }
 
 fn description(rt: &RawTunnel) -> Option<String> {
@@ -678,7 +737,12 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
                 ));
                 continue;
             }
-            if let Some((other, _)) = seen.insert(node, (&tun.name, at)) {
+            // Several softwires may end at one AFTR outside the lab (an ISP's
+            // serves many customers); tunbench builds one endpoint per node.
+            let outside = role == "AFTR" && d.aftr.external;
+            if outside {
+                // Nothing to build, so nothing to collide with.
+            } else if let Some((other, _)) = seen.insert(node, (&tun.name, at)) {
                 p.push(Problem::new(
                     &at.key("node"),
                     format!(

@@ -28,21 +28,36 @@ pub fn validate(t: &Topology) -> Vec<Problem> {
     routes(t, &mut p);
     measurements(t, &mut p);
     super::tunnel::validate(t, &mut p);
+    external_tunnel_ends(t, &mut p);
+    p
+}
+
+/// WireGuard peers and DS-Lite AFTRs may be devices outside the lab (their
+/// checks are the kinds' own); the other kinds' ends are processes tunbench
+/// runs, so they must be on nodes it builds.
+fn external_tunnel_ends(t: &Topology, p: &mut Vec<Problem>) {
+    use super::tunnel::TunnelKind;
     for tun in &t.tunnels {
-        for (_, node, _) in tun.endpoints() {
-            let n = &t.nodes[node];
+        let kind = match &tun.kind {
+            TunnelKind::Wireguard(_) | TunnelKind::Dslite(_) => continue,
+            TunnelKind::Esp(_) => "ESP",
+            TunnelKind::L2tp(_) => "L2TP",
+            TunnelKind::Ikev2(_) => "IKEv2",
+        };
+        let Some(o) = tun.overlay() else { continue };
+        for peer in &o.peers {
+            let n = &t.nodes[peer.node];
             if n.kind == NodeKind::External {
                 p.push(Problem::new(
-                    &tun.at,
+                    &peer.at.key("node"),
                     format!(
-                        "tunnel \"{}\" ends at external node \"{}\"; tunnels to devices outside the lab are not supported yet",
-                        tun.name, n.name
+                        "\"{}\" is external; an {kind} tunnel to a device outside the lab is not supported (tunbench terminates WireGuard peers and DS-Lite AFTRs there); both ends of tunnel \"{}\" must be hosts or routers of the lab",
+                        n.name, tun.name
                     ),
                 ));
             }
         }
     }
-    p
 }
 
 fn measurements(t: &Topology, p: &mut Vec<Problem>) {

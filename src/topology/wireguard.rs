@@ -60,6 +60,10 @@ pub struct RawPeer {
     /// base64, as `wg genkey` prints it; default: generated per lab.
     #[serde(default)]
     pub private_key: Option<String>,
+    /// A peer on an external node: the device's public key (base64, as `wg
+    /// pubkey` prints it). tunbench never holds its private key.
+    #[serde(default)]
+    pub public_key: Option<String>,
     #[serde(default)]
     pub implementation: Option<String>,
 }
@@ -162,9 +166,34 @@ pub struct Peer {
     pub allowed_ips: Vec<IpNetwork>,
     #[serde(skip)]
     pub private_key: Option<[u8; 32]>,
+    /// The device's own public key, for a peer on an external node.
+    #[serde(serialize_with = "public_key_text")]
+    pub public_key: Option<[u8; 32]>,
+    /// On a node tunbench does not build: no TUN, no process, no key made;
+    /// the lab's peers list it with `public_key`.
+    pub external: bool,
     pub implementation: Implementation,
     #[serde(skip)]
     pub at: KeyPath,
+}
+
+fn public_key_text<S: serde::Serializer>(k: &Option<[u8; 32]>, s: S) -> Result<S::Ok, S::Error> {
+    match k {
+        Some(k) => s.serialize_some(&crate::vocab::keys::to_base64(k)),
+        None => s.serialize_none(),
+    }
+}
+
+impl Peer {
+    /// Who runs the peer, as reports and graphs say it: the implementation,
+    /// or "external" for a device tunbench does not run.
+    pub fn runs(&self) -> &'static str {
+        if self.external {
+            "external"
+        } else {
+            self.implementation.as_str()
+        }
+    }
 }
 
 impl Wireguard {
@@ -316,6 +345,7 @@ pub fn resolve(
     w: &RawWireguard,
     at: &KeyPath,
     node: &NodeLookup<'_>,
+    external: &dyn Fn(usize) -> bool,
     p: &mut Vec<Problem>,
 ) -> Option<Wireguard> {
     let before = p.len();
@@ -404,6 +434,28 @@ pub fn resolve(
             &pat.key("implementation"),
             p,
         );
+        let public_key = match &rp.public_key {
+            None => None,
+            Some(s) => match crate::vocab::keys::parse(s) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    p.push(Problem::new(&pat.key("public_key"), e));
+                    None
+                }
+            },
+        };
+        let is_external = n.is_some_and(external);
+        if is_external {
+            external_peer_keys(rp, &pat, p);
+        } else if n.is_some() && rp.public_key.is_some() {
+            p.push(Problem::new(
+                &pat.key("public_key"),
+                format!(
+                    "\"{}\" is a node tunbench builds, so it holds its own key (private_key, or one made per lab); public_key is for a peer on a kind = \"external\" node",
+                    rp.node
+                ),
+            ));
+        }
         if let (Some(node), Some(endpoint)) = (n, endpoint) {
             peers.push(Peer {
                 node,
@@ -412,10 +464,20 @@ pub fn resolve(
                 addresses,
                 allowed_ips,
                 private_key,
+                public_key,
+                external: is_external,
                 implementation: imp,
                 at: pat,
             });
         }
+    }
+    if !peers.is_empty() && peers.iter().all(|x| x.external) {
+        p.push(Problem::new(
+            &at.key("peers"),
+            format!(
+                "every peer of tunnel \"{name}\" is on an external node; at least one must be a host or router of the lab"
+            ),
+        ));
     }
     let hub = match &w.hub {
         None => None,
@@ -444,11 +506,48 @@ pub fn resolve(
     })
 }
 
+/// A peer on a device tunbench does not run: it is given by its public key,
+/// and runs its own WireGuard.
+fn external_peer_keys(rp: &RawPeer, at: &KeyPath, p: &mut Vec<Problem>) {
+    let node = &rp.node;
+    if rp.public_key.is_none() {
+        p.push(Problem::new(
+            at,
+            format!(
+                "\"{node}\" is external: give the device's public key, public_key = \"...\" (base64, as `wg pubkey` prints it)"
+            ),
+        ));
+    }
+    if rp.private_key.is_some() {
+        p.push(Problem::new(
+            &at.key("private_key"),
+            format!(
+                "\"{node}\" is external: its private key stays on the device; give its public_key instead"
+            ),
+        ));
+    }
+    if let Some(i) = &rp.implementation {
+        p.push(Problem::new(
+            &at.key("implementation"),
+            format!(
+                "\"{node}\" is external and runs its own WireGuard; implementation = \"{i}\" is for peers tunbench runs"
+            ),
+        ));
+    }
+}
+
 /// Checks that need the whole topology. `inner_dev` is where the peers'
 /// inner addresses live: the tunnel's TUN, or `lo` (IKEv2).
 pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, inner_dev: &str, p: &mut Vec<Problem>) {
     let mut nodes = std::collections::BTreeMap::new();
     let mut keys = std::collections::BTreeMap::new();
+    // Given public keys, and those of given private keys.
+    let mut public = std::collections::BTreeMap::new();
+    for (i, peer) in w.peers.iter().enumerate() {
+        if let Some(k) = peer.private_key {
+            public.insert(crate::vocab::keys::public_of(&k), i);
+        }
+    }
     for (i, peer) in w.peers.iter().enumerate() {
         let n = &t.nodes[peer.node];
         if n.kind == NodeKind::Switch {
@@ -475,6 +574,14 @@ pub fn validate(t: &Topology, tunnel: &str, w: &Wireguard, inner_dev: &str, p: &
                 p.push(Problem::new(
                     &peer.at.key("private_key"),
                     format!("the same private key as peer {prev}; every peer needs its own"),
+                ));
+            }
+        }
+        if let Some(k) = peer.public_key {
+            if let Some(prev) = public.insert(k, i) {
+                p.push(Problem::new(
+                    &peer.at.key("public_key"),
+                    format!("the same public key as peer {prev}; every peer needs its own"),
                 ));
             }
         }
