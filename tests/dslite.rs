@@ -147,6 +147,42 @@ fn userspace_b4_works_with_a_kernel_aftr() {
     nat44_keeps_two_b4s_apart("kernel", "userspace", "dub");
 }
 
+/// A kernel endpoint sends TCP into the softwire as GSO super-packets, and a
+/// raw socket hands them to the userspace endpoint whole: it must cut them
+/// back to the softwire's size on the way into its TUN, or the other side
+/// gets packets that fit no link (bulk TCP then crawls). Both mixes, both
+/// directions.
+fn bulk_tcp_through_mixed_datapaths(aftr: &str, b4: &str, tag: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name(tag);
+    let file = two_b4(dir.path(), aftr, b4, b4);
+    let _g = up_ok(&file, &lab);
+    for reverse in [&[][..], &["-R"][..]] {
+        let bps = engine_bps(
+            &lab,
+            "h1",
+            "inet",
+            "198.18.30.10",
+            5201,
+            &[&["-t", "1"][..], reverse].concat(),
+        );
+        assert!(
+            bps > 100e6,
+            "{aftr} AFTR, {b4} B4, {reverse:?}: {bps} bit/s"
+        );
+    }
+}
+
+#[test]
+fn bulk_tcp_from_a_kernel_aftr_to_a_userspace_b4() {
+    bulk_tcp_through_mixed_datapaths("kernel", "userspace", "dbk");
+}
+
+#[test]
+fn bulk_tcp_from_a_kernel_b4_to_a_userspace_aftr() {
+    bulk_tcp_through_mixed_datapaths("userspace", "kernel", "dbu");
+}
+
 /// tshark on the IPv6-only core sees IPv6 with next header 4 carrying the
 /// customer's IPv4 packet, with the addresses the topology gives.
 #[test]

@@ -70,6 +70,12 @@ pub struct DriverConfig {
     /// The device is a TAP: the codec sees Ethernet frames (a link's relay).
     #[serde(default)]
     pub tap: bool,
+    /// A TCP packet from the network longer than this goes into the TUN with
+    /// a TSO header that cuts it into packets of at most this length (a raw
+    /// socket hands over a kernel peer's GSO super-packets whole); None: as it
+    /// is. Our TUN path only, not tun-rs's.
+    #[serde(default)]
+    pub segment_into_tun: Option<usize>,
     /// Test-only: a fault to inject into one thread (see [`Fault`]).
     #[doc(hidden)]
     #[serde(skip)]
@@ -137,6 +143,7 @@ impl DriverConfig {
             namespace: None,
             frames: true,
             tap: false,
+            segment_into_tun: None,
             fault: None,
         }
     }

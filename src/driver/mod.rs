@@ -138,6 +138,7 @@ impl<C: Codec + 'static> Driver<C> {
             offloads,
             tun_backend,
             batch: config.batch,
+            segment_into_tun: config.segment_into_tun,
             started: now,
             next_tick_ns: AtomicU64::new(TICK.as_nanos() as u64),
             next_due_ns: AtomicU64::new(u64::MAX),

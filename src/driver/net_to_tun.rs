@@ -141,15 +141,16 @@ impl NetToTun {
         if let (Some(dev), Some(w)) = (q.tun_rs(), self.tun_rs.as_mut()) {
             w.write(dev, &self.pkts[..n], &self.to_tun, &mut self.local);
         } else if sh.offloads.tso && self.to_tun.len() > 1 {
+            self.coalescer.max_len = sh.segment_into_tun;
             self.coalescer
                 .plan(&self.pkts[..n], self.to_tun.iter().copied());
             for gi in 0..self.coalescer.groups().len() {
                 let g = self.coalescer.groups()[gi];
-                self.write_group(tun, &g);
+                self.write_group(tun, &g, sh.segment_into_tun);
             }
         } else {
             for &i in &self.to_tun {
-                write_from_network(tun, &mut self.pkts[i], &mut self.local);
+                write_from_network(tun, &mut self.pkts[i], sh.segment_into_tun, &mut self.local);
             }
         }
         self.sender
@@ -161,9 +162,9 @@ impl NetToTun {
 
     /// One TUN write: a packet alone, or a coalesced group gathered with writev
     /// (the head, then each member's payload; nothing is copied).
-    fn write_group(&mut self, tun: BorrowedFd<'_>, g: &Group) {
+    fn write_group(&mut self, tun: BorrowedFd<'_>, g: &Group, cut: Option<usize>) {
         if g.segments() == 1 {
-            write_from_network(tun, &mut self.pkts[g.head()], &mut self.local);
+            write_from_network(tun, &mut self.pkts[g.head()], cut, &mut self.local);
             return;
         }
         let hdr = Coalescer::finish_head(g, &mut self.pkts[g.head()]).to_bytes();

@@ -65,6 +65,8 @@ pub(super) struct Shared<C> {
     pub(super) offloads: Offloads,
     pub(super) tun_backend: TunBackend,
     pub(super) batch: usize,
+    /// `DriverConfig::segment_into_tun`.
+    pub(super) segment_into_tun: Option<usize>,
     pub(super) started: Instant,
     /// When the next tick is due, in ns since `started` (read without the lock).
     pub(super) next_tick_ns: AtomicU64,

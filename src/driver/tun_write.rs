@@ -8,10 +8,21 @@ use super::tun;
 use std::os::fd::BorrowedFd;
 
 /// A packet from the tunnel socket into the TUN: its TCP/UDP checksum may be a
-/// kernel sender's partial one, so the kernel is asked to complete it.
-pub(super) fn write_from_network(fd: BorrowedFd<'_>, p: &mut [u8], local: &mut Local) {
+/// kernel sender's partial one, so the kernel is asked to complete it; a TCP
+/// one longer than `cut` is cut by the kernel into packets of that length.
+pub(super) fn write_from_network(
+    fd: BorrowedFd<'_>,
+    p: &mut [u8],
+    cut: Option<usize>,
+    local: &mut Local,
+) {
     match crate::driver::offload::partial_checksum_for_tun(p) {
-        Some(hdr) => write_with_header(fd, &hdr.to_bytes(), p, local),
+        Some(mut hdr) => {
+            if let Some(max) = cut {
+                crate::driver::offload::cut_for_tun(p, &mut hdr, max);
+            }
+            write_with_header(fd, &hdr.to_bytes(), p, local)
+        }
         None => write_single(fd, p, local),
     }
 }

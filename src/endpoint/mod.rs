@@ -226,6 +226,9 @@ fn driver_config(tun: &Tunnel, d: &Dslite, role: Role) -> DriverConfig {
         },
     );
     c.queues = d.queues as usize;
+    // A kernel peer's GSO super-packets (and GRO's) come off the raw socket
+    // whole: back into packets of the softwire's size on the way into the TUN.
+    c.segment_into_tun = Some(d.mtu as usize);
     c
 }
 

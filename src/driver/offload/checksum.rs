@@ -4,7 +4,7 @@
 //! TUN.
 
 use super::layout::{ipv4, ipv6, put16};
-use super::vnet_header::{F_NEEDS_CSUM, OffloadError, VirtioNetHdr};
+use super::vnet_header::{F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6, OffloadError, VirtioNetHdr};
 
 pub use crate::wire::{fold, sum};
 
@@ -123,6 +123,30 @@ pub fn partial_checksum_for_tun(packet: &mut [u8]) -> Option<VirtioNetHdr> {
     })
 }
 
+/// A TCP packet from the network longer than `max_len`: a super-packet that a
+/// kernel peer sent with GSO, or that GRO coalesced, which a raw socket hands
+/// over whole (IPv4-in-IPv6 from a kernel AFTR or B4). Its header from
+/// [`partial_checksum_for_tun`] becomes a TSO one that has the kernel cut it
+/// into packets of at most `max_len` bytes, as they were on the wire, instead
+/// of forwarding one that fits no link. Anything else is left as it is.
+pub fn cut_for_tun(packet: &[u8], hdr: &mut VirtioNetHdr, max_len: usize) {
+    if packet.len() <= max_len || hdr.flags != F_NEEDS_CSUM || hdr.csum_offset != 16 {
+        return;
+    }
+    let l4 = hdr.csum_start as usize;
+    let v6 = packet[0] >> 4 == 6;
+    let Some(&off) = packet.get(l4 + 12) else {
+        return;
+    };
+    let headers = l4 + (off >> 4) as usize * 4;
+    if headers < l4 + 20 || headers >= max_len || packet.len() <= headers {
+        return;
+    }
+    hdr.gso_type = if v6 { GSO_TCPV6 } else { GSO_TCPV4 };
+    hdr.hdr_len = headers as u16;
+    hdr.gso_size = (max_len - headers) as u16;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +207,52 @@ mod tests {
         ];
         assert!(partial_checksum_for_tun(&mut frag).is_none());
         assert!(partial_checksum_for_tun(&mut []).is_none());
+    }
+
+    /// A super-packet off a raw socket (a kernel peer's GSO, whole) goes into
+    /// the TUN with a TSO header whose segments fit `max_len`, and they are the
+    /// packets the kernel would make of it; a packet that fits, and UDP, stay
+    /// as they are.
+    #[test]
+    fn a_tcp_super_packet_is_cut_to_the_softwire_size() {
+        use crate::driver::offload::test_packets::{Tcp, l4_ok, pattern, segments, tcp_packet};
+        for v6 in [false, true] {
+            let payload = pattern(5000);
+            let t = Tcp {
+                v6,
+                payload: &payload,
+                ..Tcp::default()
+            };
+            let mut p = tcp_packet(&t, false);
+            let mut hdr = partial_checksum_for_tun(&mut p).unwrap();
+            cut_for_tun(&p, &mut hdr, 1460);
+            let ip = if v6 { 40 } else { 20 };
+            assert_eq!(hdr.gso_type, if v6 { GSO_TCPV6 } else { GSO_TCPV4 });
+            assert_eq!(hdr.hdr_len as usize, ip + 32);
+            assert_eq!(hdr.gso_size as usize, 1460 - ip - 32);
+            let mut read = hdr.to_bytes().to_vec();
+            read.extend_from_slice(&p);
+            let segs = segments(&mut read);
+            assert_eq!(segs.len(), 5000usize.div_ceil(1460 - ip - 32));
+            for s in &segs {
+                assert!(s.len() <= 1460 && l4_ok(s), "{} bytes", s.len());
+            }
+            let small = Tcp {
+                v6,
+                payload: &payload[..1000],
+                ..Tcp::default()
+            };
+            let mut q = tcp_packet(&small, false);
+            let mut h = partial_checksum_for_tun(&mut q).unwrap();
+            cut_for_tun(&q, &mut h, 1460);
+            assert_eq!((h.gso_type, h.gso_size), (0, 0));
+        }
+        let mut udp = vec![
+            0x45, 0, 0, 32, 0, 0, 0x40, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2, //
+            0x03, 0xe8, 0x07, 0xd0, 0, 12, 0xde, 0xad, 1, 2, 3, 4,
+        ];
+        let mut h = partial_checksum_for_tun(&mut udp).unwrap();
+        cut_for_tun(&udp, &mut h, 28);
+        assert_eq!((h.gso_type, h.gso_size), (0, 0));
     }
 }

@@ -161,6 +161,9 @@ struct Open {
 /// Reused from batch to batch; it allocates only while its tables grow.
 #[derive(Debug, Default)]
 pub struct Coalescer {
+    /// A packet longer than this never joins or heads a group: it is written
+    /// alone (a super-packet from a raw socket, cut by `cut_for_tun`).
+    pub max_len: Option<usize>,
     groups: Vec<Group>,
     /// `next[i]`: the member after packet `i` in its group.
     next: Vec<usize>,
@@ -185,7 +188,8 @@ impl Coalescer {
             let Some(p) = packets.get(i).map(|b| b.as_ref()) else {
                 continue;
             };
-            if let Some(c) = candidate(p) {
+            let alone = self.max_len.is_some_and(|m| p.len() > m);
+            if let Some(c) = candidate(p).filter(|_| !alone) {
                 if let Some(o) = self.open.iter().position(|o| o.key == c.key) {
                     if self.try_append(o, i, &c, packets) {
                         continue;
@@ -451,6 +455,38 @@ mod tests {
         c.plan(&segs, 0..4);
         let sizes: Vec<usize> = c.groups().iter().map(|g| g.segments()).collect();
         assert_eq!(sizes, vec![3, 1]);
+    }
+
+    /// A packet over `max_len` (a super-packet off a raw socket) is written
+    /// alone: a segment that continues it starts a group of its own.
+    #[test]
+    fn a_packet_over_max_len_is_written_alone() {
+        let big = pattern(5000);
+        let small = pattern(1000);
+        let segs = [
+            tcp_packet(
+                &Tcp {
+                    payload: &big,
+                    ..Tcp::default()
+                },
+                false,
+            ),
+            tcp_packet(
+                &Tcp {
+                    seq: 0x0102_0304 + big.len() as u32,
+                    payload: &small,
+                    ..Tcp::default()
+                },
+                false,
+            ),
+        ];
+        let mut c = Coalescer::new();
+        c.plan(&segs, 0..2);
+        assert_eq!(c.groups().len(), 1, "without a limit the small one joins");
+        c.max_len = Some(1460);
+        c.plan(&segs, 0..2);
+        let sizes: Vec<usize> = c.groups().iter().map(|g| g.segments()).collect();
+        assert_eq!(sizes, vec![1, 1]);
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub mod segment;
 mod test_packets;
 pub mod vnet_header;
 
-pub use checksum::partial_checksum_for_tun;
+pub use checksum::{cut_for_tun, partial_checksum_for_tun};
 pub use coalesce::{Coalescer, Group, MAX_COALESCED_SEGMENTS};
 pub use segment::{TunRead, split_tun_read};
 pub use vnet_header::VNET_HDR_LEN;
