@@ -758,7 +758,15 @@ pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
             {
                 p.push(Problem::new(
                     &at.key("address"),
-                    format!("{addr} is not an address of node \"{}\"; the {role}'s endpoint must be one of its IPv6 addresses", n.name),
+                    format!(
+                        "{addr} is not an address of node \"{}\"; the {role}'s endpoint must be one of its IPv6 addresses{}",
+                        n.name,
+                        if n.kind == NodeKind::External {
+                            format!(" (for a device outside the lab, give it in nodes.{}.addresses, e.g. \"{addr}/128\")", n.name)
+                        } else {
+                            String::new()
+                        }
+                    ),
                 ));
             }
         }

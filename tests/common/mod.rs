@@ -229,11 +229,29 @@ pub fn engine_bps(
     port: u16,
     args: &[&str],
 ) -> f64 {
+    engine_bps_between(
+        &format!("{lab}-{client}"),
+        &format!("{lab}-{server}"),
+        to,
+        port,
+        args,
+    )
+}
+
+/// `engine_bps` between two namespaces by name, in a lab or not (a device
+/// outside the lab that a test builds).
+pub fn engine_bps_between(
+    client_ns: &str,
+    server_ns: &str,
+    to: &str,
+    port: u16,
+    args: &[&str],
+) -> f64 {
     use std::process::Stdio;
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut srv = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-{server}"), bin()])
+        .args(["netns", "exec", server_ns, bin()])
         .args(["server", "-1", "-p", &port.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -241,7 +259,7 @@ pub fn engine_bps(
         .expect("starting the server");
     std::thread::sleep(std::time::Duration::from_millis(300));
     let o = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-{client}"), bin()])
+        .args(["netns", "exec", client_ns, bin()])
         .args(["client", to, "-p", &port.to_string(), "-J"])
         .args(args)
         .output()
@@ -573,9 +591,14 @@ fn ip_ok(args: &[&str]) {
 impl EmulatedHost {
     pub fn new(tag: &str) -> EmulatedHost {
         let id = std::process::id() % 100000;
+        Self::named(&format!("eh{tag}{id}"), &format!("er{tag}{id}"))
+    }
+
+    /// The same hardware with the two namespaces named by the caller.
+    pub fn named(host: &str, router: &str) -> EmulatedHost {
         let h = EmulatedHost {
-            host: format!("eh{tag}{id}"),
-            router: format!("er{tag}{id}"),
+            host: host.to_string(),
+            router: router.to_string(),
         };
         let (host, router) = (h.host.as_str(), h.router.as_str());
         ip_ok(&["netns", "add", host]);
