@@ -100,9 +100,9 @@ fn write(dir: &Path, name: &str, body: &str) -> String {
 /// pc, on the emulated host's enp1s0 (a macvlan), peers over WireGuard with
 /// rtr, the device on the other end of the cable: wireguard-go, configured
 /// with `wg setconf` from what `tunbench keys` prints plus its own private key.
-#[test]
-fn a_lab_peer_and_wireguard_go_outside_the_lab() {
-    let (h, lab) = hardware("wg");
+/// pc's peer is run by `imp`.
+fn a_lab_peer_and_wireguard_go_outside_the_lab(tag: &str, imp: &str) {
+    let (h, lab) = hardware(tag);
     let dir = tempfile::tempdir().unwrap();
     let private = exec_in(&h.router, program("wg"), &["genkey"]).stdout;
     let mut pubkey = Command::new(program("wg"))
@@ -136,6 +136,7 @@ host = "enp1s0"
 [tunnels.wg]
 kind = "wireguard"
 preshared_key = true
+implementation = "{imp}"
 peers = [
   {{ node = "pc", endpoint = "198.18.11.2", address = ["198.18.71.2/24", "2001:2:0:71::2/64"] }},
   {{ node = "rtr", endpoint = "198.18.11.250", address = ["198.18.71.1/24", "2001:2:0:71::1/64"],
@@ -146,9 +147,9 @@ peers = [
     );
     let g = h.tunbench(&["graph", &file]);
     assert!(
-        text(&g).contains(
-            "\"pc\" -- \"rtr\" [style=dashed, label=\"wireguard wg (tunbench/external)\"]"
-        ),
+        text(&g).contains(&format!(
+            "\"pc\" -- \"rtr\" [style=dashed, label=\"wireguard wg ({imp}/external)\"]"
+        )),
         "{}",
         text(&g)
     );
@@ -167,7 +168,7 @@ peers = [
         let conf = String::from_utf8(keys.stdout).unwrap();
         for want in [
             "[Interface]\nListenPort = 51820\n",
-            "[Peer]\n# pc (tunbench)\nPublicKey = ",
+            &format!("[Peer]\n# pc ({imp})\nPublicKey = "),
             "PresharedKey = ",
             "Endpoint = 198.18.11.2:51820\n",
             "AllowedIPs = 198.18.71.2/32, 2001:2:0:71::2/128\n",
@@ -178,7 +179,7 @@ peers = [
         assert!(!conf.contains("PrivateKey"), "{conf}");
 
         // The device: wireguard-go, set up from that text.
-        let dev = format!("xtwg{}", id());
+        let dev = format!("xt{tag}{}", id());
         let _ = std::fs::remove_file(format!("/var/run/wireguard/{dev}.sock"));
         let _wg = Running(
             Command::new("ip")
@@ -244,6 +245,16 @@ peers = [
         assert!(d.status.success(), "down: {}", text(&d));
     }
     assert_gone(&lab);
+}
+
+#[test]
+fn a_tunbench_peer_and_wireguard_go_outside_the_lab() {
+    a_lab_peer_and_wireguard_go_outside_the_lab("wt", "tunbench");
+}
+
+#[test]
+fn a_wireguard_go_peer_and_wireguard_go_outside_the_lab() {
+    a_lab_peer_and_wireguard_go_outside_the_lab("wg", "wireguard-go");
 }
 
 /// The AFTR on the other end of enp1s0, as a kernel does it with `ip`: its

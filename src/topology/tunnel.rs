@@ -341,8 +341,9 @@ impl Tunnel {
                 );
                 v
             }
-            // Every peer is a process: tunbench's datapath, or the one that
-            // runs and configures an external implementation.
+            // Every lab peer is a process: tunbench's datapath, or the one
+            // that runs and configures an external implementation (a peer on
+            // an external node is the device's own).
             TunnelKind::Wireguard(_)
             | TunnelKind::Esp(_)
             | TunnelKind::L2tp(_)
