@@ -57,13 +57,15 @@ impl Drop for Netns {
     }
 }
 
-/// A process of the test's, stopped on drop.
-struct Running(Child);
+/// A process of the test's, stopped on drop, with a file it leaves behind
+/// (wireguard-go's UAPI socket, which a killed one does not remove).
+struct Running(Child, String);
 
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        let _ = std::fs::remove_file(&self.1);
     }
 }
 
@@ -180,7 +182,8 @@ peers = [
 
         // The device: wireguard-go, set up from that text.
         let dev = format!("xt{tag}{}", id());
-        let _ = std::fs::remove_file(format!("/var/run/wireguard/{dev}.sock"));
+        let socket = format!("/var/run/wireguard/{dev}.sock");
+        let _ = std::fs::remove_file(&socket);
         let _wg = Running(
             Command::new("ip")
                 .args([
@@ -196,10 +199,9 @@ peers = [
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("starting wireguard-go"),
+            socket.clone(),
         );
-        eventually("wireguard-go's UAPI socket", || {
-            Path::new(&format!("/var/run/wireguard/{dev}.sock")).exists()
-        });
+        eventually("wireguard-go's UAPI socket", || Path::new(&socket).exists());
         let conf_file = write(dir.path(), "far-end.conf", &conf);
         let key_file = write(
             dir.path(),
