@@ -1,10 +1,12 @@
 //! The vocabulary every layer shares: address families, transport protocols,
 //! directions and cells of the measurement matrix; rates and sizes as people
 //! write them (`units`); keys as text (`keys`); the programs tunbench runs and
-//! the Debian packages that have them (`programs`).
+//! the Debian packages that have them (`programs`); what a measurement measures
+//! to, a lab node or an address outside any lab (`target`).
 
 pub mod keys;
 pub mod programs;
+pub mod target;
 pub mod units;
 
 use serde::{Deserialize, Serialize};
