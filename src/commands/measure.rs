@@ -96,36 +96,28 @@ pub struct RunArgs {
 pub fn measure(a: MeasureArgs) -> Result<i32> {
     use crate::measure::runner::MeasureSpec;
     use crate::vocab::{Direction, Family, Proto};
-    let families = match (&a.families, &a.to) {
+    let families = match (&a.families, a.to.family()) {
         (Some(f), _) => words(
             f,
             &[("ipv4", Family::Ipv4), ("ipv6", Family::Ipv6)],
             "families",
         )?,
-        (None, MeasureTarget::Address { address, .. }) if address.is_ipv4() => {
-            vec![Family::Ipv4]
-        }
-        (None, MeasureTarget::Address { .. }) => vec![Family::Ipv6],
-        (None, MeasureTarget::Node(_)) => vec![Family::Ipv4, Family::Ipv6],
+        (None, Some(own)) => vec![own],
+        (None, None) => vec![Family::Ipv4, Family::Ipv6],
     };
-    if let MeasureTarget::Address { address, .. } = &a.to {
+    if let Some(own) = a.to.family() {
         if !a.to_addr.is_empty() {
             return Err(bad_input(format!(
                 "--to-addr chooses among a node's addresses; --to {} is an address itself (leave --to-addr out)",
                 a.to
             )));
         }
-        let own = if address.is_ipv4() {
-            Family::Ipv4
-        } else {
-            Family::Ipv6
-        };
         if let Some(f) = families.iter().find(|f| **f != own) {
             return Err(bad_input(format!(
                 "--families {}: {} is an {} address, the only family measured to it",
                 f.word(),
                 a.to,
-                if own == Family::Ipv4 { "IPv4" } else { "IPv6" }
+                own.title()
             )));
         }
     }

@@ -161,17 +161,13 @@ pub fn target_addresses(
                     spec.to
                 );
             }
-            let own = if address.is_ipv4() {
-                Family::Ipv4
-            } else {
-                Family::Ipv6
-            };
+            let own = Family::of(*address);
             if let Some(f) = spec.families.iter().find(|f| **f != own) {
                 bail!(
                     "{} cannot be measured to {}, an {} address",
                     f.word(),
                     spec.to,
-                    if own == Family::Ipv4 { "IPv4" } else { "IPv6" }
+                    own.title()
                 );
             }
             return Ok(if address.is_ipv4() {

@@ -388,12 +388,8 @@ fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Mea
     let given = m.families.as_ref().and(families.as_deref());
     let to = target(m, given, at, p);
     // An address target has one family, its own: the default list is that one.
-    let families = match (&to, &m.families) {
-        (Some(MeasureTarget::Address { address, .. }), None) => Some(vec![if address.is_ipv4() {
-            Family::Ipv4
-        } else {
-            Family::Ipv6
-        }]),
+    let families = match (to.as_ref().and_then(MeasureTarget::family), &m.families) {
+        (Some(own), None) => Some(vec![own]),
         _ => families,
     };
     let name = m.name.clone().unwrap_or_else(|| "raw".into());
@@ -472,11 +468,7 @@ fn target(
         }
     };
     let address = address?;
-    let own = if address.is_ipv4() {
-        Family::Ipv4
-    } else {
-        Family::Ipv6
-    };
+    let own = Family::of(address);
     for (key, given) in [("ipv4", &m.ipv4), ("ipv6", &m.ipv6)] {
         if given.is_some() {
             p.push(Problem::new(
@@ -494,7 +486,7 @@ fn target(
                 format!(
                     "\"{}\" cannot be measured to {address}, an {} address; list only \"{}\" (or leave families out)",
                     f.word(),
-                    if own == Family::Ipv4 { "IPv4" } else { "IPv6" },
+                    own.title(),
                     own.word()
                 ),
             ));

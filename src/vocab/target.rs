@@ -2,6 +2,7 @@
 //! tunbench starts its own server, or an iperf3 server outside any lab, given
 //! by address and port, which tunbench only connects to.
 
+use super::Family;
 use serde::Serialize;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -25,6 +26,14 @@ impl MeasureTarget {
         match self {
             MeasureTarget::Node(n) => Some(n),
             MeasureTarget::Address { .. } => None,
+        }
+    }
+
+    /// The only family an address target has.
+    pub fn family(&self) -> Option<Family> {
+        match self {
+            MeasureTarget::Node(_) => None,
+            MeasureTarget::Address { address, .. } => Some(Family::of(*address)),
         }
     }
 
