@@ -48,7 +48,9 @@ pub fn validate(t: &Topology) -> Vec<Problem> {
 fn measurements(t: &Topology, p: &mut Vec<Problem>) {
     for m in &t.measurements {
         let mut ok = true;
-        for (key, name) in [("from", &m.from), ("to", &m.to)] {
+        // An address target is outside the lab: resolve checked it whole.
+        let ends = [("from", Some(m.from.as_str())), ("to", m.to.node())];
+        for (key, name) in ends.into_iter().filter_map(|(k, n)| Some((k, n?))) {
             match t.node_index(name) {
                 None => {
                     let known: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -78,17 +80,17 @@ fn measurements(t: &Topology, p: &mut Vec<Problem>) {
                 _ => {}
             }
         }
-        if ok && m.from == m.to {
+        let Some(to_name) = m.to.node() else {
+            continue;
+        };
+        if ok && m.from == to_name {
             p.push(Problem::new(
                 &m.at.key("to"),
-                format!(
-                    "from and to are both \"{}\"; measure between two nodes",
-                    m.to
-                ),
+                format!("from and to are both \"{to_name}\"; measure between two nodes"),
             ));
             continue;
         }
-        let Some(to) = t.node_index(&m.to) else {
+        let Some(to) = t.node_index(to_name) else {
             continue;
         };
         for (key, a) in [("ipv4", m.ipv4), ("ipv6", m.ipv6)] {
