@@ -70,6 +70,23 @@ fn measurements(t: &Topology, p: &mut Vec<Problem>) {
                     ));
                     ok = false;
                 }
+                Some(i) if t.nodes[i].kind == NodeKind::External => {
+                    // tunbench starts no server there: the address form says
+                    // which server, on which port, and (one per entry) family.
+                    let addrs: Vec<String> = t
+                        .node_addresses(i)
+                        .iter()
+                        .map(|(_, a)| format!("{}", a.ip()))
+                        .collect();
+                    p.push(Problem::new(
+                        &m.at.key(key),
+                        format!(
+                            "\"{name}\" is external, so tunbench cannot start a server on it; to measure to an iperf3 server running there, write to = {{ address = \"{}\", port = 5201 }} (one [[measure]] per family)",
+                            addrs.first().map(String::as_str).unwrap_or("ADDRESS")
+                        ),
+                    ));
+                    ok = false;
+                }
                 Some(i) if t.nodes[i].kind == NodeKind::Switch => {
                     p.push(Problem::new(
                         &m.at.key(key),
