@@ -47,6 +47,7 @@ pub fn up(a: UpArgs) -> Result<i32> {
     let mut t = topology::load(&file)?;
     let mut text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let mut manual = None;
     if let Some(want) = &scenario {
         let all = topology::scenario::scenarios_str(&text, &file)
             .map_err(|e| bad_input(e.to_string()))?;
@@ -64,6 +65,7 @@ pub fn up(a: UpArgs) -> Result<i32> {
         };
         t = s.topology.clone();
         text = s.text.clone();
+        manual = s.manual.clone().map(|m| (s.name.clone(), m));
     }
     let lab_name = name.unwrap_or_else(|| t.name.clone());
     if !topology::valid_name(&lab_name) {
@@ -84,6 +86,10 @@ pub fn up(a: UpArgs) -> Result<i32> {
     }
     let naming = Naming::new(&lab_name, prefix.as_deref());
     if dry_run {
+        if let Some((scenario, step)) = &manual {
+            let step = step.replace('\n', "\n#   ");
+            println!("# scenario {scenario}, manual step (`run` waits for it): {step}");
+        }
         for op in crate::plan::plan(&t, &naming).ops {
             println!("{op}");
         }

@@ -6,7 +6,9 @@ use super::{bad_input, on_signals, runtime};
 use crate::lab;
 use crate::plan::Naming;
 use crate::topology;
+use crate::vocab::target::MeasureTarget;
 use anyhow::Result;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -15,14 +17,20 @@ pub struct MeasureArgs {
     /// The node that runs the client.
     #[arg(long)]
     pub from: String,
-    /// The node that runs the server.
-    #[arg(long)]
-    pub to: String,
-    /// Target address (one per family; default: the first the source reaches).
+    /// The node that runs the server (tunbench starts it there), or an iperf3
+    /// server outside the lab: ADDRESS, ADDRESS:PORT or [IPV6]:PORT, port 5201 by
+    /// default. tunbench starts nothing there: `iperf3 -s` or `tunbench server`
+    /// must be running and reachable from --from; the address's family is the
+    /// only one measured.
+    #[arg(long, value_name = "NODE|ADDRESS[:PORT]", value_parser = MeasureTarget::parse)]
+    pub to: MeasureTarget,
+    /// Target address of a node target (one per family; default: the first the
+    /// source reaches). Not with an address target, which is its own address.
     #[arg(long = "to-addr")]
     pub to_addr: Vec<std::net::IpAddr>,
-    #[arg(long, value_delimiter = ',', default_value = "ipv4,ipv6")]
-    pub families: Vec<String>,
+    /// Families to measure [default: ipv4,ipv6; for an address target, its own].
+    #[arg(long, value_delimiter = ',')]
+    pub families: Option<Vec<String>>,
     #[arg(long, value_delimiter = ',', default_value = "tcp,udp")]
     pub protocols: Vec<String>,
     #[arg(long, value_delimiter = ',', default_value = "sender,receiver")]
@@ -73,6 +81,14 @@ pub struct RunArgs {
     /// Override every measurement's seconds per UDP search trial.
     #[arg(long)]
     pub trial_duration: Option<f64>,
+    /// Print each scenario's manual step and go on without waiting for Enter
+    /// (without it, a run whose scenarios have manual steps needs a terminal).
+    #[arg(long)]
+    pub yes: bool,
+    /// Print the scenarios in order, their manual steps and what each measures;
+    /// build nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -80,11 +96,31 @@ pub struct RunArgs {
 pub fn measure(a: MeasureArgs) -> Result<i32> {
     use crate::measure::runner::MeasureSpec;
     use crate::vocab::{Direction, Family, Proto};
-    let families = words(
-        &a.families,
-        &[("ipv4", Family::Ipv4), ("ipv6", Family::Ipv6)],
-        "families",
-    )?;
+    let families = match (&a.families, a.to.family()) {
+        (Some(f), _) => words(
+            f,
+            &[("ipv4", Family::Ipv4), ("ipv6", Family::Ipv6)],
+            "families",
+        )?,
+        (None, Some(own)) => vec![own],
+        (None, None) => vec![Family::Ipv4, Family::Ipv6],
+    };
+    if let Some(own) = a.to.family() {
+        if !a.to_addr.is_empty() {
+            return Err(bad_input(format!(
+                "--to-addr chooses among a node's addresses; --to {} is an address itself (leave --to-addr out)",
+                a.to
+            )));
+        }
+        if let Some(f) = families.iter().find(|f| **f != own) {
+            return Err(bad_input(format!(
+                "--families {}: {} is an {} address, the only family measured to it",
+                f.word(),
+                a.to,
+                own.title()
+            )));
+        }
+    }
     let protocols = words(
         &a.protocols,
         &[("tcp", Proto::Tcp), ("udp", Proto::Udp)],
@@ -126,7 +162,7 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
         udp_loss_percent: a.udp_loss,
         udp_len: a.udp_len,
         udp_max_trials: a.udp_trials.max(1),
-        ..MeasureSpec::seed(&a.from, &a.to)
+        ..MeasureSpec::seed(&a.from, a.to.clone())
     };
     for addr in &a.to_addr {
         if addr.is_ipv4() {
@@ -162,9 +198,29 @@ pub fn run(a: RunArgs) -> Result<i32> {
         trial_duration: a.trial_duration,
         scenarios: a.scenario.clone(),
     };
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|e| bad_input(format!("reading {}: {e}", a.file.display())))?;
+    let scenarios = crate::measure::session::selected_scenarios(&text, &a.file, &a.scenario)
+        .map_err(|e| bad_input(e.to_string()))?;
+    if a.dry_run {
+        print!("{}", dry_run(&t, &scenarios, &o));
+        return Ok(0);
+    }
+    // Said before anything is built: a run that would wait for Enter where
+    // nobody can press it.
+    if !a.yes && !std::io::stdin().is_terminal() {
+        if let Some(s) = scenarios.iter().find(|s| s.manual.is_some()) {
+            return Err(bad_input(format!(
+                "scenario {} has a manual step (\"{}\") and standard input is not a terminal to confirm it on: run from a terminal, or give --yes to print each step and go on without waiting",
+                s.name,
+                s.manual.as_deref().unwrap_or_default()
+            )));
+        }
+    }
     let rt = runtime()?;
     let (cancel, flag) = on_signals(&rt);
     let mut progress = progress_line();
+    let mut manual = manual_step(a.yes, flag.clone());
     let r = rt.block_on(crate::measure::session::run_topology(
         &t,
         &a.file,
@@ -173,9 +229,117 @@ pub fn run(a: RunArgs) -> Result<i32> {
         &cancel,
         &flag,
         &mut progress,
+        &mut manual,
     ));
     clear_progress();
     emit(&r?, &a.out)
+}
+
+/// `run --dry-run`: each scenario in the order `run` takes them, its manual
+/// step and the paths it measures.
+fn dry_run(
+    t: &topology::Topology,
+    scenarios: &[topology::scenario::Scenario],
+    o: &crate::measure::session::Overrides,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let paths = |out: &mut String, t: &topology::Topology, scenario: Option<&str>| {
+        for m in &t.measurements {
+            let s = crate::measure::session::spec_of(m, o);
+            let label = match scenario {
+                Some(sc) => format!("{sc}/{}", s.path),
+                None => s.path.clone(),
+            };
+            let words = |v: &[&str]| v.join(",");
+            let _ = writeln!(
+                out,
+                "  measure {label}: {} -> {}{}, {} x {} x {}, streams {}, {} run(s) of {} s",
+                s.from,
+                s.to,
+                if s.to.node().is_some() {
+                    ""
+                } else {
+                    " (outside the lab: no server started)"
+                },
+                words(&s.families.iter().map(|f| f.word()).collect::<Vec<_>>()),
+                words(&s.protocols.iter().map(|p| p.word()).collect::<Vec<_>>()),
+                words(&s.directions.iter().map(|d| d.word()).collect::<Vec<_>>()),
+                s.streams
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                s.runs,
+                s.duration
+            );
+        }
+    };
+    if scenarios.is_empty() {
+        let _ = writeln!(out, "lab {}", t.name);
+        paths(&mut out, t, None);
+    }
+    for s in scenarios {
+        let _ = writeln!(
+            out,
+            "scenario {}{}",
+            s.name,
+            s.description
+                .as_ref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        );
+        if let Some(step) = &s.manual {
+            let _ = writeln!(out, "  manual step (run waits for Enter, or --yes): {step}");
+        }
+        paths(&mut out, &s.topology, Some(&s.name));
+    }
+    out.push_str("nothing built; `tunbench up FILE --scenario NAME --dry-run` prints a scenario's kernel operations\n");
+    out
+}
+
+/// A scenario's manual step, said on standard error once its lab is up; then
+/// Enter on the terminal, or with `yes` nothing. Ctrl-C meanwhile (`cancel`)
+/// ends the wait as an interruption, which takes the lab down.
+fn manual_step(
+    yes: bool,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> impl FnMut(&str, &str) -> Result<()> + Send {
+    move |scenario, step| {
+        clear_progress();
+        eprintln!("scenario {scenario}, manual step: {step}");
+        if yes {
+            eprintln!("(--yes: going on)");
+            return Ok(());
+        }
+        eprintln!("press Enter once it is done (Ctrl-C takes the lab down)");
+        // The read blocks, so it has a thread of its own; Ctrl-C is seen here.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = tx.send(std::io::stdin().read_line(&mut line));
+        });
+        loop {
+            if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                anyhow::bail!(
+                    "interrupted while waiting for the manual step of scenario {scenario}"
+                );
+            }
+            match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+                Ok(Ok(n)) if n > 0 => return Ok(()),
+                Ok(Ok(_)) => anyhow::bail!(
+                    "standard input ended while waiting for the manual step of scenario {scenario}"
+                ),
+                Ok(Err(e)) => anyhow::bail!(
+                    "reading standard input while waiting for the manual step of scenario {scenario}: {e}"
+                ),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    anyhow::bail!("the thread reading standard input ended")
+                }
+            }
+        }
+    }
 }
 
 fn words<T: Copy>(given: &[String], all: &[(&str, T)], flag: &str) -> Result<Vec<T>> {
@@ -195,7 +359,6 @@ fn words<T: Copy>(given: &[String], all: &[(&str, T)], flag: &str) -> Result<Vec
 
 /// A one-line progress display on standard error, only when it is a terminal.
 fn progress_line() -> impl FnMut(&crate::measure::runner::Progress) + Send {
-    use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();
     move |p| {
         if !tty {
@@ -219,7 +382,6 @@ fn progress_line() -> impl FnMut(&crate::measure::runner::Progress) + Send {
 }
 
 fn clear_progress() {
-    use std::io::IsTerminal;
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[K");
     }

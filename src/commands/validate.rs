@@ -16,12 +16,21 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
     let mut bad = 0;
     for f in &files {
         match topology::load(f) {
-            Ok(t) => println!(
-                "{}: ok ({} nodes, {} links)",
-                f.display(),
-                t.nodes.len(),
-                t.links.len()
-            ),
+            Ok(t) => {
+                println!(
+                    "{}: ok ({} nodes, {} links)",
+                    f.display(),
+                    t.nodes.len(),
+                    t.links.len()
+                );
+                // What `run` will ask someone to do by hand, in its order.
+                let text = std::fs::read_to_string(f).unwrap_or_default();
+                for s in topology::scenario::scenarios_str(&text, f).unwrap_or_default() {
+                    if let Some(step) = &s.manual {
+                        println!("  scenario {}, manual step: {step}", s.name);
+                    }
+                }
+            }
             Err(e) => {
                 bad += 1;
                 eprintln!("{e}");

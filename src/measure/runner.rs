@@ -1,6 +1,8 @@
 //! Runs a measurement in a running lab: a tunbench server in the target node's
 //! namespace (a child process the lab owns, so its CPU is its own), the client on
-//! a thread inside the source node's namespace, cell after cell.
+//! a thread inside the source node's namespace, cell after cell. A target outside
+//! the lab is an iperf3 server someone else runs: no server is started, and one
+//! connection from the source node before the first cell says whether it answers.
 
 use super::model::*;
 use super::search::{Confirmation, RateSearch};
@@ -10,6 +12,7 @@ use crate::engine::report::TestReport;
 use crate::lab::Running;
 use crate::lab::spawn::{enter_before_exec, tunbench_exe};
 use crate::topology::routing::Router;
+use crate::vocab::target::MeasureTarget;
 use crate::vocab::{Cell, Direction, Family, Proto};
 use anyhow::{Context, Result, anyhow, bail};
 use netns::process::ProcessId;
@@ -30,7 +33,8 @@ pub struct MeasureSpec {
     pub path: String,
     pub scenario: Option<String>,
     pub from: String,
-    pub to: String,
+    /// A node of the lab, or an iperf3 server outside it.
+    pub to: MeasureTarget,
     pub ipv4: Option<IpAddr>,
     pub ipv6: Option<IpAddr>,
     pub families: Vec<Family>,
@@ -56,7 +60,7 @@ pub struct MeasureSpec {
 impl MeasureSpec {
     /// The seed's method: both families, both protocols, both directions, one
     /// stream, best of 5 runs of 10 s, UDP loss within 10 %.
-    pub fn seed(from: &str, to: &str) -> Self {
+    pub fn seed(from: &str, to: impl Into<MeasureTarget>) -> Self {
         MeasureSpec {
             path: "raw".into(),
             scenario: None,
@@ -77,6 +81,15 @@ impl MeasureSpec {
             udp_start_bps: 500e6,
             udp_ceiling_bps: 100e9,
             server_exe: None,
+        }
+    }
+
+    /// The addresses measured to: the ones given for a node target, the
+    /// target's own for an address.
+    pub fn target_ips(&self) -> Vec<IpAddr> {
+        match &self.to {
+            MeasureTarget::Node(_) => [self.ipv4, self.ipv6].into_iter().flatten().collect(),
+            MeasureTarget::Address { address, .. } => vec![*address],
         }
     }
 
@@ -128,8 +141,9 @@ pub struct Progress {
     pub estimated_total: Duration,
 }
 
-/// The target address of each family: the one given, or the first address of the
-/// target node that routing says the source reaches.
+/// The target address of each family: for a node, the one given, or the first
+/// address of the target node that routing says the source reaches; for an
+/// address outside the lab, that address, its family's only one.
 pub fn target_addresses(
     lab: &Running,
     spec: &MeasureSpec,
@@ -138,9 +152,34 @@ pub fn target_addresses(
     let from = t
         .node_index(&spec.from)
         .ok_or_else(|| anyhow!("lab {} has no node \"{}\"", lab.naming.lab, spec.from))?;
+    let to_name = match &spec.to {
+        MeasureTarget::Node(n) => n,
+        MeasureTarget::Address { address, .. } => {
+            if spec.ipv4.is_some() || spec.ipv6.is_some() {
+                bail!(
+                    "a target address is given for {}, which is an address itself",
+                    spec.to
+                );
+            }
+            let own = Family::of(*address);
+            if let Some(f) = spec.families.iter().find(|f| **f != own) {
+                bail!(
+                    "{} cannot be measured to {}, an {} address",
+                    f.word(),
+                    spec.to,
+                    own.title()
+                );
+            }
+            return Ok(if address.is_ipv4() {
+                (Some(*address), None)
+            } else {
+                (None, Some(*address))
+            });
+        }
+    };
     let to = t
-        .node_index(&spec.to)
-        .ok_or_else(|| anyhow!("lab {} has no node \"{}\"", lab.naming.lab, spec.to))?;
+        .node_index(to_name)
+        .ok_or_else(|| anyhow!("lab {} has no node \"{to_name}\"", lab.naming.lab))?;
     if from == to {
         bail!("--from and --to are the same node \"{}\"", spec.from);
     }
@@ -149,7 +188,7 @@ pub fn target_addresses(
     let pick = |v4: bool, given: Option<IpAddr>| -> Result<Option<IpAddr>> {
         if let Some(a) = given {
             if !owned.iter().any(|(_, n)| n.ip() == a) {
-                bail!("{a} is not an address of node \"{}\"", spec.to);
+                bail!("{a} is not an address of node \"{to_name}\"");
             }
             return Ok(Some(a));
         }
@@ -280,7 +319,9 @@ const WATCH_EVERY: Duration = Duration::from_millis(250);
 
 /// Run the client on a thread inside `ns`. The server is still closing the previous
 /// test for a moment after the client has finished it, and answers "busy" meanwhile:
-/// try again then, for up to two seconds. Meanwhile `dead` is asked every
+/// try again then, for up to two seconds. A stock iperf3 server (one outside the
+/// lab) instead resets the connections that reach it in that moment, or refuses
+/// them while it listens afresh: those are tried again too. Meanwhile `dead` is asked every
 /// WATCH_EVERY whether a datapath on the path has died: then the client stops at
 /// once (the caller names the datapath), instead of waiting out its timeouts.
 fn run_client(
@@ -298,9 +339,7 @@ fn run_client(
             let until = Instant::now() + Duration::from_secs(2);
             loop {
                 match client::run(&opts) {
-                    Err(client::RunError::Protocol(crate::engine::control::ClientError::Busy))
-                        if Instant::now() < until =>
-                    {
+                    Err(e) if between_tests(&e) && Instant::now() < until => {
                         std::thread::sleep(Duration::from_millis(50))
                     }
                     r => return Ok(r?),
@@ -326,6 +365,18 @@ fn run_client(
     r
 }
 
+/// Whether a client's failure is the server still ending the test before.
+fn between_tests(e: &client::RunError) -> bool {
+    use std::io::ErrorKind::{ConnectionRefused, ConnectionReset};
+    match e {
+        client::RunError::Protocol(crate::engine::control::ClientError::Busy) => true,
+        client::RunError::Connect { source, .. } => {
+            matches!(source.kind(), ConnectionReset | ConnectionRefused)
+        }
+        _ => false,
+    }
+}
+
 /// Wait until the server answers in its namespace (a probe connection is harmless:
 /// it sends no cookie).
 fn wait_for_server(ns: &str, addr: SocketAddr) -> Result<()> {
@@ -341,6 +392,36 @@ fn wait_for_server(ns: &str, addr: SocketAddr) -> Result<()> {
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
+        }
+    })
+    .join()
+    .map_err(|_| anyhow!("probe thread panicked"))?
+}
+
+/// How long an outside server has to accept the probe connection: it is
+/// expected to be running already, so this is the path's round trip with room.
+const OUTSIDE_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One connection from `from`'s namespace to a server outside the lab, before
+/// the first cell: nothing answering there is said once, plainly, instead of as
+/// a failed connection in every cell. (iperf3 logs the probe as a client that
+/// sent no parameters, and goes on serving.)
+fn probe_outside_server(ns: &str, from: &str, addr: SocketAddr) -> Result<()> {
+    let ns = ns.to_string();
+    let from = from.to_string();
+    std::thread::spawn(move || -> Result<()> {
+        netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
+        match std::net::TcpStream::connect_timeout(&addr, OUTSIDE_PROBE_TIMEOUT) {
+            Ok(_) => Ok(()),
+            Err(e) => bail!(
+                "nothing answers on {addr} from node {from} ({}); the server outside the lab must be running first (iperf3 -s -p {port}, or tunbench server -p {port}) and reachable from {from}",
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    format!("no answer within {} s", OUTSIDE_PROBE_TIMEOUT.as_secs())
+                } else {
+                    e.to_string()
+                },
+                port = addr.port()
+            ),
         }
     })
     .join()
@@ -401,8 +482,19 @@ pub fn measure(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<PathResult> {
     let (v4, v6) = target_addresses(lab, spec)?;
-    let _server = ServerProcess::start(lab, &spec.to, spec.server_exe.as_deref())?;
     let client_ns = lab.naming.namespace(&spec.from);
+    // A node's server is ours to start and stop; one outside is only asked
+    // whether it answers.
+    let (_server, port) = match &spec.to {
+        MeasureTarget::Node(node) => (
+            Some(ServerProcess::start(lab, node, spec.server_exe.as_deref())?),
+            SERVER_PORT,
+        ),
+        MeasureTarget::Address { address, port } => {
+            probe_outside_server(&client_ns, &spec.from, SocketAddr::new(*address, *port))?;
+            (None, *port)
+        }
+    };
     let cells = spec.cells();
     let started = Instant::now();
     let estimate = Duration::from_secs_f64(spec.estimated_seconds());
@@ -410,7 +502,7 @@ pub fn measure(
         path: spec.path.clone(),
         scenario: spec.scenario.clone(),
         from: spec.from.clone(),
-        to: spec.to.clone(),
+        to: spec.to.to_string(),
         ipv4: v4.map(|a| a.to_string()),
         ipv6: v6.map(|a| a.to_string()),
         cells: Vec::new(),
@@ -444,8 +536,8 @@ pub fn measure(
             out.cells.push(CellResult::failed(*cell, why));
             continue;
         }
-        let server = SocketAddr::new(addr, SERVER_PORT);
-        if waited.insert(server) {
+        let server = SocketAddr::new(addr, port);
+        if spec.to.node().is_some() && waited.insert(server) {
             wait_for_server(&client_ns, server)?;
         }
         let mut report = |step: String| {

@@ -6,6 +6,7 @@ use super::model::{PathResult, Results};
 use super::runner::{self, MeasureSpec, Progress};
 use crate::lab::{self as labs, Running};
 use crate::plan::Naming;
+use crate::topology::scenario::Scenario;
 use crate::topology::{Measurement, Topology};
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -40,7 +41,7 @@ pub fn spec_of(m: &Measurement, o: &Overrides) -> MeasureSpec {
         trial_duration: o.trial_duration.unwrap_or(m.trial_duration),
         udp_loss_percent: m.udp_loss,
         udp_len: m.udp_len,
-        ..MeasureSpec::seed(&m.from, &m.to)
+        ..MeasureSpec::seed(&m.from, m.to.clone())
     }
 }
 
@@ -73,6 +74,7 @@ pub fn measure_lab(
         notes: model_notes(&lab.topology)
             .into_iter()
             .chain(tunnel_notes(&lab.topology, specs))
+            .chain(outside_notes(specs))
             .collect(),
     })
 }
@@ -84,7 +86,7 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
     use crate::topology::tunnel::TunnelKind;
     let mut out = Vec::new();
     for s in specs {
-        let targets: Vec<std::net::IpAddr> = [s.ipv4, s.ipv6].into_iter().flatten().collect();
+        let targets = s.target_ips();
         for tun in &t.tunnels {
             let Some(w) = tun.overlay() else {
                 continue;
@@ -126,6 +128,26 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
     out
 }
 
+/// Says which paths ended at a server outside the lab: tunbench neither
+/// started it nor knows what it runs on, and its CPU figure is what it reported.
+fn outside_notes(specs: &[MeasureSpec]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in specs {
+        if s.to.node().is_some() {
+            continue;
+        }
+        let label = match &s.scenario {
+            Some(sc) => format!("{sc}/{}", s.path),
+            None => s.path.clone(),
+        };
+        out.push(format!(
+            "path {label}: the server was outside the lab, at {} (an iperf3 server tunbench did not start; its CPU figure is what it reported).",
+            s.to
+        ));
+    }
+    out
+}
+
 /// Says plainly which nodes are models rather than devices: their figures come
 /// from a profile's ceilings, not from anything measured here.
 fn model_notes(t: &Topology) -> Vec<String> {
@@ -146,8 +168,46 @@ fn model_notes(t: &Topology) -> Vec<String> {
     out
 }
 
+/// The scenarios `run` measures, in the order it measures them: the ones
+/// `names` asks for, in that order, or every one the file declares when `names`
+/// is empty (none, for a file without scenarios).
+pub fn selected_scenarios(text: &str, file: &Path, names: &[String]) -> Result<Vec<Scenario>> {
+    let mut scenarios =
+        crate::topology::scenario::scenarios_str(text, file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if names.is_empty() {
+        return Ok(scenarios);
+    }
+    let declared: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
+    for want in names {
+        if !declared.contains(want) {
+            anyhow::bail!(
+                "{} has no scenario \"{want}\"; its scenarios: {}",
+                file.display(),
+                if declared.is_empty() {
+                    "none".to_string()
+                } else {
+                    declared.join(", ")
+                }
+            );
+        }
+    }
+    let mut picked = Vec::new();
+    for want in names {
+        if let Some(i) = scenarios.iter().position(|s| &s.name == want) {
+            picked.push(scenarios.remove(i));
+        }
+    }
+    Ok(picked)
+}
+
+/// What `run` does when a scenario has a manual step: called with the
+/// scenario's name and the step once its lab is up, before its measurements;
+/// an error (the user interrupted) takes the lab down and ends the run.
+pub type ManualStep<'a> = dyn FnMut(&str, &str) -> Result<()> + Send + 'a;
+
 /// up -> every `[[measure]]` -> down. The lab is taken down even when a
 /// measurement fails or `cancel` is set (Ctrl-C).
+#[allow(clippy::too_many_arguments)]
 pub async fn run_topology(
     t: &Topology,
     file: &Path,
@@ -156,6 +216,7 @@ pub async fn run_topology(
     cancel_up: &netns::Cancel,
     cancel: &AtomicBool,
     progress: &mut (dyn FnMut(&Progress) + Send),
+    manual: &mut ManualStep<'_>,
 ) -> Result<Results> {
     if t.measurements.is_empty() {
         anyhow::bail!(
@@ -165,33 +226,12 @@ pub async fn run_topology(
     }
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let mut scenarios = crate::topology::scenario::scenarios_str(&text, file)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    if !o.scenarios.is_empty() {
-        let names: Vec<String> = scenarios.iter().map(|s| s.name.clone()).collect();
-        for want in &o.scenarios {
-            if !names.contains(want) {
-                anyhow::bail!(
-                    "{} has no scenario \"{want}\"; its scenarios: {}",
-                    file.display(),
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                );
-            }
-        }
-        let mut picked = Vec::new();
-        for want in &o.scenarios {
-            if let Some(i) = scenarios.iter().position(|s| &s.name == want) {
-                picked.push(scenarios.remove(i));
-            }
-        }
-        scenarios = picked;
-    }
+    let scenarios = selected_scenarios(&text, file, &o.scenarios)?;
     if scenarios.is_empty() {
-        let r = measure_once(t, file, &text, None, naming, o, cancel_up, cancel, progress).await?;
+        let r = measure_once(
+            t, file, &text, None, naming, o, cancel_up, cancel, progress, manual,
+        )
+        .await?;
         return Ok(with_reference(r, t));
     }
     // Every scenario is its own lab, built, measured and taken down in turn.
@@ -201,12 +241,13 @@ pub async fn run_topology(
             &s.topology,
             file,
             &s.text,
-            Some(&s.name),
+            Some(s),
             naming,
             o,
             cancel_up,
             cancel,
             progress,
+            manual,
         )
         .await
         .with_context(|| format!("scenario {}", s.name))?;
@@ -238,15 +279,22 @@ async fn measure_once(
     t: &Topology,
     file: &Path,
     text: &str,
-    scenario: Option<&str>,
+    scenario: Option<&Scenario>,
     naming: &Naming,
     o: &Overrides,
     cancel_up: &netns::Cancel,
     cancel: &AtomicBool,
     progress: &mut (dyn FnMut(&Progress) + Send),
+    manual: &mut ManualStep<'_>,
 ) -> Result<Results> {
     labs::up_text(t, file, text, naming, cancel_up).await?;
     let result = (|| -> Result<Results> {
+        if let Some(s) = scenario {
+            if let Some(step) = &s.manual {
+                manual(&s.name, step)?;
+            }
+        }
+        let scenario = scenario.map(|s| s.name.as_str());
         let running = labs::find(&naming.lab)?;
         let specs: Vec<MeasureSpec> = t
             .measurements

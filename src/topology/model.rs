@@ -89,7 +89,8 @@ pub struct Topology {
 pub struct Measurement {
     pub name: String,
     pub from: String,
-    pub to: String,
+    /// A node of the lab, or an iperf3 server outside it.
+    pub to: crate::vocab::target::MeasureTarget,
     pub ipv4: Option<IpAddr>,
     pub ipv6: Option<IpAddr>,
     pub families: Vec<crate::vocab::Family>,

@@ -280,7 +280,7 @@ pub struct RawMeasure {
     #[serde(default)]
     pub name: Option<String>,
     pub from: String,
-    pub to: String,
+    pub to: RawTarget,
     /// Target addresses; default: the first of each family routing says works.
     #[serde(default)]
     pub ipv4: Option<String>,
@@ -311,6 +311,45 @@ pub struct RawMeasure {
     /// Only in these scenarios (default: every one).
     #[serde(default)]
     pub scenarios: Option<Vec<String>>,
+}
+
+/// `[[measure]] to`: a node's name, or `{ address = "198.18.200.2", port = 5201 }`
+/// for an iperf3 server outside any lab.
+#[derive(Debug, Clone)]
+pub enum RawTarget {
+    Node(String),
+    Address { address: String, port: Option<i64> },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTargetTable {
+    address: String,
+    #[serde(default)]
+    port: Option<i64>,
+}
+
+impl<'de> Deserialize<'de> for RawTarget {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawTarget;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(r#"a node name, or { address = "198.18.200.2", port = 5201 }"#)
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<RawTarget, E> {
+                Ok(RawTarget::Node(s.to_string()))
+            }
+            fn visit_map<M: MapAccess<'de>>(self, m: M) -> Result<RawTarget, M::Error> {
+                let t = RawTargetTable::deserialize(de::value::MapAccessDeserializer::new(m))?;
+                Ok(RawTarget::Address {
+                    address: t.address,
+                    port: t.port,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `[reference]`: figures published for the paths this file measures.

@@ -7,6 +7,7 @@ use super::model::*;
 use super::raw::*;
 use super::tunnel::Datapath;
 use super::{KeyPath, Problem};
+use crate::vocab::target::MeasureTarget;
 use ipnetwork::IpNetwork;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -400,6 +401,13 @@ fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Mea
     };
     let ipv4 = addr(&m.ipv4, true, "ipv4", p);
     let ipv6 = addr(&m.ipv6, false, "ipv6", p);
+    let given = m.families.as_ref().and(families.as_deref());
+    let to = target(m, given, at, p);
+    // An address target has one family, its own: the default list is that one.
+    let families = match (to.as_ref().and_then(MeasureTarget::family), &m.families) {
+        (Some(own), None) => Some(vec![own]),
+        _ => families,
+    };
     let name = m.name.clone().unwrap_or_else(|| "raw".into());
     if !super::valid_name(&name) {
         p.push(Problem::new(
@@ -413,7 +421,7 @@ fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Mea
     Some(Measurement {
         name,
         from: m.from.clone(),
-        to: m.to.clone(),
+        to: to?,
         ipv4,
         ipv6,
         families: families?,
@@ -428,6 +436,79 @@ fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Mea
         scenarios: m.scenarios.clone(),
         at: at.clone(),
     })
+}
+
+/// `to`: a node's name as written (validate checks the node), or an address
+/// outside the lab, whose family is then the only one measured and which
+/// `ipv4` and `ipv6` cannot redirect.
+fn target(
+    m: &RawMeasure,
+    families: Option<&[crate::vocab::Family]>,
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Option<MeasureTarget> {
+    use crate::vocab::Family;
+    let (address, port) = match &m.to {
+        RawTarget::Node(n) => return Some(MeasureTarget::Node(n.clone())),
+        RawTarget::Address { address, port } => (address, port),
+    };
+    let before = p.len();
+    let tat = at.key("to");
+    let address = match address.parse::<IpAddr>() {
+        Ok(a) => match crate::vocab::target::address_problem(a) {
+            Some(why) => {
+                p.push(Problem::new(&tat.key("address"), why));
+                None
+            }
+            None => Some(a),
+        },
+        Err(_) => {
+            p.push(Problem::new(
+                &tat.key("address"),
+                format!(
+                    "\"{address}\" is not an IPv4 or IPv6 address (no prefix length, no port: give the port as port = 5201)"
+                ),
+            ));
+            None
+        }
+    };
+    let port = match port {
+        None => crate::vocab::target::DEFAULT_PORT,
+        Some(n) if (1..=65535).contains(n) => *n as u16,
+        Some(n) => {
+            p.push(Problem::new(
+                &tat.key("port"),
+                format!("port {n}; give the server's port, 1 to 65535 (iperf3's is 5201)"),
+            ));
+            0
+        }
+    };
+    let address = address?;
+    let own = Family::of(address);
+    for (key, given) in [("ipv4", &m.ipv4), ("ipv6", &m.ipv6)] {
+        if given.is_some() {
+            p.push(Problem::new(
+                &at.key(key),
+                format!(
+                    "{key} chooses among a node's addresses; the target is the address {address} itself (leave {key} out)"
+                ),
+            ));
+        }
+    }
+    for (i, f) in families.unwrap_or_default().iter().enumerate() {
+        if *f != own {
+            p.push(Problem::new(
+                &at.key("families").index(i),
+                format!(
+                    "\"{}\" cannot be measured to {address}, an {} address; list only \"{}\" (or leave families out)",
+                    f.word(),
+                    own.title(),
+                    own.word()
+                ),
+            ));
+        }
+    }
+    (p.len() == before).then_some(MeasureTarget::Address { address, port })
 }
 
 fn mtu(v: i64, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u32> {

@@ -5,6 +5,9 @@
 //! Links are an array, so a scenario names the ones it changes:
 //! `[scenarios.S.links.lan1]` merges into the `[[links]]` entry with
 //! `name = "lan1"` (an array of links would replace them all).
+//! `manual = "..."` is a step someone takes by hand before the scenario is
+//! measured (the seed's `ip routing process fast` on the router's console):
+//! `tunbench run` prints it and waits; it changes nothing in the lab.
 
 use super::{Diagnostic, InvalidTopology, KeyPath, Seg, Topology, locate, parse_with};
 use std::path::Path;
@@ -13,6 +16,8 @@ use std::path::Path;
 pub struct Scenario {
     pub name: String,
     pub description: Option<String>,
+    /// What to do by hand before this scenario is measured.
+    pub manual: Option<String>,
     pub topology: Topology,
     /// The merged file, as the lab built from this scenario keeps it.
     pub text: String,
@@ -79,6 +84,22 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
             Some(toml::Value::String(s)) => Some(s),
             _ => None,
         };
+        let manual = match overrides.remove("manual") {
+            None => None,
+            Some(toml::Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+            Some(_) => {
+                let (l, c) = loc.find(&sat.key("manual"));
+                diags.push(at(
+                    l,
+                    c,
+                    sat.key("manual").to_string(),
+                    format!(
+                        "manual is the step to take by hand before scenario {name} runs, as a non-empty string, e.g. manual = \"On the router's console: ip routing process fast\""
+                    ),
+                ));
+                continue;
+            }
+        };
         for (forbidden, why) in [
             (
                 "name",
@@ -139,6 +160,7 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
             Ok(topology) => out.push(Scenario {
                 name,
                 description,
+                manual,
                 topology,
                 text: merged_text,
             }),
@@ -437,6 +459,34 @@ b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
                 .starts_with("link name \"l1\" is already used by links[0]"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_manual_step_is_a_string_and_may_be_all_a_scenario_says() {
+        let text = format!(
+            "{BASE}\n[scenarios.fast]\nmanual = \"On the router's console: ip routing process fast\"\n[scenarios.plain]\n"
+        );
+        let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
+        let fast = s.iter().find(|x| x.name == "fast").unwrap();
+        assert_eq!(
+            fast.manual.as_deref(),
+            Some("On the router's console: ip routing process fast")
+        );
+        assert_eq!(fast.topology.links.len(), 1, "the lab as the file has it");
+        assert!(!fast.text.contains("manual"), "not part of the lab");
+        let plain = s.iter().find(|x| x.name == "plain").unwrap();
+        assert_eq!(plain.manual, None);
+        crate::topology::parse_str(&text, Path::new("x.toml")).unwrap();
+
+        for bad in ["manual = 1", "manual = \"  \"", "manual = [\"a\"]"] {
+            let text = format!("{BASE}\n[scenarios.fast]\n{bad}\n");
+            let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
+            let d = &e.0[0];
+            assert_eq!(d.at, "scenarios.fast.manual", "{bad}");
+            assert_eq!(d.line, 12, "{bad}: {d}");
+            assert!(d.message.contains("non-empty string"), "{d}");
+            assert!(crate::topology::parse_str(&text, Path::new("x.toml")).is_err());
+        }
     }
 
     #[test]

@@ -63,7 +63,9 @@ fn external_tunnel_ends(t: &Topology, p: &mut Vec<Problem>) {
 fn measurements(t: &Topology, p: &mut Vec<Problem>) {
     for m in &t.measurements {
         let mut ok = true;
-        for (key, name) in [("from", &m.from), ("to", &m.to)] {
+        // An address target is outside the lab: resolve checked it whole.
+        let ends = [("from", Some(m.from.as_str())), ("to", m.to.node())];
+        for (key, name) in ends.into_iter().filter_map(|(k, n)| Some((k, n?))) {
             match t.node_index(name) {
                 None => {
                     let known: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
@@ -83,6 +85,23 @@ fn measurements(t: &Topology, p: &mut Vec<Problem>) {
                     ));
                     ok = false;
                 }
+                Some(i) if t.nodes[i].kind == NodeKind::External => {
+                    // tunbench starts no server there: the address form says
+                    // which server, on which port, and (one per entry) family.
+                    let addrs: Vec<String> = t
+                        .node_addresses(i)
+                        .iter()
+                        .map(|(_, a)| format!("{}", a.ip()))
+                        .collect();
+                    p.push(Problem::new(
+                        &m.at.key(key),
+                        format!(
+                            "\"{name}\" is external, so tunbench cannot start a server on it; to measure to an iperf3 server running there, write to = {{ address = \"{}\", port = 5201 }} (one [[measure]] per family)",
+                            addrs.first().map(String::as_str).unwrap_or("ADDRESS")
+                        ),
+                    ));
+                    ok = false;
+                }
                 Some(i) if t.nodes[i].kind == NodeKind::Switch => {
                     p.push(Problem::new(
                         &m.at.key(key),
@@ -93,17 +112,17 @@ fn measurements(t: &Topology, p: &mut Vec<Problem>) {
                 _ => {}
             }
         }
-        if ok && m.from == m.to {
+        let Some(to_name) = m.to.node() else {
+            continue;
+        };
+        if ok && m.from == to_name {
             p.push(Problem::new(
                 &m.at.key("to"),
-                format!(
-                    "from and to are both \"{}\"; measure between two nodes",
-                    m.to
-                ),
+                format!("from and to are both \"{to_name}\"; measure between two nodes"),
             ));
             continue;
         }
-        let Some(to) = t.node_index(&m.to) else {
+        let Some(to) = t.node_index(to_name) else {
             continue;
         };
         for (key, a) in [("ipv4", m.ipv4), ("ipv6", m.ipv6)] {

@@ -1,10 +1,12 @@
 //! The vocabulary every layer shares: address families, transport protocols,
 //! directions and cells of the measurement matrix; rates and sizes as people
 //! write them (`units`); keys as text (`keys`); the programs tunbench runs and
-//! the Debian packages that have them (`programs`).
+//! the Debian packages that have them (`programs`); what a measurement measures
+//! to, a lab node or an address outside any lab (`target`).
 
 pub mod keys;
 pub mod programs;
+pub mod target;
 pub mod units;
 
 use serde::{Deserialize, Serialize};
@@ -126,10 +128,7 @@ impl Cell {
     pub fn title(&self) -> String {
         let mut t = format!(
             "{} {} {}",
-            match self.family {
-                Family::Ipv4 => "IPv4",
-                Family::Ipv6 => "IPv6",
-            },
+            self.family.title(),
             match self.protocol {
                 Proto::Tcp => "TCP",
                 Proto::Udp => "UDP",
@@ -157,6 +156,22 @@ impl Family {
         match self {
             Family::Ipv4 => "ipv4",
             Family::Ipv6 => "ipv6",
+        }
+    }
+
+    /// "IPv4", "IPv6": as sentences write it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Family::Ipv4 => "IPv4",
+            Family::Ipv6 => "IPv6",
+        }
+    }
+
+    pub fn of(a: std::net::IpAddr) -> Family {
+        if a.is_ipv4() {
+            Family::Ipv4
+        } else {
+            Family::Ipv6
         }
     }
 }

@@ -2,6 +2,8 @@
 //! guard that takes a lab down even when the test fails or panics.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
