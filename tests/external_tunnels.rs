@@ -226,6 +226,41 @@ peers = [
         let pc = format!("{lab}-pc");
         traffic(&pc, &h.router, "198.18.71.1");
         traffic(&h.router, &pc, "2001:2:0:71::2");
+        // `measure` to a server on the device, through the tunnel: the report
+        // says what the tunnel costs and who runs each end.
+        // Its own namespace: the port is free there.
+        let server = Running(
+            Command::new("ip")
+                .args(["netns", "exec", &h.router, bin(), "server", "-p", "5202"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting the server"),
+            String::new(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let to = "198.18.71.1:5202";
+        let m = h.tunbench(&[
+            "measure",
+            &lab,
+            "--from",
+            "pc",
+            "--to",
+            to,
+            "--protocols",
+            "tcp",
+            "--runs",
+            "1",
+            "--duration",
+            "1",
+        ]);
+        drop(server);
+        assert!(m.status.success(), "measure: {}", text(&m));
+        assert!(
+            text(&m).contains(&format!("tunnel wg ({imp}/external)")),
+            "{}",
+            text(&m)
+        );
         // The device saw the lab's peer by the key the lab holds for it.
         let shown = String::from_utf8(
             exec_in(
