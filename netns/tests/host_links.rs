@@ -484,19 +484,24 @@ fn a_moved_interface_carries_traffic_and_is_given_back_exactly() {
     assert!(LabState::load(&lab).unwrap().is_none());
 }
 
-/// The child of `a_moved_interface_is_given_back_by_clean_after_kill_9`: builds
-/// the lab it is given and stops once the interface is moved, until killed.
-/// Without HL_KILL9_CHILD (a normal test run) it does nothing.
+/// The child of the kill -9 tests: builds the lab it is given and stops after
+/// the phase it is given (Namespaces: before the move; Links: after it), until
+/// killed. Without HL_KILL9_CHILD (a normal test run) it does nothing.
 #[test]
 fn kill_9_child() {
     let Ok(spec) = std::env::var("HL_KILL9_CHILD") else {
         return;
     };
-    let (host, plan): (String, Plan) = serde_json::from_str(&spec).unwrap();
+    let (host, plan, links): (String, Plan, bool) = serde_json::from_str(&spec).unwrap();
+    let stop = if links {
+        Phase::Links
+    } else {
+        Phase::Namespaces
+    };
     in_ns(&host, |rt| {
         let progress = |ph: Phase, _: usize| {
-            if ph == Phase::Links {
-                println!("HL-MOVED");
+            if ph == stop {
+                println!("HL-STOPPED");
                 use std::io::Write;
                 let _ = std::io::stdout().flush();
                 std::thread::sleep(Duration::from_secs(120));
@@ -506,9 +511,11 @@ fn kill_9_child() {
     });
 }
 
-#[test]
-fn a_moved_interface_is_given_back_by_clean_after_kill_9() {
-    let mut w = World::new("k9");
+/// Build a lab moving `enp3s0` in a child process, SIGKILL it after the move
+/// (`after_move`) or just before it, then `tunbench clean LAB` (`down` of the
+/// lab): the interface is back in the host exactly as it was.
+fn killed_then_cleaned(tag: &str, after_move: bool) {
+    let mut w = World::new(tag);
     w.nic("enp3s0", "far3");
     w.ip_host(&["link", "set", "enp3s0", "mtu", "1450"]);
     let conf = "net.ipv4.conf.enp3s0.rp_filter=2";
@@ -519,7 +526,7 @@ fn a_moved_interface_is_given_back_by_clean_after_kill_9() {
     let lab = w.lab(1);
     let node = format!("{lab}-n");
     let p = plan(&lab, "enp3s0", HostAttach::Move, 1500, "198.18.43.1/24");
-    let spec = serde_json::to_string(&(&w.host, &p)).unwrap();
+    let spec = serde_json::to_string(&(&w.host, &p, after_move)).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "kill_9_child", "--nocapture", "--test-threads=1"])
         .env("HL_KILL9_CHILD", spec)
@@ -532,31 +539,48 @@ fn a_moved_interface_is_given_back_by_clean_after_kill_9() {
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines() {
             let Ok(line) = line else { break };
-            if line.contains("HL-MOVED") {
+            if line.contains("HL-STOPPED") {
                 let _ = tx.send(());
             }
         }
     });
-    let moved = rx.recv_timeout(Duration::from_secs(30));
+    let stopped = rx.recv_timeout(Duration::from_secs(30));
     // SIGKILL, whatever happened: no `up` survives this test.
     let _ = child.kill();
     let _ = child.wait();
-    moved.expect("the child never reached the move");
-    assert!(!host_has(&w, "enp3s0"), "enp3s0 was not moved");
+    stopped.expect("the child never got there");
+    assert_eq!(!host_has(&w, "enp3s0"), after_move, "moved: {after_move}");
     let s = LabState::load(&lab)
         .unwrap()
         .expect("the record survives the kill");
     assert_eq!(s.status, Status::Building);
-    assert!(s.host_links[0].moved.is_some());
-    sh(&["ip", "-n", &node, "link", "show", "dev", "eth0"]);
+    assert!(s.host_links[0].moved.is_some(), "recorded before the move");
+    if after_move {
+        sh(&["ip", "-n", &node, "link", "show", "dev", "eth0"]);
+    }
 
-    // `tunbench clean LAB` is `down` of that lab.
     let r = w.down(&lab);
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     assert_eq!(r.returned.len(), 1, "{r:?}");
+    let from = if after_move {
+        node.as_str()
+    } else {
+        "the host"
+    };
+    assert!(r.returned[0].contains(from), "{r:?}");
     assert_given_back(&w, "enp3s0", &before);
     assert!(!netns::namespace::exists(&node));
     assert!(LabState::load(&lab).unwrap().is_none());
+}
+
+#[test]
+fn a_moved_interface_is_given_back_by_clean_after_kill_9() {
+    killed_then_cleaned("k9", true);
+}
+
+#[test]
+fn an_interface_not_yet_moved_when_up_is_killed_is_left_as_it_was() {
+    killed_then_cleaned("k8", false);
 }
 
 /// A refused `up` left nothing: no record, no namespace, the host as it was.
