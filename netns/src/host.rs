@@ -229,12 +229,22 @@ pub fn host_links(plan: &Plan) -> Vec<HostLinkRecord> {
 /// What the host's namespace holds, as far as the checks need it.
 #[derive(Debug, Clone, Default)]
 pub struct HostView {
-    /// (ifindex, name, whether the kernel lets it change namespace)
-    pub interfaces: Vec<(u32, String, bool)>,
+    pub interfaces: Vec<HostIf>,
     /// (ifindex, address) of addresses of global scope.
     pub global: Vec<(u32, IpNetwork)>,
     /// (output interfaces, description) of default routes, in any table.
     pub defaults: Vec<(Vec<u32>, String)>,
+}
+
+/// One interface of the host.
+#[derive(Debug, Clone, Default)]
+pub struct HostIf {
+    pub index: u32,
+    pub name: String,
+    /// Whether the kernel lets it change namespace (not lo, not netns-immutable).
+    pub movable: bool,
+    /// The bridge or bond it is a port of.
+    pub master: Option<String>,
 }
 
 /// Another lab's host link, and the host namespace that lab was built in.
@@ -302,7 +312,7 @@ pub fn check(
     force: bool,
 ) -> Vec<String> {
     let mut problems = Vec::new();
-    let names: Vec<&str> = view.interfaces.iter().map(|(_, n, _)| n.as_str()).collect();
+    let names: Vec<&str> = view.interfaces.iter().map(|i| i.name.as_str()).collect();
     for (k, l) in links.iter().enumerate() {
         let who = format!("{} (for {}:{}, {})", l.host, l.ns, l.name, l.attach);
         let mut refuse = |why: String| problems.push(format!("{who}: {why}"));
@@ -354,7 +364,12 @@ pub fn check(
             });
             continue;
         }
-        let Some((index, _, movable)) = view.interfaces.iter().find(|(_, n, _)| *n == l.host)
+        let Some(HostIf {
+            index,
+            movable,
+            master,
+            ..
+        }) = view.interfaces.iter().find(|i| i.name == l.host)
         else {
             refuse(format!(
                 "no such interface in the host's namespace; it has {}",
@@ -364,6 +379,20 @@ pub fn check(
         };
         if l.attach == HostAttach::Move && !movable {
             refuse("the kernel does not let this interface change namespace".into());
+        }
+        // A port's frames are its bridge's or bond's: the kernel hangs no macvlan
+        // or ipvlan on it (EBUSY), and moving it would take it out of its master.
+        if let Some(m) = master {
+            match l.attach {
+                HostAttach::Move => refuse(format!(
+                    "it is a port of {m} in the host; moving it would take it out of {m}"
+                )),
+                HostAttach::Macvlan | HostAttach::Ipvlan => refuse(format!(
+                    "it is a port of {m} in the host, and the kernel makes no {} on a port; use {m} itself",
+                    l.attach
+                )),
+                HostAttach::Vlan(_) => {}
+            }
         }
         if force {
             continue;
@@ -587,8 +616,16 @@ pub async fn read_view(host: &File) -> io::Result<HostView> {
             .iter()
             .any(|a| matches!(a, LinkAttribute::NetnsImmutable(true)))
             || l.header.flags.contains(LinkFlags::Loopback);
-        v.interfaces
-            .push((l.header.index, n.to_string(), !immutable));
+        let master = l.attributes.iter().find_map(|a| match a {
+            LinkAttribute::Controller(i) => names.get(i).cloned(),
+            _ => None,
+        });
+        v.interfaces.push(HostIf {
+            index: l.header.index,
+            name: n.to_string(),
+            movable: !immutable,
+            master,
+        });
     }
     for a in &addrs {
         if a.header.scope == AddressScope::Universe {
@@ -1068,12 +1105,22 @@ mod tests {
 
     fn view() -> HostView {
         HostView {
-            interfaces: vec![
-                (1, "lo".into(), false),
-                (2, "enp1s0".into(), true),
-                (3, "enp2s0".into(), true),
-                (4, "enp3s0".into(), true),
-            ],
+            interfaces: [
+                ("lo", None),
+                ("enp1s0", None),
+                ("enp2s0", None),
+                ("enp3s0", None),
+                ("enp4s0", Some("br0")),
+            ]
+            .into_iter()
+            .enumerate()
+            .map(|(k, (n, master))| HostIf {
+                index: k as u32 + 1,
+                name: n.into(),
+                movable: n != "lo",
+                master: master.map(String::from),
+            })
+            .collect(),
             global: vec![(2, "192.0.2.10/24".parse().unwrap())],
             defaults: vec![(
                 vec![3],
@@ -1100,7 +1147,8 @@ mod tests {
             p[1]
         );
         assert!(
-            p[2].contains("no such interface") && p[2].contains("lo, enp1s0, enp2s0, enp3s0"),
+            p[2].contains("no such interface")
+                && p[2].contains("lo, enp1s0, enp2s0, enp3s0, enp4s0"),
             "{}",
             p[2]
         );
@@ -1161,6 +1209,36 @@ mod tests {
             true,
         );
         assert!(p.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn a_bridge_port_is_neither_moved_nor_given_a_macvlan() {
+        let links = [
+            link("enp4s0", HostAttach::Move, "l-a"),
+            link("enp4s0", HostAttach::Vlan(11), "l-b"),
+            link("lo", HostAttach::Move, "l-c"),
+        ];
+        let p = check(&links[..1], &view(), &[], &me(), true);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].contains("a port of br0 in the host; moving it would take it out of br0"),
+            "{}",
+            p[0]
+        );
+        let mv = [link("enp4s0", HostAttach::Macvlan, "l-a")];
+        let p = check(&mv, &view(), &[], &me(), true);
+        assert!(
+            p[0].contains("the kernel makes no macvlan on a port; use br0 itself"),
+            "{}",
+            p[0]
+        );
+        assert!(check(&links[1..2], &view(), &[], &me(), false).is_empty());
+        let p = check(&links[2..], &view(), &[], &me(), true);
+        assert!(
+            p[0].contains("does not let this interface change namespace"),
+            "{}",
+            p[0]
+        );
     }
 
     #[test]

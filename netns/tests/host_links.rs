@@ -643,6 +643,19 @@ fn unsafe_or_missing_host_interfaces_are_refused_with_nothing_made() {
         true,
         &["enp9s0", "no such interface", "enp4s0", "enp5s0"],
     );
+    // A bridge port: never moved, not even with --force.
+    w.nic("enp6s0", "far6");
+    w.ip_host(&["link", "add", "br0", "type", "bridge"]);
+    w.ip_host(&["link", "set", "enp6s0", "master", "br0"]);
+    refused(
+        &w,
+        &plan(&lab, "enp6s0", HostAttach::Move, 1500, "198.18.46.1/24"),
+        true,
+        &[
+            "enp6s0",
+            "a port of br0 in the host; moving it would take it out of br0",
+        ],
+    );
     // --force takes them anyway.
     for (iface, addr, far) in [
         ("enp4s0", "198.18.44.1/24", None),
