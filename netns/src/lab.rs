@@ -33,7 +33,7 @@ pub enum LabError {
     #[error("lab state in {dir}: {source}")]
     State { dir: PathBuf, source: io::Error },
     /// Host interfaces the plan may not take, every one with its reason.
-    #[error("{0}")]
+    #[error(transparent)]
     HostRefused(#[from] crate::host::Refused),
     #[error("reading host interface {iface} before moving it (nothing was built): {source}")]
     HostRead { iface: String, source: io::Error },
