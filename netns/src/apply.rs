@@ -70,6 +70,14 @@ pub fn reason(e: rtnetlink::Error) -> String {
     }
 }
 
+/// The errno of a netlink error, if it is one.
+pub(crate) fn errno(e: &rtnetlink::Error) -> Option<i32> {
+    match e {
+        rtnetlink::Error::NetlinkError(m) => m.code.map(|c| -c.get()),
+        _ => None,
+    }
+}
+
 struct Ns {
     handle: Handle,
     /// Kept open to give veth peers a target (IFLA_NET_NS_FD).
@@ -535,11 +543,7 @@ fn made_in<T>(
 /// Words for a host link that failed, naming a driver this kernel lacks (the
 /// kernel answers EOPNOTSUPP for a link kind it does not have).
 fn host_link_reason(attach: HostAttach, host: &str, e: rtnetlink::Error) -> String {
-    let code = match &e {
-        rtnetlink::Error::NetlinkError(m) => m.code.map(|c| -c.get()),
-        _ => None,
-    };
-    match (attach, code) {
+    match (attach, errno(&e)) {
         (HostAttach::Ipvlan, Some(libc::EOPNOTSUPP)) => {
             "this kernel has no ipvlan driver (CONFIG_IPVLAN); use macvlan or move the interface".into()
         }

@@ -8,7 +8,7 @@
 //! a veth and sends a real NIC to the init namespace without its addresses, so
 //! `down` moves it back, under its own name, before the namespace goes.
 
-use crate::apply::reason;
+use crate::apply::{errno, reason};
 use crate::namespace;
 use crate::ops::{HostAttach, Op, Plan};
 use crate::socket::handle_in_file;
@@ -864,13 +864,6 @@ async fn locate(
     ))
 }
 
-fn errno(e: &rtnetlink::Error) -> Option<i32> {
-    match e {
-        rtnetlink::Error::NetlinkError(m) => m.code.map(|c| -c.get()),
-        _ => None,
-    }
-}
-
 /// Give a moved interface back to the host namespace `host` under its original
 /// name, and restore what the record holds: MTU, MAC, per-device sysctls,
 /// addresses, up/down state, routes. Where it was found and what could not be
@@ -929,6 +922,9 @@ async fn restore(host: &File, h: &Handle, iface: &HostInterface) -> Result<Vec<S
     if link_name(l) != Some(iface.name.as_str()) {
         // Renaming needs it down; it is brought up again below if it was up.
         m = m.name(iface.name.clone()).down();
+    }
+    if !iface.up {
+        m = m.down();
     }
     if link_mac(l) != iface.mac {
         if let Some(mac) = parse_mac(&iface.mac) {
@@ -1069,8 +1065,7 @@ async fn add_route(h: &Handle, index: u32, r: &SavedRoute) -> Result<(), String>
         match h.route().add(m.clone()).execute().await {
             Ok(()) => return Ok(()),
             Err(e) if errno(&e) == Some(libc::EEXIST) => return Ok(()),
-            Err(e) if tries < 20 => {
-                let _ = e;
+            Err(_) if tries < 20 => {
                 tries += 1;
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
