@@ -807,7 +807,7 @@ async fn locate(
     rec: &HostLinkRecord,
     iface: &HostInterface,
     lab: &str,
-) -> Result<Found, String> {
+) -> Result<Found, NotGiven> {
     let found = |place: String, ns: Option<File>, h: Handle, l: &LinkMessage| Found {
         place,
         ns,
@@ -858,10 +858,44 @@ async fn locate(
     if let Some(f) = search(INIT.into(), place, rec.name.clone()).await {
         return Ok(f);
     }
-    Err(format!(
+    // Another lab that moved the same interface holds it: this lab's `up` lost
+    // the race for it (its move failed), so there is nothing of ours to give.
+    let holder = other_labs(lab).into_iter().find(|o| {
+        o.link.host == rec.host && o.link.moved.as_ref().is_some_and(|m| m.mac == iface.mac)
+    });
+    if let Some(o) = holder {
+        return Err(NotGiven::NotOurs(format!(
+            "lab {} holds it (moved into {} as {}); this lab never had it",
+            o.lab, o.link.ns, o.link.name
+        )));
+    }
+    Err(NotGiven::Failed(format!(
         "not found: no {} in {} and no interface with MAC {} in any namespace",
         rec.name, rec.ns, iface.mac
-    ))
+    )))
+}
+
+/// Why a moved interface was not given back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotGiven {
+    /// It could not be, now: its namespace and the record stay for a retry.
+    Failed(String),
+    /// Another lab holds it: there is nothing of this lab's to give back.
+    NotOurs(String),
+}
+
+impl std::fmt::Display for NotGiven {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            NotGiven::Failed(why) | NotGiven::NotOurs(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<String> for NotGiven {
+    fn from(why: String) -> Self {
+        NotGiven::Failed(why)
+    }
 }
 
 /// Give a moved interface back to the host namespace `host` under its original
@@ -872,7 +906,7 @@ pub async fn give_back(
     host: &File,
     rec: &HostLinkRecord,
     lab: &str,
-) -> Result<(String, Vec<String>), String> {
+) -> Result<(String, Vec<String>), NotGiven> {
     let Some(iface) = &rec.moved else {
         return Ok((String::new(), Vec::new()));
     };
@@ -899,7 +933,7 @@ pub async fn give_back(
             Err(e) if index_free && errno(&e) != Some(libc::EEXIST) => send(false)
                 .await
                 .map_err(|e| format!("moving it back from {place}: {}", reason(e)))?,
-            Err(e) => return Err(format!("moving it back from {place}: {}", reason(e))),
+            Err(e) => return Err(format!("moving it back from {place}: {}", reason(e)).into()),
         }
     }
     let warnings = restore(host, &hh, iface)

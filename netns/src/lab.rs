@@ -292,6 +292,10 @@ async fn give_back_all(s: &LabState, r: &mut Removed) -> Vec<HostLinkRecord> {
                 r.returned.push(format!("{} (from {from})", l.host));
                 r.problems.extend(warnings);
             }
+            Err(host::NotGiven::NotOurs(why)) => r.problems.push(format!(
+                "host interface {} not given back: {why}",
+                l.describe()
+            )),
             Err(why) => {
                 r.problems.push(format!(
                     "giving back host interface {}: {why}; left {} and the record in place",

@@ -735,6 +735,25 @@ fn an_interface_another_lab_moved_is_refused() {
             )],
         );
     }
+    // A lab that lost the race for it (its move failed after both checked)
+    // has it in its record too: its `down` leaves it to the holder.
+    let mut loser = LabState::load(&first).unwrap().unwrap();
+    loser.lab = second.clone();
+    loser.nodes[0].namespace = format!("{second}-n");
+    loser.host_links[0].ns = format!("{second}-n");
+    loser.status = Status::Building;
+    loser.save().unwrap();
+    let r = w.down(&second);
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert!(
+        r.problems[0].contains(&format!(
+            "not given back: lab {first} holds it (moved into {first}-n as eth0)"
+        )),
+        "{}",
+        r.problems[0]
+    );
+    assert!(LabState::load(&second).unwrap().is_none());
+    sh(&["ip", "-n", &format!("{first}-n"), "link", "show", "eth0"]);
     let r = w.down(&first);
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     assert!(host_has(&w, "enp6s0"));
