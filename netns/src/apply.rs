@@ -3,14 +3,16 @@
 //! everything after that is netlink requests, pipelined: all the ops of a phase
 //! are in flight at once across every namespace.
 
-use crate::ops::{Op, Phase, Plan};
+use crate::ops::{HostAttach, Op, Phase, Plan};
 use crate::{namespace, sysctl};
 use futures::TryStreamExt;
 use futures::future::try_join_all;
 use netlink_packet_route::address::{AddressAttribute, AddressFlags};
 use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, State};
+use netlink_packet_route::link::{IpVlanMode, MacVlanMode};
 use rtnetlink::{
-    Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder,
+    Handle, LinkBridge, LinkIpVlan, LinkMacVlan, LinkMessageBuilder, LinkUnspec, LinkVeth,
+    LinkVlan, RouteMessageBuilder,
 };
 use std::collections::HashMap;
 use std::fs::File;
@@ -65,6 +67,14 @@ pub fn reason(e: rtnetlink::Error) -> String {
             None => "unexpected acknowledgement".into(),
         },
         other => other.to_string(),
+    }
+}
+
+/// The errno of a netlink error, if it is one.
+pub(crate) fn errno(e: &rtnetlink::Error) -> Option<i32> {
+    match e {
+        rtnetlink::Error::NetlinkError(m) => m.code.map(|c| -c.get()),
+        _ => None,
     }
 }
 
@@ -163,6 +173,38 @@ pub async fn apply(plan: &Plan, cancel: &Cancel, progress: Progress<'_>) -> Resu
     progress(Phase::Namespaces, nss.len());
     check(cancel)?;
 
+    // The host's interfaces, for links made from them: a netlink socket in the
+    // namespace this thread is in (the one tunbench runs in), and their indexes.
+    let host = if plan.ops.iter().any(|o| matches!(o, Op::HostLink { .. })) {
+        let host_fail = |why: String| ApplyError::Step {
+            step: 0,
+            total,
+            what: "reading the host's interfaces".into(),
+            reason: why,
+        };
+        let (_, file) = crate::host::HostNetns::current().map_err(|e| host_fail(e.to_string()))?;
+        let handle = crate::socket::handle_in_file(&file).map_err(|e| host_fail(e.to_string()))?;
+        let links: Vec<_> = handle
+            .link()
+            .get()
+            .execute()
+            .try_collect()
+            .await
+            .map_err(|e| host_fail(reason(e)))?;
+        let index: HashMap<String, u32> = links
+            .iter()
+            .flat_map(|l| {
+                l.attributes.iter().filter_map(|a| match a {
+                    LinkAttribute::IfName(n) => Some((n.clone(), l.header.index)),
+                    _ => None,
+                })
+            })
+            .collect();
+        Some((handle, index))
+    } else {
+        None
+    };
+
     // lo up (it was marked as it was made), bridges and veths.
     let lo = nss.keys().map(|name| {
         let h = nss[name].handle.clone();
@@ -184,9 +226,57 @@ pub async fn apply(plan: &Plan, cancel: &Cancel, progress: Progress<'_>) -> Resu
             FIRST_LINK_INDEX + 2 * k as u32,
             FIRST_LINK_INDEX + 1 + 2 * k as u32,
         );
+        let host = &host;
         async move {
             let ns = &nss[op.ns()];
             let r = match op {
+                Op::HostLink {
+                    name,
+                    host: iface,
+                    attach,
+                    mtu,
+                    ..
+                } => {
+                    let Some((h, host_index)) = host else {
+                        unreachable!("host handle made for host links")
+                    };
+                    let Some(&lower) = host_index.get(iface) else {
+                        return Err((
+                            step,
+                            format!("no interface {iface} in the host's namespace"),
+                        ));
+                    };
+                    let fd = ns.file.as_raw_fd();
+                    // Made over the host's socket, so IFLA_LINK (and, for a move,
+                    // the index) names the host's interface; IFLA_NET_NS_FD puts
+                    // the device in the node's namespace.
+                    let made = match attach {
+                        HostAttach::Macvlan => {
+                            let m = LinkMacVlan::new(name, lower, MacVlanMode::Bridge);
+                            h.link().add(made_in(m, fd, index, *mtu)).execute().await
+                        }
+                        HostAttach::Ipvlan => {
+                            let m = LinkIpVlan::new(name, lower, IpVlanMode::L2);
+                            h.link().add(made_in(m, fd, index, *mtu)).execute().await
+                        }
+                        HostAttach::Vlan(id) => {
+                            let m = LinkVlan::new(name, lower, *id);
+                            h.link().add(made_in(m, fd, index, *mtu)).execute().await
+                        }
+                        // One request: into the node, renamed (the kernel renames
+                        // after the move, while it is down), MTU, up.
+                        HostAttach::Move => {
+                            let m = LinkUnspec::new_with_index(lower)
+                                .setns_by_fd(fd)
+                                .name(name.clone())
+                                .mtu(*mtu)
+                                .up()
+                                .append_extra_attribute(LinkAttribute::NewIfIndex(index as i32));
+                            h.link().set(m.build()).execute().await
+                        }
+                    };
+                    return made.map_err(|e| (step, host_link_reason(*attach, iface, e)));
+                }
                 Op::Bridge { name, mtu, .. } => {
                     ns.handle
                         .link()
@@ -216,9 +306,6 @@ pub async fn apply(plan: &Plan, cancel: &Cancel, progress: Progress<'_>) -> Resu
                     ns.handle.link().add(msg).execute().await
                 }
                 Op::Tun { .. } => return Ok(()),
-                Op::HostLink { .. } => {
-                    return Err((step, "host interfaces are not supported yet".into()));
-                }
                 _ => unreachable!("phase filter"),
             };
             r.map_err(|e| (step, reason(e)))
@@ -442,6 +529,43 @@ pub async fn apply(plan: &Plan, cancel: &Cancel, progress: Progress<'_>) -> Resu
     Ok(())
 }
 
+/// A device made over the host's socket, in the node's namespace `ns_fd`,
+/// with its index, MTU, and up.
+fn made_in<T>(
+    b: LinkMessageBuilder<T>,
+    ns_fd: RawFd,
+    index: u32,
+    mtu: u32,
+) -> netlink_packet_route::link::LinkMessage {
+    b.setns_by_fd(ns_fd).index(index).mtu(mtu).up().build()
+}
+
+/// Words for a host link that failed, naming a driver this kernel lacks (the
+/// kernel answers EOPNOTSUPP for a link kind it does not have).
+fn host_link_reason(attach: HostAttach, host: &str, e: rtnetlink::Error) -> String {
+    match (attach, errno(&e)) {
+        (HostAttach::Ipvlan, Some(libc::EOPNOTSUPP)) => {
+            "this kernel has no ipvlan driver (CONFIG_IPVLAN); use macvlan or move the interface".into()
+        }
+        (HostAttach::Vlan(_), Some(libc::EOPNOTSUPP)) => {
+            "this kernel has no 802.1Q VLAN driver (CONFIG_VLAN_8021Q); give each LAN its own host interface (macvlan or move)".into()
+        }
+        (HostAttach::Macvlan, Some(libc::EOPNOTSUPP)) => {
+            "this kernel has no macvlan driver (CONFIG_MACVLAN); move the interface instead".into()
+        }
+        (HostAttach::Macvlan | HostAttach::Ipvlan | HostAttach::Vlan(_), Some(libc::EINVAL)) => {
+            format!(
+                "{} (a device on {host} may not have a larger MTU than {host} itself)",
+                reason(e)
+            )
+        }
+        (HostAttach::Vlan(_), Some(libc::ENETDOWN)) => {
+            format!("{host} is down in the host, and a VLAN device needs its interface up")
+        }
+        _ => reason(e),
+    }
+}
+
 /// `ip route add PREFIX encap seg6 mode encap.red segs SEGMENT dev DEV table T`.
 fn seg6_encap_message(
     to: ipnetwork::Ipv4Network,
@@ -648,6 +772,9 @@ async fn wait_for_carrier(plan: &Plan, nss: &HashMap<String, Ns>) {
         {
             want.entry(ns).or_default().push(name);
             want.entry(peer_ns).or_default().push(peer_name);
+        }
+        if let Op::HostLink { ns, name, .. } = op {
+            want.entry(ns).or_default().push(name);
         }
     }
     let deadline = tokio::time::Instant::now() + CARRIER_WAIT;

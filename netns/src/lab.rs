@@ -4,10 +4,12 @@
 //! removes every lab's leftovers, by record and by marker.
 
 use crate::apply::{self, ApplyError, Cancel, Progress};
-use crate::ops::Plan;
+use crate::host::{self, HostLinkRecord};
+use crate::ops::{HostAttach, Plan};
 use crate::process::{self, ProcessId};
 use crate::state::{LabLock, LabState, NodeRecord, Status, now_unix};
 use crate::{inspect, namespace};
+use std::collections::BTreeSet;
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,6 +32,11 @@ pub enum LabError {
     RollbackFailed(ApplyError, io::Error),
     #[error("lab state in {dir}: {source}")]
     State { dir: PathBuf, source: io::Error },
+    /// Host interfaces the plan may not take, every one with its reason.
+    #[error(transparent)]
+    HostRefused(#[from] crate::host::Refused),
+    #[error("reading host interface {iface} before moving it (nothing was built): {source}")]
+    HostRead { iface: String, source: io::Error },
 }
 
 fn state_err(lab: &str) -> impl FnOnce(io::Error) -> LabError + '_ {
@@ -40,11 +47,15 @@ fn state_err(lab: &str) -> impl FnOnce(io::Error) -> LabError + '_ {
 }
 
 /// Build a lab from its plan. On error or cancellation nothing of it remains.
+/// Host links are checked first (`host::preflight`; `force` takes an interface
+/// with the host's default route or global addresses anyway) and a moved
+/// interface's host state is recorded before anything is made.
 pub async fn up(
     plan: &Plan,
     topology: Option<PathBuf>,
     cancel: &Cancel,
     progress: Progress<'_>,
+    force: bool,
 ) -> Result<(), LabError> {
     let lab = plan.lab.as_str();
     // Under the lab's lock from the check to the record: two `up`s of one lab
@@ -60,11 +71,43 @@ pub async fn up(
     }
     // Another lab's or someone else's namespace is never taken over, nor removed by
     // our rollback: refuse before recording anything.
-    if let Some((_, ns, _)) = plan.nodes.iter().find(|(_, ns, _)| namespace::exists(ns)) {
+    let refuse = |lock: LabLock, e: LabError| {
         drop(lock);
         // The directory made just now for the lock holds nothing.
         let _ = std::fs::remove_dir(LabState::dir(lab));
-        return Err(LabError::NamespaceTaken(ns.clone(), lab.into()));
+        Err(e)
+    };
+    if let Some((_, ns, _)) = plan.nodes.iter().find(|(_, ns, _)| namespace::exists(ns)) {
+        return refuse(lock, LabError::NamespaceTaken(ns.clone(), lab.into()));
+    }
+    // Host interfaces: refused before anything is recorded or made; a moved
+    // one's host state read now, while the host still has it.
+    let mut host_links = host::host_links(plan);
+    let mut host_netns = None;
+    if !host_links.is_empty() {
+        if let Err(e) = host::preflight(plan, force).await {
+            return refuse(lock, e.into());
+        }
+        let (id, file) = match host::HostNetns::current() {
+            Ok(h) => h,
+            Err(source) => {
+                let iface = host_links[0].host.clone();
+                return refuse(lock, LabError::HostRead { iface, source });
+            }
+        };
+        for l in host_links
+            .iter_mut()
+            .filter(|l| l.attach == HostAttach::Move)
+        {
+            match host::read_interface(&file, &l.host).await {
+                Ok(i) => l.moved = Some(i),
+                Err(source) => {
+                    let iface = l.host.clone();
+                    return refuse(lock, LabError::HostRead { iface, source });
+                }
+            }
+        }
+        host_netns = Some(id);
     }
     let state = LabState {
         lab: lab.to_string(),
@@ -82,6 +125,8 @@ pub async fn up(
             })
             .collect(),
         processes: Vec::new(),
+        host_netns,
+        host_links,
     };
     // Write-ahead: the record names every namespace before the first one exists.
     state.save_locked(&lock).map_err(state_err(lab))?;
@@ -99,6 +144,15 @@ pub async fn up(
                     .map_err(state_err(lab))?;
             }
             match down(lab).await {
+                // A host interface that could not be given back keeps its
+                // namespace and the record: not everything was removed.
+                Ok(r) if LabState::dir(lab).exists() => Err(LabError::RollbackFailed(
+                    e,
+                    io::Error::other(format!(
+                        "{}; see `tunbench down {lab}`",
+                        r.problems.join("; ")
+                    )),
+                )),
                 Ok(_) => Err(LabError::RolledBack(e)),
                 Err(r) => Err(LabError::RollbackFailed(e, r)),
             }
@@ -114,8 +168,11 @@ pub struct Removed {
     /// Whether there was anything of the lab at all.
     pub found: bool,
     /// What was wrong or left alone, each naming the object and why: an unreadable
-    /// record, a recorded namespace without the lab's marker, a failed removal.
+    /// record, a recorded namespace without the lab's marker, a failed removal,
+    /// a host interface that could not be given back.
     pub problems: Vec<String>,
+    /// Host interfaces moved back into the host with their state restored.
+    pub returned: Vec<String>,
 }
 
 /// Remove what the lab owns: the processes its record names, every process inside
@@ -171,6 +228,15 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
         }
     }
     r.processes += stop_inside(&namespaces);
+    // Moved interfaces go back to the host before their namespace is deleted
+    // (which would destroy a veth, and send a NIC to the init namespace bare).
+    // One that cannot keeps its namespace and its record, for a later retry.
+    let mut kept: Vec<HostLinkRecord> = Vec::new();
+    if let Some(s) = &state {
+        kept = give_back_all(s, &mut r).await;
+    }
+    let keep: BTreeSet<&str> = kept.iter().map(|l| l.ns.as_str()).collect();
+    namespaces.retain(|ns| !keep.contains(ns.as_str()));
     for ns in namespaces {
         match namespace::delete(&ns) {
             Ok(true) => {
@@ -181,9 +247,67 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
             Err(e) => r.problems.push(format!("removing namespace {ns}: {e}")),
         }
     }
-    LabState::remove(lab).map_err(state_err_io(lab))?;
+    match (&state, &lock) {
+        (Some(s), Some(lock)) if !kept.is_empty() => {
+            // What is left: the namespaces holding what was not given back.
+            let mut left = s.clone();
+            left.nodes.retain(|n| keep.contains(n.namespace.as_str()));
+            left.processes.clear();
+            left.builder = None;
+            left.host_links = kept;
+            left.save_locked(lock).map_err(state_err_io(lab))?;
+        }
+        _ => LabState::remove(lab).map_err(state_err_io(lab))?,
+    }
     drop(lock);
     Ok(r)
+}
+
+/// Give back every interface the lab moved; the records of those that could
+/// not be (each named in `r.problems`, with why).
+async fn give_back_all(s: &LabState, r: &mut Removed) -> Vec<HostLinkRecord> {
+    let moved: Vec<&HostLinkRecord> = s.host_links.iter().filter(|l| l.moved.is_some()).collect();
+    if moved.is_empty() {
+        return Vec::new();
+    }
+    let host = s.host_netns.as_ref().and_then(|h| h.find());
+    let mut kept = Vec::new();
+    for l in moved {
+        let Some(file) = &host else {
+            let whose = s
+                .host_netns
+                .as_ref()
+                .map(|h| h.describe())
+                .unwrap_or_else(|| "(not recorded)".into());
+            r.problems.push(format!(
+                "cannot give back host interface {}: the host's namespace ({whose}) is gone; left {} and the record in place",
+                l.describe(),
+                l.ns
+            ));
+            kept.push(l.clone());
+            continue;
+        };
+        match host::give_back(file, l, &s.lab).await {
+            Ok((from, warnings)) => {
+                r.returned.push(format!("{} (from {from})", l.host));
+                r.problems.extend(warnings);
+            }
+            Err(host::NotGiven::NotOurs(why)) => r.problems.push(format!(
+                "host interface {} not given back: {why}",
+                l.describe()
+            )),
+            Err(why) => {
+                r.problems.push(format!(
+                    "giving back host interface {}: {why}; left {} and the record in place",
+                    l.describe(),
+                    l.ns
+                ));
+                kept.push(l.clone());
+            }
+        }
+        r.found = true;
+    }
+    kept
 }
 
 fn state_err_io(lab: &str) -> impl FnOnce(io::Error) -> io::Error + '_ {
@@ -231,7 +355,18 @@ pub async fn clean() -> Vec<Removed> {
             ..Default::default()
         }));
     }
-    let orphans = marked(None).await;
+    // A namespace a lab's record still names (kept for a host interface that
+    // could not be given back) is that lab's, not an orphan.
+    let recorded: BTreeSet<String> = LabState::lab_names()
+        .iter()
+        .filter_map(|l| LabState::load(l).ok().flatten())
+        .flat_map(|s| s.nodes.into_iter().map(|n| n.namespace))
+        .collect();
+    let orphans: Vec<String> = marked(None)
+        .await
+        .into_iter()
+        .filter(|ns| !recorded.contains(ns))
+        .collect();
     if !orphans.is_empty() {
         let mut r = Removed {
             lab: "(no record)".into(),

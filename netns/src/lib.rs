@@ -2,6 +2,7 @@
 //! addresses, routes, sysctls, over netlink, each owned by a lab and removed by it.
 
 pub mod apply;
+pub mod host;
 pub mod inspect;
 pub mod lab;
 pub mod namespace;
@@ -17,7 +18,8 @@ pub mod tool;
 pub mod tun;
 
 pub use apply::{ApplyError, Cancel};
+pub use host::{HostLinkRecord, HostNetns, Refused, preflight};
 pub use lab::{LabError, Removed, clean, down, up};
-pub use ops::{Op, Phase, Plan};
+pub use ops::{HostAttach, Op, Phase, Plan};
 pub use socket::handle_in;
 pub use state::LabState;

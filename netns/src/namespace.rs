@@ -183,3 +183,18 @@ pub fn pids(name: &str) -> Vec<i32> {
         })
         .collect()
 }
+
+/// Run `f` on a fresh thread inside the namespace `ns` is a descriptor of (a
+/// /run/netns file, /proc/PID/ns/net, /proc/thread-self/ns/net).
+pub fn run_in_file<T: Send + 'static>(
+    ns: &File,
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    let ns = ns.try_clone()?;
+    std::thread::spawn(move || {
+        setns(ns.as_fd(), CloneFlags::CLONE_NEWNET)?;
+        f()
+    })
+    .join()
+    .map_err(|_| io::Error::other("namespace worker thread panicked"))?
+}

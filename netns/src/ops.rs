@@ -121,8 +121,10 @@ pub enum Op {
     /// Traffic-control commands (`tc -batch -` lines) in a namespace, once the
     /// devices they name exist and are up.
     Tc { ns: String, batch: String },
-    /// The node's device `name` in `ns`, made from the interface `host` of the
-    /// namespace tunbench runs in, with this MTU and up.
+    /// The node's device `name` in namespace `ns`, made from the interface `host`
+    /// of the namespace tunbench runs in (the host), with this MTU and up. A
+    /// macvlan, ipvlan or VLAN device is made directly in `ns` and goes with it;
+    /// a moved interface is given back, with its host state, by `down`/`clean`.
     HostLink {
         ns: String,
         name: String,
@@ -136,10 +138,25 @@ pub enum Op {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HostAttach {
+    /// A macvlan in bridge mode: its own MAC on the host interface's segment.
     Macvlan,
+    /// An ipvlan in l2 mode: the host interface's MAC, its own addresses.
     Ipvlan,
+    /// An 802.1Q sub-interface with this VLAN id (1..=4094).
     Vlan(u16),
+    /// The host interface itself, moved into the node and renamed.
     Move,
+}
+
+impl fmt::Display for HostAttach {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            HostAttach::Macvlan => write!(f, "macvlan"),
+            HostAttach::Ipvlan => write!(f, "ipvlan"),
+            HostAttach::Vlan(id) => write!(f, "vlan {id}"),
+            HostAttach::Move => write!(f, "move"),
+        }
+    }
 }
 
 /// Ops run phase by phase; within a phase they are independent and run at once.
@@ -158,7 +175,7 @@ impl Op {
     pub fn phase(&self) -> Phase {
         match self {
             Op::Namespace { .. } => Phase::Namespaces,
-            Op::Bridge { .. } | Op::Veth { .. } => Phase::Links,
+            Op::Bridge { .. } | Op::Veth { .. } | Op::HostLink { .. } => Phase::Links,
             Op::Sysctl { .. } => Phase::Sysctls,
             Op::Port { .. } | Op::Up { .. } => Phase::Ports,
             Op::Address { .. } => Phase::Addresses,
@@ -169,7 +186,7 @@ impl Op {
             | Op::LocalRuleAt { .. }
             | Op::Rule { .. }
             | Op::PairRoute { .. } => Phase::Routes,
-            Op::Tun { .. } | Op::HostLink { .. } => Phase::Links,
+            Op::Tun { .. } => Phase::Links,
             Op::LinkSet { .. } => Phase::Ports,
             Op::Nftables { .. } | Op::Tc { .. } => Phase::Firewall,
         }
@@ -363,24 +380,23 @@ impl fmt::Display for Op {
                 host,
                 attach,
                 mtu,
-            } => match attach {
-                HostAttach::Move => write!(
+            } => {
+                let kind = match attach {
+                    HostAttach::Macvlan => "macvlan mode bridge".to_string(),
+                    HostAttach::Ipvlan => "ipvlan mode l2".to_string(),
+                    HostAttach::Vlan(id) => format!("vlan id {id}"),
+                    HostAttach::Move => {
+                        return write!(
+                            f,
+                            "ip link set {host} netns {ns}; ip -n {ns} link set {host} name {name} mtu {mtu} up"
+                        );
+                    }
+                };
+                write!(
                     f,
-                    "ip link set {host} netns {ns}; ip -n {ns} link set {host} name {name} mtu {mtu} up"
-                ),
-                HostAttach::Macvlan => write!(
-                    f,
-                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type macvlan mode bridge; ip -n {ns} link set {name} up"
-                ),
-                HostAttach::Ipvlan => write!(
-                    f,
-                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type ipvlan mode l2; ip -n {ns} link set {name} up"
-                ),
-                HostAttach::Vlan(id) => write!(
-                    f,
-                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type vlan id {id}; ip -n {ns} link set {name} up"
-                ),
-            },
+                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type {kind}; ip -n {ns} link set {name} up"
+                )
+            }
         }
     }
 }
@@ -427,6 +443,35 @@ mod tests {
         assert_eq!(
             v.to_string(),
             "ip -n l-a link add eth0 mtu 9000 up type veth peer name eth1 netns l-b mtu 9000"
+        );
+        let h = |attach| Op::HostLink {
+            ns: "l-a".into(),
+            name: "eth0".into(),
+            host: "enp3s0".into(),
+            attach,
+            mtu: 1500,
+        };
+        assert_eq!(
+            h(HostAttach::Macvlan).to_string(),
+            "ip link add link enp3s0 name eth0 netns l-a mtu 1500 type macvlan mode bridge; ip -n l-a link set eth0 up"
+        );
+        assert_eq!(
+            h(HostAttach::Ipvlan).to_string(),
+            "ip link add link enp3s0 name eth0 netns l-a mtu 1500 type ipvlan mode l2; ip -n l-a link set eth0 up"
+        );
+        assert_eq!(
+            h(HostAttach::Vlan(11)).to_string(),
+            "ip link add link enp3s0 name eth0 netns l-a mtu 1500 type vlan id 11; ip -n l-a link set eth0 up"
+        );
+        assert_eq!(
+            h(HostAttach::Move).to_string(),
+            "ip link set enp3s0 netns l-a; ip -n l-a link set enp3s0 name eth0 mtu 1500 up"
+        );
+        assert_eq!(h(HostAttach::Move).phase(), Phase::Links);
+        let j = serde_json::to_string(&HostAttach::Vlan(11)).unwrap();
+        assert_eq!(
+            serde_json::from_str::<HostAttach>(&j).unwrap(),
+            HostAttach::Vlan(11)
         );
         assert!(
             Phase::Namespaces < Phase::Links

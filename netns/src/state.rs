@@ -2,6 +2,7 @@
 //! It is written before the first object is made (write-ahead), so a lab killed
 //! at any point can still be removed exactly by `down` or `clean`.
 
+use crate::host::{HostLinkRecord, HostNetns};
 use crate::process::ProcessId;
 use serde::{Deserialize, Serialize};
 use std::fs::{DirBuilder, File, OpenOptions};
@@ -55,6 +56,14 @@ pub struct LabState {
     /// Every namespace the lab owns (planned ones included while building).
     pub nodes: Vec<NodeRecord>,
     pub processes: Vec<OwnedProcess>,
+    /// The namespace `up` ran in (the host), when the lab has host links.
+    #[serde(default)]
+    pub host_netns: Option<HostNetns>,
+    /// Every `Op::HostLink` of the plan; a moved interface with the host's state
+    /// of it, read before anything was made. `down` drops one only once it is
+    /// back in the host.
+    #[serde(default)]
+    pub host_links: Vec<HostLinkRecord>,
 }
 
 impl LabState {
@@ -294,12 +303,20 @@ mod tests {
                 },
                 what: "userspace router r1".into(),
             }],
+            host_netns: None,
+            host_links: Vec::new(),
         };
         let j = serde_json::to_string(&s).unwrap();
         assert!(j.contains("\"status\":\"building\""), "{j}");
         let back: LabState = serde_json::from_str(&j).unwrap();
         assert_eq!(back, s);
         assert_eq!(back.namespaces().collect::<Vec<_>>(), ["home-pc"]);
+        // A record written before host links existed still loads.
+        let old = j
+            .replace(",\"host_netns\":null", "")
+            .replace(",\"host_links\":[]", "");
+        assert!(!old.contains("host_"), "{old}");
+        assert_eq!(serde_json::from_str::<LabState>(&old).unwrap(), s);
     }
 
     /// Every test here shares one run directory of its own: the variable is read
@@ -337,6 +354,8 @@ mod tests {
             builder: None,
             nodes: Vec::new(),
             processes: Vec::new(),
+            host_netns: None,
+            host_links: Vec::new(),
         }
     }
 

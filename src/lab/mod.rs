@@ -60,7 +60,7 @@ pub async fn up_text(
         }
     };
     let abs = std::fs::canonicalize(source).ok();
-    netns::up(&p, abs.clone(), cancel, &progress).await?;
+    netns::up(&p, abs.clone(), cancel, &progress, false).await?;
     // Userspace datapaths (started below, once the lab's copy of the topology is
     // written) attach to the TUNs the plan made; a lab whose datapath cannot
     // start is taken down again, like any other failed step.
