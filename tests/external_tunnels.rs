@@ -10,6 +10,14 @@ use common::*;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
+/// One test of this file at a time: wireguard-go and the engine's UDP at a
+/// fixed rate miss it when the other tests' labs come up beside them on a
+/// small machine.
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn id() -> u32 {
     std::process::id() % 100000
 }
@@ -44,7 +52,7 @@ struct Netns(String);
 
 impl Netns {
     fn new(name: String) -> Netns {
-        let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
         run(Command::new(program("ip")).args(["netns", "add", &name]));
         ip_in(&name, &["link", "set", "lo", "up"]);
         Netns(name)
@@ -104,6 +112,7 @@ fn write(dir: &Path, name: &str, body: &str) -> String {
 /// with `wg setconf` from what `tunbench keys` prints plus its own private key.
 /// pc's peer is run by `imp`.
 fn a_lab_peer_and_wireguard_go_outside_the_lab(tag: &str, imp: &str) {
+    let _turn = turn();
     let (h, lab) = hardware(tag);
     let dir = tempfile::tempdir().unwrap();
     let private = exec_in(&h.router, program("wg"), &["genkey"]).stdout;
@@ -377,6 +386,7 @@ fn kernel_aftr(h: &EmulatedHost, web: &str) {
 /// client behind the lab's B4 reaches web, an IPv4 server beyond the AFTR
 /// outside the lab: the B4 (datapath `dp`) encapsulates to the AFTR's address.
 fn softwire_to_an_aftr_outside_the_lab(tag: &str, dp: &str) {
+    let _turn = turn();
     let (h, lab) = hardware(tag);
     let web = Netns::new(format!("xtw{tag}{}", id()));
     kernel_aftr(&h, &web.0);
