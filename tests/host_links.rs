@@ -273,6 +273,14 @@ fn the_real_nvr500_file_moves_both_nics_in_and_gives_them_back_exactly() {
             !h.links().contains(&"enp1s0".to_string()),
             "enp1s0 is in the lab"
         );
+        let st = h.tunbench(&["status", &lab]);
+        assert!(
+            text(&st).contains(&format!(
+                "host interface enp1s0 (moved into {lab}-pc as eth0)"
+            )),
+            "{}",
+            text(&st)
+        );
         let c = h.tunbench(&["check", &lab]);
         assert!(c.status.success(), "check: {}", text(&c));
         traffic_both_ways(
