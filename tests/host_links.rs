@@ -59,6 +59,9 @@ fn carries_traffic_and_leaves_the_host_as_it_was(h: &EmulatedHost, lab: &str, fi
         assert!(o.status.success(), "up: {}", text(&o));
         let c = h.tunbench(&["check", lab]);
         assert!(c.status.success(), "check: {}", text(&c));
+        let x = h.tunbench(&["exec", lab, "rtr", "--", "true"]);
+        assert_eq!(x.status.code(), Some(2), "{}", text(&x));
+        assert!(text(&x).contains("external device"), "{}", text(&x));
         traffic_both_ways(
             lab,
             &[
