@@ -114,3 +114,61 @@ fn clean_stops_processes_in_marked_namespaces_without_a_record() {
     );
     assert_gone(&lab);
 }
+
+/// `kill -9` of `up` once it has moved the NICs into the lab, then `clean`
+/// (run from the machine's namespace, as after a crash): both come back with
+/// their state, and nothing of the lab is left. On emulated hardware
+/// (tests/common EmulatedHost), so no interface of this machine is touched.
+#[test]
+fn kill_9_after_a_move_then_clean_gives_the_interfaces_back() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    use std::time::{Duration, Instant};
+    let h = EmulatedHost::new("k9");
+    let ip = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["-n", &h.host])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+    };
+    ip(&["link", "set", "enp1s0", "mtu", "1400"]);
+    ip(&["link", "set", "enp2s0", "down"]);
+    let before: Vec<String> = ["enp1s0", "enp2s0"].map(|n| h.state_of(n)).to_vec();
+    let lab = lab_name("k9m");
+    let _g = LabGuard(lab.clone());
+    let mut child = h
+        .command(&[
+            "up",
+            topo("nvr500-real.toml").to_str().unwrap(),
+            "--name",
+            &lab,
+        ])
+        .env("TUNBENCH_TEST_PHASE_DELAY_MS", "1500")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while h.links().contains(&"enp2s0".to_string()) && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !h.links().contains(&"enp2s0".to_string()),
+        "up never moved the NICs"
+    );
+    child.kill().unwrap(); // SIGKILL: no cleanup of its own
+    child.wait().unwrap();
+    assert!(state_dir(&lab).exists(), "the write-ahead record is there");
+
+    let c = tunbench(&["clean"]);
+    assert!(c.status.success(), "{}", text(&c));
+    assert!(
+        text(&c).contains("gave back host interfaces") && text(&c).contains("enp1s0"),
+        "{}",
+        text(&c)
+    );
+    assert_gone(&lab);
+    let after: Vec<String> = ["enp1s0", "enp2s0"].map(|n| h.state_of(n)).to_vec();
+    assert_eq!(after, before, "the NICs as they were before up");
+}

@@ -46,6 +46,26 @@ fn graph_mermaid() {
 }
 
 #[test]
+fn graph_shows_external_devices_and_the_host_interfaces_that_reach_them() {
+    let file = topo("nvr500-real.toml");
+    let dot = tunbench(&["graph", file.to_str().unwrap()]);
+    assert!(dot.status.success(), "{}", text(&dot));
+    let s = String::from_utf8_lossy(&dot.stdout);
+    assert!(
+        s.contains("\"nvr500\" [shape=hexagon, label=\"nvr500\\n(external)\"]"),
+        "{s}"
+    );
+    assert!(s.contains("label=\"mtu 1500, host enp1s0 (moved)\""), "{s}");
+    let m = tunbench(&["graph", file.to_str().unwrap(), "--format", "mermaid"]);
+    let s = String::from_utf8_lossy(&m.stdout);
+    assert!(s.contains("nvr500{{\"nvr500<br/>external\"}}"), "{s}");
+    assert!(
+        s.contains("(mtu 1500, host enp2s0 (moved))\"| nvr500"),
+        "{s}"
+    );
+}
+
+#[test]
 fn graph_of_a_broken_file_is_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("x.toml");

@@ -573,7 +573,9 @@ fn saved_route(r: &RouteMessage) -> Option<SavedRoute> {
     Some(s)
 }
 
-fn address_of(a: &AddressMessage) -> Option<IpNetwork> {
+/// An address message's own address: IFA_LOCAL where present (IFA_ADDRESS is
+/// the peer on point-to-point links), with its prefix length.
+pub(crate) fn address_of(a: &AddressMessage) -> Option<IpNetwork> {
     let mut ip = None;
     for at in &a.attributes {
         match at {

@@ -3,7 +3,6 @@
 use crate::apply::reason;
 use crate::socket::handle_in;
 use futures::TryStreamExt;
-use netlink_packet_route::address::AddressAttribute;
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkInfo, Prop, State};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -41,20 +40,12 @@ pub async fn devices(ns: &str) -> io::Result<Vec<Device>> {
         .map_err(|e| io::Error::other(reason(e)))?;
     let mut by_index: HashMap<u32, Vec<String>> = HashMap::new();
     for a in addrs {
-        // IFA_ADDRESS is the peer on point-to-point links; IFA_LOCAL, where present, is ours.
-        let mut ip = None;
-        for at in &a.attributes {
-            match at {
-                AddressAttribute::Local(x) => ip = Some(*x),
-                AddressAttribute::Address(x) if ip.is_none() => ip = Some(*x),
-                _ => {}
-            }
-        }
-        if let Some(ip) = ip {
-            by_index
-                .entry(a.header.index)
-                .or_default()
-                .push(format!("{ip}/{}", a.header.prefix_len));
+        if let Some(net) = crate::host::address_of(&a) {
+            by_index.entry(a.header.index).or_default().push(format!(
+                "{}/{}",
+                net.ip(),
+                net.prefix()
+            ));
         }
     }
     let mut names: HashMap<u32, String> = HashMap::new();

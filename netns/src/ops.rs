@@ -154,7 +154,7 @@ impl fmt::Display for HostAttach {
             HostAttach::Macvlan => write!(f, "macvlan"),
             HostAttach::Ipvlan => write!(f, "ipvlan"),
             HostAttach::Vlan(id) => write!(f, "vlan {id}"),
-            HostAttach::Move => write!(f, "move"),
+            HostAttach::Move => write!(f, "moved"),
         }
     }
 }

@@ -662,7 +662,7 @@ fn unsafe_or_missing_host_interfaces_are_refused_with_nothing_made() {
         false,
         &[
             "enp4s0 (for ",
-            ":eth0, move)",
+            ":eth0, moved)",
             "default route `default dev enp4s0 (IPv4, table main)`",
             "--force",
         ],

@@ -21,6 +21,17 @@ pub fn exec(a: ExecArgs) -> Result<i32> {
         netns::LabState::load(l)?.ok_or_else(|| anyhow::anyhow!("no lab named {l} is up"))?;
     let Some(rec) = state.nodes.iter().find(|n| n.node == node) else {
         let names: Vec<&str> = state.nodes.iter().map(|n| n.node.as_str()).collect();
+        let external = crate::lab::find(l).ok().is_some_and(|r| {
+            r.topology
+                .nodes
+                .iter()
+                .any(|n| n.name == node && !n.kind.is_built())
+        });
+        if external {
+            return Err(bad_input(format!(
+                "\"{node}\" is an external device of lab {l}: tunbench has no namespace for it; run commands on the device itself"
+            )));
+        }
         return Err(bad_input(format!(
             "lab {l} has no node \"{node}\"; its nodes: {}",
             names.join(", ")

@@ -23,6 +23,10 @@ pub struct UpArgs {
     /// Build this `[scenarios.NAME]` variant of the file.
     #[arg(long)]
     pub scenario: Option<String>,
+    /// Take a host interface (`host = ...` on a link) even when it carries this
+    /// machine's default route or addresses of its own.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -43,6 +47,7 @@ pub fn up(a: UpArgs) -> Result<i32> {
         prefix,
         dry_run,
         scenario,
+        force,
     } = a;
     let mut t = topology::load(&file)?;
     let mut text =
@@ -97,7 +102,7 @@ pub fn up(a: UpArgs) -> Result<i32> {
     }
     let rt = runtime()?;
     let (cancel, _) = on_signals(&rt);
-    let s = rt.block_on(lab::up_text(&t, &file, &text, &naming, &cancel))?;
+    let s = rt.block_on(lab::up_text(&t, &file, &text, &naming, &cancel, force))?;
     println!(
         "lab {} is up: {} namespaces, {} links, {} addresses, {} routes in {:.3} s",
         s.lab,
@@ -116,9 +121,10 @@ pub fn down(a: DownArgs) -> Result<i32> {
     let r = runtime()?.block_on(netns::down(&name))?;
     if r.found {
         println!(
-            "lab {name} is down: removed {} namespaces, stopped {} processes",
+            "lab {name} is down: removed {} namespaces, stopped {} processes{}",
             r.namespaces.len(),
-            r.processes
+            r.processes,
+            returned(&r)
         );
     } else {
         println!("lab {name} is not up; nothing to remove");
@@ -148,16 +154,26 @@ pub fn clean(a: CleanArgs) -> Result<i32> {
     for r in removed.iter().filter(|r| r.found) {
         any = true;
         println!(
-            "{}: removed {} namespaces, stopped {} processes",
+            "{}: removed {} namespaces, stopped {} processes{}",
             r.lab,
             r.namespaces.len(),
-            r.processes
+            r.processes,
+            returned(r)
         );
     }
     if !any {
         println!("nothing to clean");
     }
     Ok(report_problems(&removed))
+}
+
+/// ", gave back host interfaces enp1s0, enp2s0" when there were any.
+fn returned(r: &netns::Removed) -> String {
+    if r.returned.is_empty() {
+        String::new()
+    } else {
+        format!(", gave back host interfaces {}", r.returned.join(", "))
+    }
 }
 
 /// Each lab's problems on stderr, one a line naming the lab; exit code 1 if any.

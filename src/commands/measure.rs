@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// (without it, a run whose scenarios have manual steps needs a terminal).
     #[arg(long)]
     pub yes: bool,
+    /// Take a host interface (`host = ...` on a link) even when it carries this
+    /// machine's default route or addresses of its own.
+    #[arg(long)]
+    pub force: bool,
     /// Print the scenarios in order, their manual steps and what each measures;
     /// build nothing.
     #[arg(long)]
@@ -197,6 +201,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
         duration: a.duration,
         trial_duration: a.trial_duration,
         scenarios: a.scenario.clone(),
+        force: a.force,
     };
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| bad_input(format!("reading {}: {e}", a.file.display())))?;

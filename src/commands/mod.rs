@@ -125,7 +125,14 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(e) => {
             let code = e.downcast_ref::<Exit>().map(|x| x.code).unwrap_or_else(|| {
-                if e.downcast_ref::<LoadError>().is_some() {
+                // Bad input: a file that does not load, or host interfaces
+                // the lab may not take.
+                if e.downcast_ref::<LoadError>().is_some()
+                    || matches!(
+                        e.downcast_ref::<netns::LabError>(),
+                        Some(netns::LabError::HostRefused(_))
+                    )
+                {
                     2
                 } else {
                     1

@@ -69,6 +69,9 @@ pub fn status(a: StatusArgs) -> Result<i32> {
                     && h.job == crate::lab::datapath::Job::Tunnel(tunnel.to_string())
             })
         };
+        // Interfaces of the machine the lab took, and the external devices
+        // it reaches through them (nothing of theirs runs here).
+        let host_interfaces: Vec<String> = state.host_links.iter().map(|h| h.describe()).collect();
         let mut wireguard = crate::endpoint::wireguard::peers_of(l);
         wireguard.retain(|f| !dead(&f.tunnel, &f.node));
         let mut ikev2 = crate::endpoint::ikev2::sa_files_of(l);
@@ -83,7 +86,7 @@ pub fn status(a: StatusArgs) -> Result<i32> {
                     .collect()
             })
             .unwrap_or_default();
-        out.push(serde_json::json!({ "lab": l, "status": status_word, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2 }));
+        out.push(serde_json::json!({ "lab": l, "status": status_word, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2, "host_interfaces": host_interfaces }));
     }
     let code = if unreadable > 0 { 1 } else { 0 };
     if json {
@@ -101,6 +104,9 @@ pub fn status(a: StatusArgs) -> Result<i32> {
             l["nodes"].as_array().map(|a| a.len()).unwrap_or(0),
             l["topology"].as_str().unwrap_or("?")
         );
+        for h in l["host_interfaces"].as_array().into_iter().flatten() {
+            println!("  host interface {}", h.as_str().unwrap_or(""));
+        }
         for n in l["nodes"].as_array().into_iter().flatten() {
             let present = if n["present"].as_bool() == Some(true) {
                 ""

@@ -1,7 +1,11 @@
 //! `tunbench validate`: topology files checked without touching the kernel; exit
-//! 2 when any is wrong.
+//! 2 when any is wrong. A file whose links leave by host interfaces is also
+//! checked against this machine (read only): the interfaces must exist and be
+//! free for the lab to take.
 
-use crate::topology;
+use super::runtime;
+use crate::plan::{Naming, plan};
+use crate::topology::{self, Topology};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -9,10 +13,22 @@ use std::path::PathBuf;
 pub struct ValidateArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// Check the files alone, not the host interfaces they name on this machine
+    /// (for a file meant for another machine).
+    #[arg(long)]
+    pub file_only: bool,
+    /// As `up --force`: accept host interfaces that carry this machine's default
+    /// route or addresses of its own.
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub fn validate(a: ValidateArgs) -> Result<i32> {
-    let ValidateArgs { files } = a;
+    let ValidateArgs {
+        files,
+        file_only,
+        force,
+    } = a;
     let mut bad = 0;
     for f in &files {
         match topology::load(f) {
@@ -25,9 +41,20 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
                 );
                 // What `run` will ask someone to do by hand, in its order.
                 let text = std::fs::read_to_string(f).unwrap_or_default();
-                for s in topology::scenario::scenarios_str(&text, f).unwrap_or_default() {
+                let scenarios = topology::scenario::scenarios_str(&text, f).unwrap_or_default();
+                for s in &scenarios {
                     if let Some(step) = &s.manual {
                         println!("  scenario {}, manual step: {step}", s.name);
+                    }
+                }
+                if !file_only {
+                    let all = std::iter::once(&t).chain(scenarios.iter().map(|s| &s.topology));
+                    let problems = host_problems(all, force)?;
+                    if !problems.is_empty() {
+                        bad += 1;
+                        for p in problems {
+                            eprintln!("{}: on this machine: {p}", f.display());
+                        }
                     }
                 }
             }
@@ -38,4 +65,28 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
         }
     }
     Ok(if bad > 0 { 2 } else { 0 })
+}
+
+/// What `up` would refuse about the host interfaces of these topologies (the
+/// file and its scenarios), each once.
+fn host_problems<'a>(ts: impl Iterator<Item = &'a Topology>, force: bool) -> Result<Vec<String>> {
+    let plans: Vec<_> = ts
+        .filter(|t| t.links.iter().any(|l| l.host.is_some()))
+        .map(|t| plan(t, &Naming::new(&t.name, None)))
+        .collect();
+    if plans.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rt = runtime()?;
+    let mut out: Vec<String> = Vec::new();
+    for p in &plans {
+        if let Err(r) = rt.block_on(netns::preflight(p, force)) {
+            for line in r.problems {
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+    }
+    Ok(out)
 }

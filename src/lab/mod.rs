@@ -28,15 +28,18 @@ pub struct UpSummary {
 }
 
 /// Bring up `t` as lab `naming.lab`. Nothing remains of it on error or on `cancel`.
+/// `force` takes host interfaces that carry the host's default route or its own
+/// addresses (netns::host::preflight).
 pub async fn up(
     t: &Topology,
     source: &Path,
     naming: &Naming,
     cancel: &Cancel,
+    force: bool,
 ) -> Result<UpSummary> {
     let text =
         std::fs::read_to_string(source).with_context(|| format!("reading {}", source.display()))?;
-    up_text(t, source, &text, naming, cancel).await
+    up_text(t, source, &text, naming, cancel, force).await
 }
 
 /// `up` for a topology whose text is not the file's own (a scenario's merged
@@ -47,6 +50,7 @@ pub async fn up_text(
     text: &str,
     naming: &Naming,
     cancel: &Cancel,
+    force: bool,
 ) -> Result<UpSummary> {
     let started = Instant::now();
     let p = plan::plan(t, naming);
@@ -60,7 +64,7 @@ pub async fn up_text(
         }
     };
     let abs = std::fs::canonicalize(source).ok();
-    netns::up(&p, abs.clone(), cancel, &progress, false).await?;
+    netns::up(&p, abs.clone(), cancel, &progress, force).await?;
     // Userspace datapaths (started below, once the lab's copy of the topology is
     // written) attach to the TUNs the plan made; a lab whose datapath cannot
     // start is taken down again, like any other failed step.

@@ -21,6 +21,8 @@ pub struct Overrides {
     pub trial_duration: Option<f64>,
     /// Only these scenarios, in this order (empty: every one).
     pub scenarios: Vec<String>,
+    /// Take host interfaces with the host's default route or addresses anyway.
+    pub force: bool,
 }
 
 /// The spec for one `[[measure]]` entry.
@@ -287,7 +289,7 @@ async fn measure_once(
     progress: &mut (dyn FnMut(&Progress) + Send),
     manual: &mut ManualStep<'_>,
 ) -> Result<Results> {
-    labs::up_text(t, file, text, naming, cancel_up).await?;
+    labs::up_text(t, file, text, naming, cancel_up, o.force).await?;
     let result = (|| -> Result<Results> {
         if let Some(s) = scenario {
             if let Some(step) = &s.manual {

@@ -1,7 +1,6 @@
 //! Topology -> the list of kernel operations that builds it. Pure: the same
 //! topology and lab name always give the same plan, printable as a dry run.
 
-use crate::topology::model::HostAttach;
 use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
@@ -42,15 +41,6 @@ fn names_device(key: &str) -> bool {
         && (parts[2] == "conf" || parts[2] == "neigh")
         && parts[3] != "all"
         && parts[3] != "default"
-}
-
-fn host_attach(a: HostAttach) -> netns::ops::HostAttach {
-    match a {
-        HostAttach::Macvlan => netns::ops::HostAttach::Macvlan,
-        HostAttach::Ipvlan => netns::ops::HostAttach::Ipvlan,
-        HostAttach::Vlan(id) => netns::ops::HostAttach::Vlan(id),
-        HostAttach::Move => netns::ops::HostAttach::Move,
-    }
 }
 
 pub fn plan(t: &Topology, naming: &Naming) -> Plan {
@@ -103,7 +93,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
                 ns: ns(lab.node),
                 name: lab.iface.clone(),
                 host: h.iface.clone(),
-                attach: host_attach(h.attach),
+                attach: h.attach,
                 mtu: l.mtu,
             });
             continue;

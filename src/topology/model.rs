@@ -182,31 +182,9 @@ pub struct HostPort {
     pub at: KeyPath,
 }
 
-/// How a lab node's device is made from a host interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HostAttach {
-    /// A macvlan (bridge mode): its own MAC on the segment; the host keeps the
-    /// interface.
-    Macvlan,
-    /// An ipvlan (l2): the host interface's MAC, its own addresses.
-    Ipvlan,
-    /// An 802.1Q sub-interface with this VLAN id.
-    Vlan(u16),
-    /// The interface itself, moved into the node and given back by `down`.
-    Move,
-}
-
-impl fmt::Display for HostAttach {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            HostAttach::Macvlan => f.write_str("macvlan"),
-            HostAttach::Ipvlan => f.write_str("ipvlan"),
-            HostAttach::Vlan(id) => write!(f, "vlan {id}"),
-            HostAttach::Move => f.write_str("moved"),
-        }
-    }
-}
+/// How a lab node's device is made from a host interface: the kernel layer's
+/// own vocabulary (macvlan, ipvlan, VLAN, moved), which the plan hands on as is.
+pub use netns::HostAttach;
 
 impl Link {
     /// The end the lab builds on a host interface, and the external end, for a
