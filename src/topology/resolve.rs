@@ -261,6 +261,8 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
         )
     });
 
+    let assertions = super::assertion::resolve(&raw.assert, &root.key("assert"), &mut p);
+
     (
         Topology {
             name: raw.name.clone(),
@@ -270,6 +272,7 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
             measurements,
             tunnels,
             reference,
+            assertions,
         },
         p,
     )
