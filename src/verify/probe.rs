@@ -29,6 +29,8 @@ pub enum Echo {
     Unreachable(IpAddr, u8, u8),
     /// Nothing within the wait.
     Silent,
+    /// This node has no route to the destination (said by its own kernel).
+    NoRoute,
 }
 
 /// A raw ICMP socket of one family in the calling thread's namespace.
@@ -131,7 +133,7 @@ impl Prober {
                     Some(libc::ENETUNREACH | libc::EHOSTUNREACH)
                 ) =>
             {
-                return Ok(Echo::Silent);
+                return Ok(Echo::NoRoute);
             }
             Err(e) => return Err(e),
         }

@@ -5,6 +5,7 @@
 use super::probe::{self, Echo, Mtu};
 use super::{Outcome, Suite, Verdict, runs_in};
 use crate::lab::{self as labs, Running};
+use crate::measure::model::Results;
 use crate::measure::runner::MeasureSpec;
 use crate::measure::session::{Overrides, measure_lab, spec_of};
 use crate::plan::Naming;
@@ -90,12 +91,13 @@ pub async fn run_suite(
             None
         }
     };
+    let mut measured = Measured::default();
     for a in &todo {
         if cancel.load(Ordering::SeqCst) && stop.is_none() {
             stop = Some("interrupted".into());
         }
         let v = match (&stop, &running) {
-            (None, Some(r)) => one(a, r, s.topology, cancel),
+            (None, Some(r)) => one(a, r, s.topology, cancel, &mut measured),
             (why, _) => errored(a, why.as_deref().unwrap_or("not run")),
         };
         on_verdict(&v);
@@ -138,9 +140,24 @@ fn expected(a: &Assertion, t: &Topology) -> String {
 }
 
 /// Run one assertion in the running lab.
-fn one(a: &Assertion, r: &Running, t: &Topology, cancel: &AtomicBool) -> Verdict {
+/// What a throughput assertion measures: the paths, the cell, and the runs
+/// and duration it asks for.
+type Measurement = (Vec<String>, crate::vocab::Cell, Option<u32>, Option<f64>);
+
+/// Results of throughput measurements already made in this suite, by what
+/// was measured: a floor and a ceiling on one cell measure it once.
+#[derive(Default)]
+struct Measured(Vec<(Measurement, Results)>);
+
+fn one(
+    a: &Assertion,
+    r: &Running,
+    t: &Topology,
+    cancel: &AtomicBool,
+    cache: &mut Measured,
+) -> Verdict {
     let started = Instant::now();
-    let (outcome, measured) = match check(a, r, t, cancel) {
+    let (outcome, measured) = match check(a, r, t, cancel, cache) {
         Ok((pass, m)) => (if pass { Outcome::Pass } else { Outcome::Fail }, m),
         Err(e) => (Outcome::Error, format!("nothing ({})", chain(&e))),
     };
@@ -179,6 +196,7 @@ fn check(
     r: &Running,
     t: &Topology,
     cancel: &AtomicBool,
+    cache: &mut Measured,
 ) -> anyhow::Result<(bool, String)> {
     use anyhow::Context;
     let in_node = |node: &str| r.naming.namespace(node);
@@ -196,6 +214,7 @@ fn check(
             let measured = match e {
                 Echo::Reply(d) => format!("a reply from {dst} in {:.1} ms", ms(d)),
                 Echo::Silent => format!("no reply from {dst}"),
+                Echo::NoRoute => format!("no reply from {dst} ({from} has no route to it)"),
                 Echo::TooBig(_) => format!("no reply from {dst} (packet too big)"),
                 Echo::Unreachable(by, ty, code) => {
                     format!("no reply from {dst} ({by} said unreachable, ICMP {ty}/{code})")
@@ -267,7 +286,15 @@ fn check(
                     ..spec_of(m, &o)
                 })
                 .collect();
-            let results = measure_lab(r, &specs, cancel, &mut |_| {})?;
+            let key = (paths.clone(), cell, *runs, *duration);
+            let results = match cache.0.iter().find(|(k, _)| *k == key) {
+                Some((_, r)) => r.clone(),
+                None => {
+                    let fresh = measure_lab(r, &specs, cancel, &mut |_| {})?;
+                    cache.0.push((key, fresh.clone()));
+                    fresh
+                }
+            };
             let failures = check_with_baseline(
                 &results,
                 std::slice::from_ref(&e),
