@@ -4,7 +4,7 @@
 //! One layer per folder; a module imports only from its own layer and those
 //! below it (tests/architecture.rs keeps it so). Lowest first: vocab, wire,
 //! socket, codec, topology, plan, keys, engine, driver, endpoint, lab,
-//! measure, report, commands.
+//! measure, report, verify, commands.
 
 pub mod codec;
 pub mod commands;
@@ -18,5 +18,6 @@ pub mod plan;
 pub mod report;
 pub mod socket;
 pub mod topology;
+pub mod verify;
 pub mod vocab;
 pub mod wire;

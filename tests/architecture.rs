@@ -65,6 +65,10 @@ const LAYERS: &[(&str, &str)] = &[
         "text, markdown, CSV, JSON and SVG reports from results; --expect; published figures against measured ones",
     ),
     (
+        "verify",
+        "[[assert]] entries checked in a running lab (reach, path MTU, throughput, overhead, command) and their verdicts as lines, TAP and JUnit XML",
+    ),
+    (
         "commands",
         "the command line: one module per subcommand, each with its arguments",
     ),

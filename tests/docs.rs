@@ -207,7 +207,20 @@ fn problems(
     base: Option<&str>,
 ) -> Result<(), String> {
     match tunbench::topology::parse_str(text, path) {
-        Ok(_) => Ok(()),
+        // What `validate` adds: the throughput assertions' expressions.
+        Ok(t) => match tunbench::verify::problems(&t) {
+            v if v.is_empty() => Ok(()),
+            v => Err(format!(
+                "{}:{}: the example does not validate ({:?}):\n    {}",
+                b.page,
+                b.line,
+                b.kind,
+                v.iter()
+                    .map(|p| format!("{}: {}", p.at, p.message))
+                    .collect::<Vec<_>>()
+                    .join("\n    ")
+            )),
+        },
         Err(invalid) => {
             let lines: Vec<String> = invalid
                 .0

@@ -1,14 +1,16 @@
-//! Every topology shipped in topologies/ is built, checked and taken down: a
-//! file the docs offer (docs/topology.md lists every one; tests/docs.rs keeps
-//! that list whole) must come up on this machine, every address that its
-//! routing says is reachable must answer (`tunbench check`), and `down` must
-//! leave nothing behind. New files are picked up without listing them.
+//! Every topology shipped in topologies/ is tested and checked: a file the
+//! docs offer (docs/topology.md lists every one; tests/docs.rs keeps that
+//! list whole) must carry `[[assert]]` entries that say what it is for, and
+//! `tunbench test` must pass them all in every scenario (its JUnit report read
+//! back with an XML parser); then the file comes up again, every address that
+//! its routing says is reachable must answer (`tunbench check`), and `down`
+//! must leave nothing behind. New files are picked up without listing them.
 
 mod common;
 use common::*;
 
 #[test]
-fn every_shipped_topology_comes_up_checks_and_goes() {
+fn every_shipped_topology_passes_its_assertions_checks_and_goes() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -17,6 +19,7 @@ fn every_shipped_topology_comes_up_checks_and_goes() {
         .collect();
     files.sort();
     assert!(files.len() >= 8, "topologies/ holds {files:?}");
+    let out = tempfile::tempdir().unwrap();
     for (i, file) in files.iter().enumerate() {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
         let lab = lab_name(&format!("sh{i}"));
@@ -38,6 +41,42 @@ fn every_shipped_topology_comes_up_checks_and_goes() {
         };
         {
             let _guard = LabGuard(lab.clone());
+            let junit = out.path().join(format!("{name}.xml"));
+            let started = std::time::Instant::now();
+            let o = tunbench(&[
+                "test",
+                file.to_str().unwrap(),
+                "--name",
+                &lab,
+                "--yes",
+                "--junit",
+                junit.to_str().unwrap(),
+            ]);
+            eprintln!(
+                "{name}: tunbench test in {:.1} s\n{}",
+                started.elapsed().as_secs_f64(),
+                text(&o)
+            );
+            assert!(
+                o.status.success(),
+                "{name}: tunbench test failed\n{}",
+                text(&o)
+            );
+            let xml = std::fs::read_to_string(&junit).unwrap();
+            let doc = roxmltree::Document::parse(&xml)
+                .unwrap_or_else(|e| panic!("{name}: JUnit XML does not parse: {e}\n{xml}"));
+            let cases: Vec<_> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("testcase"))
+                .collect();
+            assert!(!cases.is_empty(), "{name}: no test cases\n{xml}");
+            let bad = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("failure") || n.has_tag_name("error"))
+                .count();
+            assert_eq!(bad, 0, "{name}: failures in\n{xml}");
+            assert_gone(&lab);
+
             let o = tunbench(&["up", file.to_str().unwrap(), "--name", &lab]);
             assert!(o.status.success(), "{name}: up failed\n{}", text(&o));
             let o = tunbench(&["check", &lab, "--json"]);

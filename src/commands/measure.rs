@@ -306,7 +306,7 @@ fn dry_run(
 /// A scenario's manual step, said on standard error once its lab is up; then
 /// Enter on the terminal, or with `yes` nothing. Ctrl-C meanwhile (`cancel`)
 /// ends the wait as an interruption, which takes the lab down.
-fn manual_step(
+pub(super) fn manual_step(
     yes: bool,
     cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> impl FnMut(&str, &str) -> Result<()> + Send {

@@ -17,6 +17,7 @@ pub mod lifecycle;
 pub mod measure;
 pub mod report;
 pub mod status;
+pub mod test;
 pub mod validate;
 
 use check::CheckArgs;
@@ -30,6 +31,7 @@ use lifecycle::{CleanArgs, DownArgs, UpArgs};
 use measure::{MeasureArgs, RunArgs};
 use report::ReportArgs;
 use status::StatusArgs;
+use test::TestArgs;
 use validate::ValidateArgs;
 
 use crate::topology::LoadError;
@@ -81,6 +83,9 @@ pub enum Command {
     Measure(MeasureArgs),
     /// up -> every [[measure]] of the topology -> report -> down (also on Ctrl-C).
     Run(RunArgs),
+    /// up -> every [[assert]] of each file (each scenario in turn) -> down; a
+    /// line per assertion, --tap, --junit FILE. Exit 1 when any fails.
+    Test(TestArgs),
     /// Re-render saved results (from --save or --format json).
     Report(ReportArgs),
     /// An iperf3-compatible server (a stock iperf3 client is a valid peer).
@@ -175,6 +180,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Measure(a) => measure::measure(a),
         Command::Run(a) => measure::run(a),
         Command::Report(a) => report::report(a),
+        Command::Test(a) => test::test(a),
         Command::Gen(a) => generate::generate(a),
     }
 }

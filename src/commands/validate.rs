@@ -31,7 +31,7 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
     } = a;
     let mut bad = 0;
     for f in &files {
-        match topology::load(f) {
+        match crate::verify::load(f) {
             Ok(t) => {
                 println!(
                     "{}: ok ({} nodes, {} links)",

@@ -1,6 +1,7 @@
 //! Topology files: raw serde structs -> resolve (defaults, names, addresses) ->
 //! validate. All of it is pure: nothing here touches the kernel.
 
+pub mod assertion;
 mod device;
 pub mod esp;
 pub mod ikev2;
@@ -198,6 +199,25 @@ pub(crate) fn parse_with(
             if !declared.contains(name) {
                 problems.push(Problem::new(
                     &m.at.key("scenarios").index(i),
+                    if declared.is_empty() {
+                        format!(
+                            "scenario \"{name}\" is not declared; the file has no [scenarios.NAME]"
+                        )
+                    } else {
+                        format!(
+                            "scenario \"{name}\" is not declared; declared: {}",
+                            declared.join(", ")
+                        )
+                    },
+                ));
+            }
+        }
+    }
+    for a in &topo.assertions {
+        for (i, name) in a.scenarios.iter().flatten().enumerate() {
+            if !declared.contains(name) {
+                problems.push(Problem::new(
+                    &a.at.key("scenarios").index(i),
                     if declared.is_empty() {
                         format!(
                             "scenario \"{name}\" is not declared; the file has no [scenarios.NAME]"

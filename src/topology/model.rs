@@ -82,6 +82,8 @@ pub struct Topology {
     pub tunnels: Vec<super::tunnel::Tunnel>,
     /// `[reference]`: published figures for the paths measured.
     pub reference: Option<crate::topology::reference::Reference>,
+    /// `[[assert]]`: what `tunbench test` checks in the running lab.
+    pub assertions: Vec<super::assertion::Assertion>,
 }
 
 /// A `[[measure]]` entry, defaults applied (the seed's method).

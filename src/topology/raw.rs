@@ -29,6 +29,9 @@ pub struct RawTopology {
     /// Published figures that reports compare the measurement with.
     #[serde(default)]
     pub reference: Option<RawReference>,
+    /// `[[assert]]`: what `tunbench test` checks in the running lab.
+    #[serde(default)]
+    pub assert: Vec<super::assertion::RawAssert>,
     // Sections that later work fills in. Accepted by the parser only so that
     // `validate` can say "not supported yet" at the right place.
     #[serde(default)]

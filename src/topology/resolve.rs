@@ -262,6 +262,8 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
         )
     });
 
+    let assertions = super::assertion::resolve(&raw.assert, &root.key("assert"), &mut p);
+
     (
         Topology {
             name: raw.name.clone(),
@@ -271,6 +273,7 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
             measurements,
             tunnels,
             reference,
+            assertions,
         },
         p,
     )

@@ -114,6 +114,10 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
                 "every scenario measures the same paths in the same lab",
             ),
             (
+                "assert",
+                "every scenario checks the file's assertions; limit one to some scenarios with scenarios = [...] in its [[assert]]",
+            ),
+            (
                 "reference",
                 "it belongs to the whole file; give figures for this scenario under [reference.figures.\"SCENARIO/PATH\"]",
             ),
@@ -154,7 +158,8 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
             continue;
         }
         merge(&mut merged, &rest);
-        keep_measurements_of(&mut merged, &name);
+        keep_entries_of(&mut merged, "measure", &name);
+        keep_entries_of(&mut merged, "assert", &name);
         let merged_text = toml::to_string(&merged).unwrap_or_default();
         match parse_with(&merged_text, path, Some(&names)) {
             Ok(topology) => out.push(Scenario {
@@ -193,10 +198,11 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
 }
 
 /// A scenario's lab measures the `[[measure]]` entries meant for it (no
-/// `scenarios` key, or one that names it); the key itself goes, since the merged
-/// file is one concrete lab with no scenarios of its own.
-fn keep_measurements_of(doc: &mut toml::Table, scenario: &str) {
-    let Some(toml::Value::Array(ms)) = doc.get_mut("measure") else {
+/// `scenarios` key, or one that names it), and checks such `[[assert]]`
+/// entries; the key itself goes, since the merged file is one concrete lab
+/// with no scenarios of its own.
+fn keep_entries_of(doc: &mut toml::Table, key: &str, scenario: &str) {
+    let Some(toml::Value::Array(ms)) = doc.get_mut(key) else {
         return;
     };
     ms.retain(|m| match m.get("scenarios") {

@@ -27,6 +27,7 @@ pub fn validate(t: &Topology) -> Vec<Problem> {
     subnets(t, &mut p);
     routes(t, &mut p);
     measurements(t, &mut p);
+    super::assertion::validate(t, &mut p);
     super::tunnel::validate(t, &mut p);
     external_tunnel_ends(t, &mut p);
     p
