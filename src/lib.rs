@@ -4,8 +4,13 @@
 //! One layer per folder; a module imports only from its own layer and those
 //! below it (tests/architecture.rs keeps it so). Lowest first: vocab, wire,
 //! socket, codec, topology, plan, keys, engine, driver, endpoint, lab,
-//! measure, report, verify, commands.
+//! measure, report, verify, commands, api.
+//!
+//! For tests of your own against real namespaces, [`api::Lab`] brings a
+//! topology up and takes it down when dropped.
 
+#[deny(missing_docs)]
+pub mod api;
 pub mod codec;
 pub mod commands;
 pub mod driver;

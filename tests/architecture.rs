@@ -72,6 +72,10 @@ const LAYERS: &[(&str, &str)] = &[
         "commands",
         "the command line: one module per subcommand, each with its arguments",
     ),
+    (
+        "api",
+        "the Rust API for tests: a Lab that comes up under a unique name and goes down when dropped, with exec, check, measure and assert",
+    ),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

@@ -597,3 +597,27 @@ fn the_docs_name_every_shipped_topology_and_only_those() {
     }
     assert!(missing.is_empty(), "mentioned but not shipped: {missing:?}");
 }
+
+/// The CI example runs what the README says (setup.sh, a release build,
+/// `tunbench test --junit`), and tunbench still takes those flags.
+#[test]
+fn the_ci_workflow_example_runs_tunbench_as_documented() {
+    let yml = read(&root().join("docs/ci/github-actions.yml"));
+    for needle in [
+        "sudo bash scripts/setup.sh",
+        "cargo build --release",
+        "tunbench/target/release/tunbench test net/*.toml --junit junit.xml",
+        "report_paths: junit.xml",
+        "if: always()",
+    ] {
+        assert!(
+            yml.contains(needle),
+            "docs/ci/github-actions.yml lacks {needle:?}"
+        );
+    }
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_tunbench"))
+        .args(["test", "--help"])
+        .output()
+        .expect("tunbench test --help");
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--junit"));
+}

@@ -18,7 +18,7 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub from: String,
     /// The node that runs the server (tunbench starts it there), or an iperf3
-    /// server outside the lab: ADDRESS, ADDRESS:PORT or [IPV6]:PORT, port 5201 by
+    /// server outside the lab: ADDRESS, ADDRESS:PORT or `[IPV6]:PORT`, port 5201 by
     /// default. tunbench starts nothing there: `iperf3 -s` or `tunbench server`
     /// must be running and reachable from --from; the address's family is the
     /// only one measured.

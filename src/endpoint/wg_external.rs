@@ -2,7 +2,7 @@
 //! boringtun-cli, started by this process in its own mount namespace (a
 //! private /run, so two labs' UAPI sockets of the same name never meet),
 //! attached to the TUN that `up` made, configured through its UAPI socket
-//! (https://www.wireguard.com/xplatform/), read back every second for
+//! (<https://www.wireguard.com/xplatform/>), read back every second for
 //! status, and stopped when this process is.
 //!
 //! Facts found on this machine: wireguard-go 0.0.20220316 attaches only to a

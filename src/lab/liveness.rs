@@ -27,7 +27,7 @@ pub struct DatapathHealth {
 }
 
 impl DatapathHealth {
-    /// "datapath wg@b (pid 42) is not running: <reason>", for a dead one.
+    /// "datapath wg@b (pid 42) is not running: REASON", for a dead one.
     pub fn not_running(&self) -> Option<String> {
         let Liveness::Dead(reason) = &self.liveness else {
             return None;

@@ -29,22 +29,32 @@ pub fn enter_before_exec(cmd: &mut Command, ns: &std::fs::File, own_session: boo
 }
 
 /// The tunbench executable, for the processes a lab starts in its namespaces
-/// (measurement servers, datapaths). `TUNBENCH_EXE` overrides it: library callers
-/// such as the integration tests are not tunbench themselves (a test-only
-/// variable: ignored under sudo, where it would choose what root runs).
+/// (measurement servers, datapaths): this process when it is tunbench, else
+/// the tunbench on PATH. `TUNBENCH_EXE` overrides it: library callers such as
+/// the integration tests are not tunbench themselves (a test-only variable:
+/// ignored under sudo, where it would choose what root runs).
 pub fn tunbench_exe() -> Result<std::path::PathBuf> {
     if let Some(p) = netns::test_env::var_os("TUNBENCH_EXE") {
         return Ok(p.into());
     }
     let me = std::env::current_exe().context("finding the tunbench executable")?;
-    if !me
+    if me
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("tunbench"))
     {
-        bail!(
-            "{} is not tunbench; set TUNBENCH_EXE (or MeasureSpec::server_exe) to the tunbench binary",
-            me.display()
-        );
+        return Ok(me);
     }
-    Ok(me)
+    // A library caller (a Rust test using api::Lab): the tunbench on PATH.
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("tunbench"))
+            .find(|p| p.is_file())
+    });
+    match on_path {
+        Some(p) => Ok(p),
+        None => bail!(
+            "{} is not tunbench and no tunbench is on PATH; install it or set TUNBENCH_EXE (or MeasureSpec::server_exe) to the tunbench binary",
+            me.display()
+        ),
+    }
 }

@@ -13,7 +13,7 @@
 //!
 //! Where the results carry published figures (a topology's `[reference]`),
 //! text and md add a section after the matrix: each figure beside the measured
-//! one, the ratio, and whether it is within tolerance ([`reference`]); the
+//! one, the ratio, and whether it is within tolerance ([`mod@reference`]); the
 //! results' notes follow. Without them every format is as it always was.
 //!
 //! [`expect`] parses and checks CI expectations (`--expect`);

@@ -13,7 +13,7 @@ mod run;
 mod tap;
 
 pub use junit::junit;
-pub use run::{SuiteRun, run_suite};
+pub use run::{SuiteRun, assertions, run_suite};
 pub use tap::Tap;
 
 use crate::report::expect::{self, Expectation, Subject};

@@ -91,23 +91,54 @@ pub async fn run_suite(
             None
         }
     };
-    let mut measured = Measured::default();
-    for a in &todo {
-        if cancel.load(Ordering::SeqCst) && stop.is_none() {
-            stop = Some("interrupted".into());
+    match (&stop, &running) {
+        (None, Some(r)) => {
+            suite.verdicts = assertions(r, &todo, s.topology, cancel, on_verdict);
         }
-        let v = match (&stop, &running) {
-            (None, Some(r)) => one(a, r, s.topology, cancel, &mut measured),
-            (why, _) => errored(a, why.as_deref().unwrap_or("not run")),
-        };
-        on_verdict(&v);
-        suite.verdicts.push(v);
+        (why, _) => {
+            for a in &todo {
+                let v = errored(a, why.as_deref().unwrap_or("not run"));
+                on_verdict(&v);
+                suite.verdicts.push(v);
+            }
+        }
     }
     if let Err(e) = netns::down(&s.naming.lab).await {
         suite.error = Some(format!("taking lab {} down: {e}", s.naming.lab));
     }
     suite.seconds = started.elapsed().as_secs_f64();
     suite
+}
+
+/// Run `todo` in order in the running lab; after Ctrl-C (`cancel`) the rest
+/// are errors ("interrupted"). Throughput assertions on one cell share one
+/// measurement.
+pub fn assertions(
+    r: &Running,
+    todo: &[&Assertion],
+    t: &Topology,
+    cancel: &AtomicBool,
+    on_verdict: &mut (dyn FnMut(&Verdict) + Send),
+) -> Vec<Verdict> {
+    let mut measured = Measured::default();
+    let mut out = Vec::new();
+    for a in todo {
+        let v = if cancel.load(Ordering::SeqCst) {
+            Verdict {
+                name: a.name.clone(),
+                kind: a.check.kind(),
+                outcome: Outcome::Error,
+                measured: "nothing (interrupted)".into(),
+                expected: expected(a, t),
+                seconds: 0.0,
+            }
+        } else {
+            one(a, r, t, cancel, &mut measured)
+        };
+        on_verdict(&v);
+        out.push(v);
+    }
+    out
 }
 
 fn chain(e: &anyhow::Error) -> String {
