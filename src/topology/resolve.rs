@@ -545,6 +545,17 @@ fn sysctl_key_problem(k: &str) -> Option<String> {
             "sysctl \"{k}\" is not a valid sysctl name (dotted, e.g. net.ipv4.ip_forward)"
         ));
     }
+    // Linux reads conf.all.hop_limit only for devices without IPv6 state and
+    // never copies it to a device (see routing::ipv6_hop_limit): in a lab it
+    // would change nothing.
+    if k == "net.ipv6.conf.all.hop_limit" {
+        return Some(
+            "Linux does not apply \"net.ipv6.conf.all.hop_limit\" to interfaces: each keeps the \
+             value conf.default had when it was made; set \"net.ipv6.conf.default.hop_limit\" \
+             (every interface of the node) or \"net.ipv6.conf.<interface>.hop_limit\""
+                .to_string(),
+        );
+    }
     None
 }
 
