@@ -186,7 +186,7 @@ for shape in $SHAPES; do
             t2=$(now)
             "$TB" down "$lab" >/dev/null 2>&1 || { failed=1; echo "$BENCH: down $lab failed" >&2; }
             t3=$(now)
-            [[ $crc == 0 || -z $crc ]] || { failed=1; grep -E '^(FAIL|note)' "$work/check.log" | head -5 >&2; }
+            [[ $crc == 0 || -z $crc ]] || { failed=1; grep -E '^(FAIL|note)' "$work/check.log" | head -5 >&2 || true; }
             printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$shape" "$n" "$r" "$up" \
                 "$(sub "$t1" "$t0")" "$(sub "$t2" "$t1")" "$crc" "$(sub "$t3" "$t2")" "$mode" |
                 tee -a "$OUT/runs.tsv" >&2
