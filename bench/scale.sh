@@ -10,8 +10,11 @@
 #
 # --bin: a tunbench binary to use instead of building this checkout (release, honouring
 # CARGO_TARGET_DIR). Lab names: sc + c (chain) or s (star) + size (scc1000, scs10).
-# Before every `up` the script waits SETTLE seconds (default 2) so the kernel finishes
-# freeing the previous lab's namespaces.
+# `down` returns once the namespaces are deleted; the kernel frees them afterwards, on
+# its own workers and under the locks `up` needs (a chain of 1,000 brought up while the
+# previous one was being freed waited 10 s for its links). So before every `up` the
+# script waits SETTLE seconds (default 2) plus SETTLE_PER_100 (default 1) for every
+# 100 nodes of the lab it took down last.
 #
 # The kernel keeps ARP and ND entries in one table per family for all namespaces
 # together, at most net.ipv{4,6}.neigh.default.gc_thresh3 (1024 by default): a lab of
@@ -44,6 +47,8 @@ BIN=
 KEEP_NEIGH=0
 NEIGH=${NEIGH:-32768}
 SETTLE=${SETTLE:-2}
+SETTLE_PER_100=${SETTLE_PER_100:-1}
+last=0
 while [[ $# -gt 0 ]]; do
     case $1 in
         --sizes) SIZES=${2-}; shift 2 || die "--sizes needs a value" ;;
@@ -111,6 +116,7 @@ for s in $SIZES; do num "a size" "$s"; [[ $s -ge 2 ]] || die "a size is at least
 for s in $SHAPES; do [[ $s == chain || $s == star ]] || die "a shape is chain or star (got '$s')"; done
 num "--rounds" "$ROUNDS"
 num "NEIGH" "$NEIGH"
+[[ $SETTLE =~ ^[0-9]+$ && $SETTLE_PER_100 =~ ^[0-9]+$ ]] || die "SETTLE and SETTLE_PER_100 are whole seconds"
 [[ $EUID -eq 0 ]] || die "run as root (it builds network namespaces)"
 for c in ip flock sysctl; do command -v "$c" >/dev/null || die "$c is missing"; done
 exec 9>/run/lock/tunbench-bench-scale.lock
@@ -168,7 +174,8 @@ for shape in $SHAPES; do
         topo=$work/$lab.toml
         "$TB" gen "$shape" --nodes "$n" --name "$lab" -o "$topo"
         for ((r = 1; r <= ROUNDS; r++)); do
-            sleep "$SETTLE"
+            sleep "$(awk -v s="$SETTLE" -v p="$SETTLE_PER_100" -v n="$last" 'BEGIN {print s + p * n / 100}')"
+            last=$n
             t0=$(now)
             if "$TB" up "$topo" >"$work/up.log" 2>&1; then up=ok; else up=failed; fi
             t1=$(now)

@@ -57,7 +57,7 @@ fn tiny_run_tables_every_shape_and_size_and_leaves_nothing() {
             .lines()
             .find(|l| l.starts_with(row))
             .unwrap_or_else(|| panic!("no row {row}:\n{out}"));
-        assert!(line.ends_with("| all | pass |"), "{line}");
+        assert!(line.contains("| all | pass |"), "{line}");
     }
     assert!(out.contains("load average"), "{out}");
     assert!(dir.path().join("report.md").exists());
