@@ -1,5 +1,5 @@
-//! The command line: graph, gen, dry runs, argument errors, and a generated chain
-//! built end to end.
+//! The command line: graph, gen, dry runs, argument errors, and generated chains
+//! built end to end (one of 100 nodes, longer than the default hop limit).
 
 mod common;
 use common::*;
@@ -126,7 +126,7 @@ fn argument_errors_exit_2() {
     let o = tunbench(&["gen", "chain", "--nodes", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        text(&o).contains("a chain has 2 to 500 nodes"),
+        text(&o).contains("a chain has 2 to 5000 nodes"),
         "{}",
         text(&o)
     );
@@ -349,6 +349,85 @@ fn generated_chain_comes_up_routes_end_to_end_and_goes_away() {
             .unwrap_or_else(|| panic!("{from} -> {addr}"));
         assert_eq!(p["replied"], true, "{from} -> {addr}");
     }
+    assert!(tunbench(&["down", &lab]).status.success());
+    assert_gone(&lab);
+}
+
+/// Issue 16: a chain of 100 is longer than the hop limit Linux starts IPv6
+/// packets with (64); the generator gives every interface 255 (through
+/// conf.default, which interfaces copy when they are made), so h0 and h99
+/// reach each other in both families and `check` (all pairs at this size)
+/// passes. The other modes say which they used.
+#[test]
+fn hundred_node_chain_checks_end_to_end_in_both_families() {
+    let lab = lab_name("c100");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("chain.toml");
+    let g = tunbench(&[
+        "gen",
+        "chain",
+        "--nodes",
+        "100",
+        "--name",
+        &lab,
+        "-o",
+        f.to_str().unwrap(),
+    ]);
+    assert!(g.status.success(), "{}", text(&g));
+    let _g = LabGuard(lab.clone());
+    let u = tunbench(&["up", f.to_str().unwrap()]);
+    assert!(u.status.success(), "{}", text(&u));
+    for node in ["h0", "r50", "h99"] {
+        let ns = format!("{lab}-{node}");
+        let o = std::process::Command::new("ip")
+            .args(["netns", "exec", &ns, "sysctl", "-n"])
+            .arg(if node == "h0" {
+                "net.ipv6.conf.right.hop_limit"
+            } else {
+                "net.ipv6.conf.left.hop_limit"
+            })
+            .output()
+            .unwrap();
+        assert_eq!(text(&o).trim(), "255", "{node}");
+    }
+    let j = tunbench(&["check", &lab, "--json"]);
+    assert_eq!(j.status.code(), Some(0), "{}", text(&j));
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(v["mode"], "all");
+    let probes = v["probes"].as_array().unwrap();
+    for (from, addr) in [
+        ("h0", "2001:2:0:62::2"),
+        ("h99", "2001:2::1"),
+        ("h0", "198.18.98.2"),
+        ("h99", "198.18.0.1"),
+    ] {
+        let p = probes
+            .iter()
+            .find(|p| p["from"] == from && p["addr"] == addr)
+            .unwrap_or_else(|| panic!("no probe {from} -> {addr}"));
+        assert_eq!(p["replied"], true, "{from} -> {addr}");
+        assert!(p["unreachable_because"].is_null(), "{from} -> {addr}");
+    }
+    let t = tunbench(&["check", &lab]);
+    assert!(
+        text(&t).contains("mode: all pairs") && text(&t).contains("0 did not"),
+        "{}",
+        text(&t)
+    );
+    let s = tunbench(&["check", &lab, "--mode", "segments"]);
+    assert_eq!(s.status.code(), Some(0), "{}", text(&s));
+    assert!(
+        text(&s).contains("396 of 396 addresses answered") && text(&s).contains("mode: segments"),
+        "{}",
+        text(&s)
+    );
+    let s = tunbench(&["check", &lab, "--sample", "20", "--seed", "3"]);
+    assert_eq!(s.status.code(), Some(0), "{}", text(&s));
+    assert!(
+        text(&s).contains("mode: sample") && text(&s).contains("20 random pairs"),
+        "{}",
+        text(&s)
+    );
     assert!(tunbench(&["down", &lab]).status.success());
     assert_gone(&lab);
 }

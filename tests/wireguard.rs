@@ -428,6 +428,75 @@ peers = [
     assert!(tcp > 20e6, "TCP spoke to spoke: {tcp} bit/s");
 }
 
+/// Issue 16: a hub on a host forwards too. Node `a` is a host (hosts do not
+/// forward by their kind); as a tunnel's hub, tunbench turns forwarding on for
+/// it, so spoke reaches spoke over an IPv6 underlay, one spoke wireguard-go,
+/// and `check` (whose model now knows the hub forwards) expects and sees it.
+#[test]
+fn a_hub_on_a_host_forwards_between_spokes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hosthub.toml");
+    std::fs::write(
+        &file,
+        r#"name = "wghosthub"
+[nodes.a]
+kind = "host"
+[nodes.s1]
+kind = "host"
+[nodes.s2]
+kind = "host"
+[nodes.sw]
+kind = "switch"
+[[links]]
+a = { port = "a:eth0", ipv6 = "2001:2:0:82::1/64" }
+b = "sw:p1"
+[[links]]
+a = { port = "s1:eth0", ipv6 = "2001:2:0:82::11/64" }
+b = "sw:p2"
+[[links]]
+a = { port = "s2:eth0", ipv6 = "2001:2:0:82::12/64" }
+b = "sw:p3"
+[tunnels.wg]
+kind = "wireguard"
+hub = "a"
+peers = [
+  { node = "a", endpoint = "2001:2:0:82::1", address = "198.18.83.1/24" },
+  { node = "s1", endpoint = "2001:2:0:82::11", address = "198.18.83.11/24" },
+  { node = "s2", endpoint = "2001:2:0:82::12", address = "198.18.83.12/24", implementation = "wireguard-go" },
+]
+"#,
+    )
+    .unwrap();
+    let dry = tunbench(&["up", file.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        text(&dry).contains("sysctl -qw net.ipv4.ip_forward=1"),
+        "{}",
+        text(&dry)
+    );
+    let lab = lab_name("wghh");
+    let _g = up_named(&file, &lab);
+    assert!(
+        ping_within(&lab, "s1", "198.18.83.12", 5),
+        "s1 cannot reach s2 through the host hub"
+    );
+    assert!(
+        ping_within(&lab, "s2", "198.18.83.11", 5),
+        "s2 cannot reach s1 through the host hub"
+    );
+    let j = tunbench(&["check", &lab, "--json"]);
+    assert_eq!(j.status.code(), Some(0), "{}", text(&j));
+    let v: Value = serde_json::from_slice(&j.stdout).unwrap();
+    let p = v["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["from"] == "s1" && p["addr"] == "198.18.83.12")
+        .cloned()
+        .expect("a probe s1 -> s2's inner address");
+    assert!(p["unreachable_because"].is_null(), "{p}");
+    assert_eq!(p["replied"], true, "{p}");
+}
+
 #[test]
 fn persistent_keepalive_brings_the_session_up_without_traffic() {
     let dir = tempfile::tempdir().unwrap();

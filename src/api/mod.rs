@@ -154,11 +154,24 @@ impl Lab {
             .with_context(|| format!("running {program} in {ns}"))
     }
 
-    /// `tunbench check`: every node echoes every address; the report says
-    /// which replies the routing model expected and which came.
+    /// `tunbench check`: every node echoes every address (all pairs up to 100
+    /// nodes, a sample above, as `--mode auto`); the report says which replies
+    /// the routing model expected and which came.
     pub fn check(&self) -> Result<check::Report> {
+        let built = self
+            .topology
+            .nodes
+            .iter()
+            .filter(|n| n.kind.is_built())
+            .count();
+        let mode = check::Mode::choose(check::ModeArg::Auto, None, 0, built);
+        self.check_with(mode)
+    }
+
+    /// `check` in a mode of your choice (all pairs, segments, a sample).
+    pub fn check_with(&self, mode: check::Mode) -> Result<check::Report> {
         let naming = Naming::new(&self.name, None);
-        Ok(check::run(&self.topology, &naming)?)
+        Ok(check::run(&self.topology, &naming, mode)?)
     }
 
     /// Measure the `[[measure]]` entry named `path` (its method, with

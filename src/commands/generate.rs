@@ -1,6 +1,7 @@
-//! `tunbench gen chain`: a chain of N nodes, a host at each end and routers in
-//! between, IPv4 and IPv6, with routes so that the two end hosts reach each other.
-//! For scale tests and benchmarks.
+//! `tunbench gen chain` and `gen star`: generated labs for scale tests and
+//! benchmarks. A chain is N nodes in a line, a host at each end and routers in
+//! between, with routes so that the two end hosts reach each other; a star is
+//! a router with N-1 hosts around it, each on its own link.
 
 use super::bad_input;
 use crate::topology;
@@ -9,23 +10,82 @@ use clap::Subcommand;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-pub const MAX_CHAIN: usize = 500;
+/// The most nodes a generated lab has (/30 links of 198.18.0.0/15 would allow 32,768).
+pub const MAX_NODES: usize = 5000;
 
-/// Link i joins node i and node i+1: 198.18.0.0/15 split in /24s, 2001:2:0:i::/64.
-fn v4(link: usize, host: u8) -> String {
-    format!("198.{}.{}.{host}", 18 + link / 256, link % 256)
+/// Link i's addresses: .1 and .2 of its IPv4 subnet and `2001:2:0:i::1`/`::2`.
+/// Up to 512 links each has a /24 of 198.18.0.0/15 (198.18.i.0/24, readable);
+/// more do not fit, so then each has a /30.
+#[derive(Clone, Copy)]
+struct Links {
+    narrow: bool,
 }
-fn v6(link: usize, host: u8) -> String {
-    format!("2001:2:0:{link:x}::{host}")
+
+impl Links {
+    fn new(links: usize) -> Self {
+        Links {
+            narrow: links > 512,
+        }
+    }
+    fn prefix(self) -> u8 {
+        if self.narrow { 30 } else { 24 }
+    }
+    fn v4(self, link: usize, host: u8) -> String {
+        if self.narrow {
+            let base = link * 4;
+            format!(
+                "198.{}.{}.{}",
+                18 + base / 65536,
+                (base / 256) % 256,
+                base % 256 + host as usize
+            )
+        } else {
+            format!("198.{}.{}.{host}", 18 + link / 256, link % 256)
+        }
+    }
+    fn v4_net(self, link: usize) -> String {
+        format!("{}/{}", self.v4(link, 0), self.prefix())
+    }
+    fn v6(self, link: usize, host: u8) -> String {
+        format!("2001:2:0:{link:x}::{host}")
+    }
+    fn v6_net(self, link: usize) -> String {
+        format!("2001:2:0:{link:x}::/64")
+    }
+    /// The `[[links]]` entry joining port `a` (.1) and port `b` (.2).
+    fn entry(self, link: usize, a: &str, b: &str) -> String {
+        let p = self.prefix();
+        format!(
+            "[[links]]\na = {{ port = \"{a}\", ipv4 = \"{}/{p}\", ipv6 = \"{}/64\" }}\nb = {{ port = \"{b}\", ipv4 = \"{}/{p}\", ipv6 = \"{}/64\" }}\n",
+            self.v4(link, 1),
+            self.v6(link, 1),
+            self.v4(link, 2),
+            self.v6(link, 2)
+        )
+    }
+    fn describe(self) -> String {
+        if self.narrow {
+            "Link i is the i-th /30 of 198.18.0.0/15 and 2001:2:0:i::/64".into()
+        } else {
+            "Link i is 198.{18,19}.x.0/24 and 2001:2:0:i::/64".into()
+        }
+    }
+}
+
+fn check_size(what: &str, nodes: usize) -> Result<(), String> {
+    if (2..=MAX_NODES).contains(&nodes) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--nodes {nodes}: a {what} has 2 to {MAX_NODES} nodes"
+        ))
+    }
 }
 
 pub fn chain(nodes: usize, name: &str) -> Result<String, String> {
-    if !(2..=MAX_CHAIN).contains(&nodes) {
-        return Err(format!(
-            "--nodes {nodes}: a chain has 2 to {MAX_CHAIN} nodes"
-        ));
-    }
+    check_size("chain", nodes)?;
     let links = nodes - 1;
+    let plan = Links::new(links);
     let node_name = |i: usize| {
         if i == 0 || i == nodes - 1 {
             format!("h{i}")
@@ -41,16 +101,25 @@ pub fn chain(nodes: usize, name: &str) -> Result<String, String> {
     );
     let _ = writeln!(
         s,
-        "# Link i is 198.{{18,19}}.x.0/24 and 2001:2:0:i::/64; .1 is the left end, .2 the right."
+        "# {}; .1 is the left end, .2 the right.",
+        plan.describe()
     );
+    if nodes > 256 {
+        let _ = writeln!(
+            s,
+            "# Longer than 255 hops: a TTL / hop limit cannot carry a packet end to end."
+        );
+    }
     let _ = writeln!(
         s,
         "name = \"{name}\"\ndescription = \"chain of {nodes} nodes\"\n"
     );
-    // Packets start with the largest TTL so the ends of a long chain reach each other.
+    // Packets start with the largest TTL so the ends of a long chain reach each
+    // other. IPv6's hop limit is per interface, copied from conf.default when
+    // the interface is made (conf.all.hop_limit would change nothing).
     let _ = writeln!(
         s,
-        "[defaults.sysctls]\n\"net.ipv4.ip_default_ttl\" = 255\n\"net.ipv6.conf.all.hop_limit\" = 255\n"
+        "[defaults.sysctls]\n\"net.ipv4.ip_default_ttl\" = 255\n\"net.ipv6.conf.default.hop_limit\" = 255\n"
     );
     let first = 0usize;
     let last_link = links - 1;
@@ -64,42 +133,88 @@ pub fn chain(nodes: usize, name: &str) -> Result<String, String> {
         let mut routes: Vec<(String, String)> = Vec::new();
         if nodes > 2 {
             if i == 0 {
-                routes.push(("default".into(), v4(0, 2)));
-                routes.push(("default".into(), v6(0, 2)));
+                routes.push(("default".into(), plan.v4(0, 2)));
+                routes.push(("default".into(), plan.v6(0, 2)));
             } else if i == nodes - 1 {
-                routes.push(("default".into(), v4(last_link, 1)));
-                routes.push(("default".into(), v6(last_link, 1)));
+                routes.push(("default".into(), plan.v4(last_link, 1)));
+                routes.push(("default".into(), plan.v6(last_link, 1)));
             } else {
                 // Left: toward h0's subnet; right: toward the last host's subnet.
                 if i - 1 != first {
-                    routes.push((format!("{}/24", v4(first, 0)), v4(i - 1, 1)));
-                    routes.push((format!("2001:2:0:{first:x}::/64"), v6(i - 1, 1)));
+                    routes.push((plan.v4_net(first), plan.v4(i - 1, 1)));
+                    routes.push((plan.v6_net(first), plan.v6(i - 1, 1)));
                 }
                 if i != last_link {
-                    routes.push((format!("{}/24", v4(last_link, 0)), v4(i, 2)));
-                    routes.push((format!("2001:2:0:{last_link:x}::/64"), v6(i, 2)));
+                    routes.push((plan.v4_net(last_link), plan.v4(i, 2)));
+                    routes.push((plan.v6_net(last_link), plan.v6(i, 2)));
                 }
             }
         }
-        if !routes.is_empty() {
-            let _ = writeln!(s, "routes = [");
-            for (to, via) in routes {
-                let _ = writeln!(s, "  {{ to = \"{to}\", via = \"{via}\" }},");
-            }
-            let _ = writeln!(s, "]");
-        }
+        write_routes(&mut s, routes);
         s.push('\n');
     }
     for l in 0..links {
         let _ = writeln!(
             s,
-            "[[links]]\na = {{ port = \"{}:right\", ipv4 = \"{}/24\", ipv6 = \"{}/64\" }}\nb = {{ port = \"{}:left\", ipv4 = \"{}/24\", ipv6 = \"{}/64\" }}\n",
-            node_name(l),
-            v4(l, 1),
-            v6(l, 1),
-            node_name(l + 1),
-            v4(l, 2),
-            v6(l, 2)
+            "{}",
+            plan.entry(
+                l,
+                &format!("{}:right", node_name(l)),
+                &format!("{}:left", node_name(l + 1))
+            )
+        );
+    }
+    Ok(s)
+}
+
+fn write_routes(s: &mut String, routes: Vec<(String, String)>) {
+    if routes.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "routes = [");
+    for (to, via) in routes {
+        let _ = writeln!(s, "  {{ to = \"{to}\", via = \"{via}\" }},");
+    }
+    let _ = writeln!(s, "]");
+}
+
+/// A star: router `hub` in the middle, hosts h1 ... h{N-1} around it, host i on
+/// link i-1 (the hub holds .1, the host .2) with its default route via the hub.
+pub fn star(nodes: usize, name: &str) -> Result<String, String> {
+    check_size("star", nodes)?;
+    let links = nodes - 1;
+    let plan = Links::new(links);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Generated by `tunbench gen star --nodes {nodes}`: router hub with hosts h1 ... h{links} around it."
+    );
+    let _ = writeln!(
+        s,
+        "# {}; the hub is .1, host i+1 is .2 of link i.",
+        plan.describe()
+    );
+    let _ = writeln!(
+        s,
+        "name = \"{name}\"\ndescription = \"star of {nodes} nodes\"\n"
+    );
+    let _ = writeln!(s, "[nodes.hub]\nkind = \"router\"\n");
+    for l in 0..links {
+        let _ = writeln!(s, "[nodes.h{}]\nkind = \"host\"", l + 1);
+        write_routes(
+            &mut s,
+            vec![
+                ("default".into(), plan.v4(l, 1)),
+                ("default".into(), plan.v6(l, 1)),
+            ],
+        );
+        s.push('\n');
+    }
+    for l in 0..links {
+        let _ = writeln!(
+            s,
+            "{}",
+            plan.entry(l, &format!("hub:h{}", l + 1), &format!("h{}:eth0", l + 1))
         );
     }
     Ok(s)
@@ -114,34 +229,41 @@ pub struct GenArgs {
 #[derive(Subcommand, Debug)]
 pub enum GenWhat {
     /// A chain: host - router - ... - host, IPv4 and IPv6, routes end to end.
-    Chain {
-        #[arg(long)]
-        nodes: usize,
-        /// The topology's (and so the lab's) name.
-        #[arg(long, default_value = "chain")]
-        name: String,
-        /// Write here instead of standard output.
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-    },
+    Chain(GenOpts),
+    /// A star: a router with N-1 hosts around it, IPv4 and IPv6, each host's
+    /// default route via the router.
+    Star(GenOpts),
 }
+
+#[derive(clap::Args, Debug)]
+pub struct GenOpts {
+    #[arg(long)]
+    nodes: usize,
+    /// The topology's (and so the lab's) name.
+    #[arg(long)]
+    name: Option<String>,
+    /// Write here instead of standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+/// Nodes and a name to the topology's text, or why not.
+type Generator = fn(usize, &str) -> Result<String, String>;
 
 /// The command: a generated topology to a file or standard output.
 pub fn generate(a: GenArgs) -> anyhow::Result<i32> {
-    let GenArgs {
-        what: GenWhat::Chain {
-            nodes,
-            name,
-            output,
-        },
-    } = a;
+    let (make, what, o): (Generator, _, _) = match a.what {
+        GenWhat::Chain(o) => (chain, "chain", o),
+        GenWhat::Star(o) => (star, "star", o),
+    };
+    let name = o.name.unwrap_or_else(|| what.to_string());
     if !topology::valid_name(&name) {
         return Err(bad_input(format!(
             "--name \"{name}\" must be 1-32 letters, digits, '-' or '_'"
         )));
     }
-    let text = chain(nodes, &name).map_err(bad_input)?;
-    match output {
+    let text = make(o.nodes, &name).map_err(bad_input)?;
+    match o.output {
         Some(p) => std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?,
         None => print!("{text}"),
     }
@@ -188,6 +310,45 @@ mod tests {
     #[test]
     fn out_of_range_is_an_error() {
         assert!(chain(1, "c").is_err());
-        assert!(chain(MAX_CHAIN + 1, "c").is_err());
+        assert!(chain(MAX_NODES + 1, "c").is_err());
+        assert!(star(1, "s").is_err());
+        assert!(star(MAX_NODES + 1, "s").is_err());
+    }
+
+    #[test]
+    fn stars_validate_and_every_host_reaches_every_other() {
+        for n in [2, 3, 50, 600] {
+            let t = parse_str(&star(n, "s").unwrap(), Path::new("star.toml"))
+                .unwrap_or_else(|e| panic!("{n}: {e}"));
+            assert_eq!(t.nodes.len(), n);
+            let r = Router::new(&t);
+            let h1 = t.node_index("h1").unwrap();
+            let last = t.node_index(&format!("h{}", n - 1)).unwrap();
+            for (_, a) in t.node_addresses(last) {
+                assert_eq!(r.echo_works(h1, a.ip()), Ok(()), "star {n}: h1 -> {a}");
+            }
+        }
+    }
+
+    #[test]
+    fn more_than_512_links_take_a_30_each() {
+        let text = chain(1000, "c").unwrap();
+        let t = parse_str(&text, Path::new("chain.toml")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.links.len(), 999);
+        // Link 998: the 998th /30, 198.18.15.152/30.
+        assert!(text.contains("ipv4 = \"198.18.15.153/30\""), "{text}");
+        let r = Router::new(&t);
+        // Link 200 (198.18.3.32/30) joins r200 (.33) and r201 (.34).
+        let r200 = t.node_index("r200").unwrap();
+        assert_eq!(r.echo_works(r200, "198.18.3.34".parse().unwrap()), Ok(()));
+        assert_eq!(
+            r.echo_works(r200, "2001:2:0:c8::2".parse().unwrap()),
+            Ok(())
+        );
+        // 998 routers are more than any TTL carries.
+        let e = r
+            .echo_works(0, "198.18.15.154".parse().unwrap())
+            .unwrap_err();
+        assert!(e.contains("TTL"), "{e}");
     }
 }

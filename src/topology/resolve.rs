@@ -253,6 +253,8 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
         &mut p,
     );
 
+    hubs_forward(raw, &mut nodes, &tunnels, &root, &mut p);
+
     let reference = raw.reference.as_ref().map(|r| {
         super::reference::resolve(
             r,
@@ -277,6 +279,44 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
         },
         p,
     )
+}
+
+/// A tunnel's hub forwards between its spokes (that is what `hub` means), so
+/// tunbench turns forwarding on for a hub node that would not forward by its
+/// kind (a host), and the routing model sees it. A node that says
+/// `forwarding = false` itself cannot be a hub: that is refused where it says so.
+fn hubs_forward(
+    raw: &RawTopology,
+    nodes: &mut [Node],
+    tunnels: &[super::tunnel::Tunnel],
+    root: &KeyPath,
+    p: &mut Vec<Problem>,
+) {
+    for t in tunnels {
+        let Some(w) = t.overlay() else { continue };
+        let Some(hub) = w.hub.map(|h| w.peers[h].node) else {
+            continue;
+        };
+        let n = &mut nodes[hub];
+        if n.forwarding || n.kind == NodeKind::External {
+            continue;
+        }
+        if raw.nodes.get(&n.name).and_then(|r| r.forwarding) == Some(false) {
+            p.push(Problem::new(
+                &root.key("nodes").key(&n.name).key("forwarding"),
+                format!(
+                    "node \"{}\" is the hub of tunnel \"{}\", which forwards between its spokes; \
+                     remove `forwarding = false` or make another peer the hub",
+                    n.name, t.name
+                ),
+            ));
+            continue;
+        }
+        n.forwarding = true;
+        for k in ["net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"] {
+            n.sysctls.insert(k.into(), "1".into());
+        }
+    }
 }
 
 fn words<T: Copy>(
@@ -548,6 +588,17 @@ fn sysctl_key_problem(k: &str) -> Option<String> {
         return Some(format!(
             "sysctl \"{k}\" is not a valid sysctl name (dotted, e.g. net.ipv4.ip_forward)"
         ));
+    }
+    // Linux reads conf.all.hop_limit only for devices without IPv6 state and
+    // never copies it to a device (see routing::ipv6_hop_limit): in a lab it
+    // would change nothing.
+    if k == "net.ipv6.conf.all.hop_limit" {
+        return Some(
+            "Linux does not apply \"net.ipv6.conf.all.hop_limit\" to interfaces: each keeps the \
+             value conf.default had when it was made; set \"net.ipv6.conf.default.hop_limit\" \
+             (every interface of the node) or \"net.ipv6.conf.<interface>.hop_limit\""
+                .to_string(),
+        );
     }
     None
 }

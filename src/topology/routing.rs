@@ -20,6 +20,7 @@ struct Nat {
     pool: Option<IpAddr>,
 }
 use ipnetwork::IpNetwork;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 /// Where a node sends a packet for some destination.
@@ -30,31 +31,100 @@ pub struct NextHop {
     pub gateway: Option<IpAddr>,
 }
 
+/// The hop limit Linux puts on IPv6 packets a node sends out of `dev`: the
+/// device's own `net.ipv6.conf.<dev>.hop_limit`. A device copies it from
+/// `conf.default` when it is made (or moved into the namespace), and tunbench
+/// writes a namespace's sysctls before it makes any device there, so a lab's
+/// devices start with `conf.default`'s value; only `lo` is older. Linux reads
+/// `conf.all.hop_limit` only for a device without IPv6 state (none in a lab)
+/// and never copies it to existing devices. Checked on Linux 6.18 with veths
+/// in namespaces: all=200 left an existing veth at 64 and its pings left with
+/// 64; default=150 gave later veths 150; conf.<dev>=100 sent 100.
+pub fn ipv6_hop_limit(sysctls: &BTreeMap<String, String>, dev: &str) -> u32 {
+    let value = |k: &str| sysctls.get(k).and_then(|v| v.parse().ok());
+    value(&format!("net.ipv6.conf.{dev}.hop_limit"))
+        .or_else(|| {
+            if dev == "lo" {
+                None
+            } else {
+                value("net.ipv6.conf.default.hop_limit")
+            }
+        })
+        .unwrap_or(KERNEL_DEFAULT_TTL)
+}
+
+/// Linux's default IPv4 TTL and IPv6 hop limit.
+const KERNEL_DEFAULT_TTL: u32 = 64;
+
 pub struct Router<'t> {
     topo: &'t Topology,
     segments: Vec<Vec<(usize, String)>>,
+    /// (node, device) -> its segment in `segments`.
+    segment_of: HashMap<(usize, String), usize>,
+    /// Every address of every node, with its device (`Topology::node_addresses`).
+    addresses: Vec<Vec<(String, IpNetwork)>>,
+    /// Connected prefixes of each node: (prefix, device). Addresses on lo are local only.
+    connected: Vec<Vec<(IpNetwork, String)>>,
+    /// The WireGuard tunnels each node is a peer of: (tunnel, its kind, peer index).
+    wireguard: Vec<Vec<(&'t Tunnel, &'t Wireguard, usize)>>,
+    /// The softwires whose B4 each node is: (tunnel name, B4).
+    softwires: Vec<Vec<(&'t str, &'t B4)>>,
 }
 
 impl<'t> Router<'t> {
+    /// Everything a lookup needs is gathered here once, so that a probe costs
+    /// the hops it crosses and not the size of the lab (check asks for n^2 probes).
     pub fn new(topo: &'t Topology) -> Self {
+        let segments = topo.segments();
+        let mut segment_of = HashMap::new();
+        for (i, seg) in segments.iter().enumerate() {
+            for k in seg {
+                segment_of.insert(k.clone(), i);
+            }
+        }
+        let n = topo.nodes.len();
+        let addresses: Vec<_> = (0..n).map(|i| topo.node_addresses(i)).collect();
+        let connected = addresses
+            .iter()
+            .map(|addrs| {
+                addrs
+                    .iter()
+                    .filter(|(dev, _)| dev != "lo")
+                    .filter_map(|(dev, a)| {
+                        IpNetwork::new(a.network(), a.prefix())
+                            .ok()
+                            .map(|net| (net, dev.clone()))
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut wireguard = vec![Vec::new(); n];
+        let mut softwires = vec![Vec::new(); n];
+        for t in &topo.tunnels {
+            if let Some(w) = t.overlay() {
+                for (i, p) in w.peers.iter().enumerate() {
+                    if let Some(v) = wireguard.get_mut(p.node) {
+                        v.push((t, w, i));
+                    }
+                }
+            }
+            if let TunnelKind::Dslite(d) = &t.kind {
+                for b in &d.b4s {
+                    if let Some(v) = softwires.get_mut(b.node) {
+                        v.push((t.name.as_str(), b));
+                    }
+                }
+            }
+        }
         Router {
             topo,
-            segments: topo.segments(),
+            segments,
+            segment_of,
+            addresses,
+            connected,
+            wireguard,
+            softwires,
         }
-    }
-
-    /// Connected prefixes of a node: (prefix, device). Addresses on lo are local only.
-    fn connected(&self, node: usize) -> Vec<(IpNetwork, String)> {
-        let mut v = Vec::new();
-        for (dev, a) in self.topo.node_addresses(node) {
-            if dev == "lo" {
-                continue;
-            }
-            if let Ok(net) = IpNetwork::new(a.network(), a.prefix()) {
-                v.push((net, dev));
-            }
-        }
-        v
     }
 
     /// The kernel's choice for `dst` on `node`: longest prefix, connected before
@@ -70,8 +140,8 @@ impl<'t> Router<'t> {
                 best = Some((len, metric, nh));
             }
         };
-        let connected = self.connected(node);
-        for (net, dev) in &connected {
+        let connected = &self.connected[node];
+        for (net, dev) in connected {
             if net.contains(dst) {
                 offer(
                     net.prefix(),
@@ -106,7 +176,7 @@ impl<'t> Router<'t> {
                 );
             }
         }
-        for (tunnel, w, i) in self.wireguard_peers(node) {
+        for &(tunnel, w, i) in self.wireguard_peers(node) {
             for r in w.tun_routes(i) {
                 if r.contains(dst) {
                     offer(
@@ -120,7 +190,7 @@ impl<'t> Router<'t> {
                 }
             }
         }
-        for (tunnel, b4) in self.softwires_from(node) {
+        for &(tunnel, b4) in self.softwires_from(node) {
             for r in &b4.routes {
                 if matches!(dst, IpAddr::V4(v) if r.contains(v)) {
                     offer(
@@ -138,16 +208,8 @@ impl<'t> Router<'t> {
     }
 
     /// The WireGuard tunnels `node` is a peer of: (tunnel, its kind, peer index).
-    fn wireguard_peers(&self, node: usize) -> Vec<(&'t Tunnel, &'t Wireguard, usize)> {
-        let mut v = Vec::new();
-        for t in &self.topo.tunnels {
-            if let Some(w) = t.overlay() {
-                if let Some(i) = w.peers.iter().position(|p| p.node == node) {
-                    v.push((t, w, i));
-                }
-            }
-        }
-        v
+    fn wireguard_peers(&self, node: usize) -> &[(&'t Tunnel, &'t Wireguard, usize)] {
+        &self.wireguard[node]
     }
 
     /// A packet that peer `node` sends into WireGuard device `iface` comes out
@@ -158,9 +220,9 @@ impl<'t> Router<'t> {
         iface: &str,
         dst: IpAddr,
     ) -> Option<Result<usize, String>> {
-        let (tun, w, i) = self
+        let &(tun, w, i) = self
             .wireguard_peers(node)
-            .into_iter()
+            .iter()
             .find(|(t, _, _)| t.tun_name() == iface)?;
         let Some(j) = w.peer_for(i, dst) else {
             return Some(Err(format!(
@@ -191,19 +253,8 @@ impl<'t> Router<'t> {
     }
 
     /// The softwires whose B4 is `node`: (tunnel name, B4).
-    fn softwires_from(&self, node: usize) -> Vec<(&'t str, &'t B4)> {
-        let mut v = Vec::new();
-        for t in &self.topo.tunnels {
-            let TunnelKind::Dslite(d) = &t.kind else {
-                continue;
-            };
-            for b in &d.b4s {
-                if b.node == node {
-                    v.push((t.name.as_str(), b));
-                }
-            }
-        }
-        v
+    fn softwires_from(&self, node: usize) -> &[(&'t str, &'t B4)] {
+        &self.softwires[node]
     }
 
     /// A packet that a B4 sends into softwire `tunnel` comes out of the AFTR,
@@ -247,18 +298,12 @@ impl<'t> Router<'t> {
     }
 
     fn owns(&self, node: usize, addr: IpAddr) -> bool {
-        self.topo
-            .node_addresses(node)
-            .iter()
-            .any(|(_, a)| a.ip() == addr)
+        self.addresses[node].iter().any(|(_, a)| a.ip() == addr)
     }
 
     /// Which node on the segment of (node, iface) answers ARP/ND for `addr`.
     fn neighbour(&self, node: usize, iface: &str, addr: IpAddr) -> Option<usize> {
-        let seg = self
-            .segments
-            .iter()
-            .find(|s| s.iter().any(|(n, i)| *n == node && i == iface))?;
+        let seg = &self.segments[*self.segment_of.get(&(node, iface.to_string()))?];
         seg.iter()
             .map(|(n, _)| *n)
             .find(|&n| n != node && self.owns(n, addr))
@@ -276,7 +321,7 @@ impl<'t> Router<'t> {
     fn deliver_nat(&self, from: usize, dst: IpAddr) -> Result<(usize, Option<Nat>), String> {
         let name = |n: usize| self.topo.nodes[n].name.clone();
         let mut nat = None;
-        let ttl = self.initial_ttl(from, dst);
+        let ttl = self.initial_ttl(from, dst)?;
         let mut cur = from;
         // `hop` is how many links the packet has crossed; a router forwards only
         // while the TTL it received is above 1.
@@ -315,25 +360,31 @@ impl<'t> Router<'t> {
         Err(format!("the TTL of {} runs out toward {dst}", name(from)))
     }
 
-    /// The TTL / hop limit a node's own packets start with (kernel default 64).
-    fn initial_ttl(&self, node: usize, dst: IpAddr) -> u32 {
-        let key = if dst.is_ipv4() {
-            "net.ipv4.ip_default_ttl"
-        } else {
-            "net.ipv6.conf.all.hop_limit"
-        };
-        self.topo.nodes[node]
-            .sysctls
-            .get(key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(64)
+    /// The TTL / hop limit a node's own packets toward `dst` start with: IPv4's
+    /// is the namespace's `ip_default_ttl`, IPv6's that of the device the packet
+    /// leaves by (`ipv6_hop_limit`). Err when the node has no route at all.
+    fn initial_ttl(&self, node: usize, dst: IpAddr) -> Result<u32, String> {
+        let sysctls = &self.topo.nodes[node].sysctls;
+        if dst.is_ipv4() {
+            return Ok(sysctls
+                .get("net.ipv4.ip_default_ttl")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(KERNEL_DEFAULT_TTL));
+        }
+        if self.owns(node, dst) {
+            return Ok(ipv6_hop_limit(sysctls, "lo"));
+        }
+        let nh = self
+            .lookup(node, dst)
+            .ok_or_else(|| format!("{} has no route to {dst}", self.topo.nodes[node].name))?;
+        Ok(ipv6_hop_limit(sysctls, &nh.iface))
     }
 
     /// The source address `node` uses toward `dst`: an address of the egress
     /// interface, else any address of the family on the node.
     pub fn source_for(&self, node: usize, dst: IpAddr) -> Option<IpAddr> {
         let nh = self.lookup(node, dst)?;
-        let addrs = self.topo.node_addresses(node);
+        let addrs = &self.addresses[node];
         let same = |a: &IpNetwork| a.is_ipv4() == dst.is_ipv4();
         addrs
             .iter()
@@ -550,6 +601,102 @@ peers = [
                 crate::plan::datapath::Job::Tunnel("wg".into()),
                 "b4".to_string()
             )]
+        );
+    }
+
+    /// a - r1 - r2 - b over IPv6: a's packets cross two routers, so they need a
+    /// hop limit of 3; the reply from b the same.
+    fn line(a_sysctls: &str) -> String {
+        format!(
+            r#"
+name = "hl"
+[nodes.a]
+kind = "host"
+routes = [{{ to = "default", via = "2001:2:0:1::1" }}]
+sysctls = {{ {a_sysctls} }}
+[nodes.r1]
+kind = "router"
+routes = [{{ to = "2001:2:0:3::/64", via = "2001:2:0:2::2" }}]
+[nodes.r2]
+kind = "router"
+routes = [{{ to = "2001:2:0:1::/64", via = "2001:2:0:2::1" }}]
+[nodes.b]
+kind = "host"
+routes = [{{ to = "default", via = "2001:2:0:3::1" }}]
+[[links]]
+a = {{ port = "a:eth0", ipv6 = "2001:2:0:1::2/64" }}
+b = {{ port = "r1:eth0", ipv6 = "2001:2:0:1::1/64" }}
+[[links]]
+a = {{ port = "r1:eth1", ipv6 = "2001:2:0:2::1/64" }}
+b = {{ port = "r2:eth0", ipv6 = "2001:2:0:2::2/64" }}
+[[links]]
+a = {{ port = "r2:eth1", ipv6 = "2001:2:0:3::1/64" }}
+b = {{ port = "b:eth0", ipv6 = "2001:2:0:3::2/64" }}
+"#
+        )
+    }
+
+    #[test]
+    fn ipv6_hop_limit_is_the_interfaces_own_copied_from_default() {
+        let m = |kv: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        // conf.all is never what a lab's interface uses.
+        let all = m(&[("net.ipv6.conf.all.hop_limit", "255")]);
+        assert_eq!(super::ipv6_hop_limit(&all, "eth0"), 64);
+        // conf.default is copied into every interface made after it is written.
+        let default = m(&[("net.ipv6.conf.default.hop_limit", "255")]);
+        assert_eq!(super::ipv6_hop_limit(&default, "eth0"), 255);
+        // ... but lo exists before any sysctl of the namespace is written.
+        assert_eq!(super::ipv6_hop_limit(&default, "lo"), 64);
+        // The interface's own setting wins.
+        let own = m(&[
+            ("net.ipv6.conf.default.hop_limit", "255"),
+            ("net.ipv6.conf.eth0.hop_limit", "7"),
+        ]);
+        assert_eq!(super::ipv6_hop_limit(&own, "eth0"), 7);
+        assert_eq!(super::ipv6_hop_limit(&own, "eth1"), 255);
+    }
+
+    #[test]
+    fn echo_dies_when_the_egress_interfaces_hop_limit_runs_out() {
+        let echo = |sysctls: &str| {
+            let t =
+                parse_str(&line(sysctls), Path::new("hl.toml")).unwrap_or_else(|e| panic!("{e}"));
+            let r = super::Router::new(&t);
+            r.echo_works(t.node_index("a").unwrap(), "2001:2:0:3::2".parse().unwrap())
+        };
+        assert_eq!(echo(""), Ok(()));
+        let e = echo(r#""net.ipv6.conf.default.hop_limit" = "2""#).unwrap_err();
+        assert!(e.contains("hop limit 2 of a runs out"), "{e}");
+        assert_eq!(echo(r#""net.ipv6.conf.default.hop_limit" = "3""#), Ok(()));
+        // Per interface: eth0 is the way out, so its own value counts.
+        let e = echo(
+            r#""net.ipv6.conf.default.hop_limit" = "255", "net.ipv6.conf.eth0.hop_limit" = "2""#,
+        )
+        .unwrap_err();
+        assert!(e.contains("runs out"), "{e}");
+        assert_eq!(
+            echo(
+                r#""net.ipv6.conf.default.hop_limit" = "2", "net.ipv6.conf.eth0.hop_limit" = "3""#
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn setting_conf_all_hop_limit_is_refused_with_what_to_set_instead() {
+        let e = parse_str(
+            &line(r#""net.ipv6.conf.all.hop_limit" = "255""#),
+            Path::new("hl.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("hl.toml:") && e.contains("set \"net.ipv6.conf.default.hop_limit\""),
+            "{e}"
         );
     }
 }

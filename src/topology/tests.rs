@@ -327,3 +327,68 @@ fn a_lab_copy_names_profile_files_by_absolute_path() {
         "{out}"
     );
 }
+
+/// A hub between three peers on one switch, the hub being host `a`; `extra`
+/// goes into node a's table.
+fn host_hub(extra: &str) -> String {
+    format!(
+        r#"name = "hh"
+[nodes.a]
+kind = "host"
+{extra}
+[nodes.s1]
+kind = "host"
+[nodes.s2]
+kind = "host"
+[nodes.sw]
+kind = "switch"
+[[links]]
+a = {{ port = "a:eth0", ipv6 = "2001:2:0:82::1/64" }}
+b = "sw:p1"
+[[links]]
+a = {{ port = "s1:eth0", ipv6 = "2001:2:0:82::11/64" }}
+b = "sw:p2"
+[[links]]
+a = {{ port = "s2:eth0", ipv6 = "2001:2:0:82::12/64" }}
+b = "sw:p3"
+[tunnels.wg]
+kind = "wireguard"
+hub = "a"
+peers = [
+  {{ node = "a", endpoint = "2001:2:0:82::1", address = "198.18.83.1/24" }},
+  {{ node = "s1", endpoint = "2001:2:0:82::11", address = "198.18.83.11/24" }},
+  {{ node = "s2", endpoint = "2001:2:0:82::12", address = "198.18.83.12/24" }},
+]
+"#
+    )
+}
+
+#[test]
+fn a_hub_forwards_even_on_a_host() {
+    let t = parse(&host_hub(""));
+    let a = &t.nodes[t.node_index("a").unwrap()];
+    assert!(a.forwarding);
+    assert_eq!(a.sysctls["net.ipv4.ip_forward"], "1");
+    assert_eq!(a.sysctls["net.ipv6.conf.all.forwarding"], "1");
+    // The spokes stay hosts that do not forward.
+    assert!(!t.nodes[t.node_index("s1").unwrap()].forwarding);
+    let r = super::routing::Router::new(&t);
+    assert_eq!(
+        r.echo_works(t.node_index("s1").unwrap(), "198.18.83.12".parse().unwrap()),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_hub_that_says_it_does_not_forward_is_refused_where_it_says_so() {
+    let e = parse_str(&host_hub("forwarding = false"), Path::new("hh.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("hh.toml:4:")
+            && e.contains("nodes.a.forwarding")
+            && e.contains("hub of tunnel \"wg\"")
+            && e.contains("remove `forwarding = false`"),
+        "{e}"
+    );
+}

@@ -500,6 +500,15 @@ fn endpoint_at(t: &Topology, node: usize, iface: &str) -> Option<KeyPath> {
 }
 
 fn routes(t: &Topology, p: &mut Vec<Problem>) {
+    // Who holds each address, gathered once (a lookup per route over every
+    // node was n^2 on generated labs of thousands of nodes). The first holder,
+    // as `Topology::owner_of` has it.
+    let mut owners: std::collections::HashMap<IpAddr, usize> = std::collections::HashMap::new();
+    for i in 0..t.nodes.len() {
+        for (_, a) in t.node_addresses(i) {
+            owners.entry(a.ip()).or_insert(i);
+        }
+    }
     for (ni, n) in t.nodes.iter().enumerate() {
         let addrs = t.node_addresses(ni);
         let mut seen: Vec<(IpNetwork, Option<u32>)> = Vec::new();
@@ -561,7 +570,7 @@ fn routes(t: &Topology, p: &mut Vec<Problem>) {
                 ));
                 continue;
             }
-            match t.owner_of(gw) {
+            match owners.get(&gw).copied() {
                 None => p.push(Problem::new(
                     &r.at.key("via"),
                     format!("no node in the lab holds gateway address {gw}"),
