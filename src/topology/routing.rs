@@ -39,7 +39,7 @@ pub struct NextHop {
 /// `conf.all.hop_limit` only for a device without IPv6 state (none in a lab)
 /// and never copies it to existing devices. Checked on Linux 6.18 with veths
 /// in namespaces: all=200 left an existing veth at 64 and its pings left with
-/// 64; default=150 gave later veths 150; conf.<dev>=100 sent 100.
+/// 64; default=150 gave later veths 150; `conf.<dev>`=100 sent 100.
 pub fn ipv6_hop_limit(sysctls: &BTreeMap<String, String>, dev: &str) -> u32 {
     let value = |k: &str| sysctls.get(k).and_then(|v| v.parse().ok());
     value(&format!("net.ipv6.conf.{dev}.hop_limit"))
