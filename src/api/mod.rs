@@ -92,11 +92,7 @@ impl Lab {
         let t = topology::parse_str(toml, &source)?;
         let problems = verify::problems(&t);
         if !problems.is_empty() {
-            let lines: Vec<String> = problems
-                .iter()
-                .map(|p| format!("{}: {}", p.at, p.message))
-                .collect();
-            bail!("invalid topology:\n{}", lines.join("\n"));
+            return Err(topology::located(problems, toml, &source).into());
         }
         Self::up_topology(t, &source, toml)
     }

@@ -239,8 +239,13 @@ pub(crate) fn parse_with(
         }
         return Ok(topo);
     }
+    Err(located(problems, text, path))
+}
+
+/// Problems found on the model, each placed at its line and column in `text`.
+pub fn located(problems: Vec<Problem>, text: &str, path: &Path) -> InvalidTopology {
     let loc = locate::Locator::new(text);
-    Err(InvalidTopology(
+    InvalidTopology(
         problems
             .into_iter()
             .map(|p| {
@@ -254,7 +259,7 @@ pub(crate) fn parse_with(
                 }
             })
             .collect(),
-    ))
+    )
 }
 
 /// serde's messages name Rust-side things; say what to do in the file's terms.

@@ -18,7 +18,7 @@ pub use tap::Tap;
 
 use crate::report::expect::{self, Expectation, Subject};
 use crate::topology::assertion::{Assertion, Check};
-use crate::topology::{Diagnostic, InvalidTopology, KeyPath, LoadError, Problem, Topology};
+use crate::topology::{KeyPath, LoadError, Problem, Topology};
 use std::path::{Path, PathBuf};
 
 /// How one assertion came out.
@@ -231,20 +231,7 @@ pub fn load(path: &Path) -> Result<Topology, LoadError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let loc = crate::topology::locate::Locator::new(&text);
-    Err(LoadError::Invalid(InvalidTopology(
-        problems
-            .into_iter()
-            .map(|p| {
-                let (line, column) = loc.find(&p.at);
-                Diagnostic {
-                    file: path.to_path_buf(),
-                    line,
-                    column,
-                    at: p.at.to_string(),
-                    message: p.message,
-                }
-            })
-            .collect(),
+    Err(LoadError::Invalid(crate::topology::located(
+        problems, &text, path,
     )))
 }
