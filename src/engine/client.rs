@@ -255,6 +255,8 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
     let mut keep_open: Vec<Socket> = Vec::new();
     let mut running: Running = Vec::new();
     let mut clock: Option<IntervalClock> = None;
+    // Whether the server has sent anything on the control connection yet.
+    let mut heard = false;
     let mut cpu0: Option<CpuSample> = None;
     let mut start = Instant::now();
     let volume = Arc::new(AtomicU64::new(0));
@@ -392,10 +394,23 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
                 .collect();
             c.tick(now, &view, false);
         }
-        match protocol::read_control(ctl_r, &mut buf)
-            .map_err(io_err("reading the control connection"))?
-        {
-            protocol::ControlRead::Data(n) => session.handle_input(Instant::now(), &buf[..n]),
+        let read = match protocol::read_control(ctl_r, &mut buf) {
+            // Reset before the server said a word: it never took this
+            // connection (iperf3 reopens its listener between tests), so the
+            // caller may try again, as after a refused connect.
+            Err(source) if !heard && source.kind() == io::ErrorKind::ConnectionReset => {
+                return Err(RunError::Connect {
+                    addr: o.server,
+                    source,
+                });
+            }
+            r => r.map_err(io_err("reading the control connection"))?,
+        };
+        match read {
+            protocol::ControlRead::Data(n) => {
+                heard = true;
+                session.handle_input(Instant::now(), &buf[..n])
+            }
             protocol::ControlRead::Eof => session.handle_eof(),
             protocol::ControlRead::Idle => session.handle_timeout(Instant::now()),
         }
@@ -459,6 +474,45 @@ fn finish(
             protocol::ControlRead::Data(n) => session.handle_input(Instant::now(), &buf[..n]),
             protocol::ControlRead::Eof => session.handle_eof(),
             protocol::ControlRead::Idle => session.handle_timeout(Instant::now()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that resets the control connection before saying anything
+    /// (iperf3 between two tests) is "cannot reach", which callers retry;
+    /// not a failed test.
+    #[test]
+    fn a_reset_before_the_server_speaks_is_a_connect_error() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = l.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let (c, _) = l.accept().unwrap();
+            // Linger 0: close sends RST.
+            socket2::SockRef::from(&c)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            drop(c);
+        });
+        let o = ClientOptions {
+            server,
+            bind: None,
+            params: TestParams::default(),
+            connect_timeout: Duration::from_secs(2),
+            intervals: false,
+            abort: None,
+        };
+        let e = run(&o).unwrap_err();
+        t.join().unwrap();
+        match e {
+            RunError::Connect { source, .. } => {
+                assert_eq!(source.kind(), io::ErrorKind::ConnectionReset)
+            }
+            other => panic!("not a connect error: {other}"),
         }
     }
 }
