@@ -188,36 +188,23 @@ pub(crate) fn parse_with(
     if problems.is_empty() {
         problems = validate::validate(&topo);
     }
-    // `[[measure]] scenarios = [...]` names scenarios the file declares.
+    // `scenarios = [...]` names scenarios the file declares.
     let declared: Vec<String> = match (scenario_names, &raw.scenarios) {
         (Some(names), _) => names.to_vec(),
         (None, Some(toml::Value::Table(t))) => t.keys().cloned().collect(),
         _ => Vec::new(),
     };
-    for m in &topo.measurements {
-        for (i, name) in m.scenarios.iter().flatten().enumerate() {
+    // `scenarios = [...]` of [[measure]] and [[assert]] entries alike.
+    let limited = topo
+        .measurements
+        .iter()
+        .map(|m| (&m.scenarios, &m.at))
+        .chain(topo.assertions.iter().map(|a| (&a.scenarios, &a.at)));
+    for (scenarios, at) in limited {
+        for (i, name) in scenarios.iter().flatten().enumerate() {
             if !declared.contains(name) {
                 problems.push(Problem::new(
-                    &m.at.key("scenarios").index(i),
-                    if declared.is_empty() {
-                        format!(
-                            "scenario \"{name}\" is not declared; the file has no [scenarios.NAME]"
-                        )
-                    } else {
-                        format!(
-                            "scenario \"{name}\" is not declared; declared: {}",
-                            declared.join(", ")
-                        )
-                    },
-                ));
-            }
-        }
-    }
-    for a in &topo.assertions {
-        for (i, name) in a.scenarios.iter().flatten().enumerate() {
-            if !declared.contains(name) {
-                problems.push(Problem::new(
-                    &a.at.key("scenarios").index(i),
+                    &at.key("scenarios").index(i),
                     if declared.is_empty() {
                         format!(
                             "scenario \"{name}\" is not declared; the file has no [scenarios.NAME]"
