@@ -183,6 +183,8 @@ fn results_with_reference(published: &str) -> String {
         sender_limited: false,
         cpu_client: 20.0,
         cpu_server: 30.0,
+        intervals_bps: Vec::new(),
+        interval_seconds: None,
     };
     let r = Results {
         tool: "tunbench 0.1.0".into(),
@@ -200,6 +202,7 @@ fn results_with_reference(published: &str) -> String {
             ipv4: Some("198.18.0.2".into()),
             ipv6: None,
             cells: vec![CellResult::from_runs(cell, vec![run], None)],
+            idle_latency: Vec::new(),
         }],
         reference: Some(Reference {
             source: Some("the seed".into()),

@@ -26,6 +26,12 @@ pub struct Run {
     /// CPU use in percent of one core: the measuring client and the server.
     pub cpu_client: f64,
     pub cpu_server: f64,
+    /// The receiving end's rate per reporting interval (bits per second, one
+    /// per `interval_seconds`), for charts over time. Empty in older results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals_bps: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_seconds: Option<f64>,
 }
 
 /// One trial of the UDP rate search.
@@ -82,6 +88,48 @@ impl UdpSearch {
     }
 }
 
+/// A latency sample's spread, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub samples: u64,
+    pub min: f64,
+    pub median: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+/// What the latency probes (small isochronous UDP datagrams, echoed by the
+/// server) saw over one phase: the path idle, or under one cell's load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Probes per second.
+    pub rate: f64,
+    pub sent: u64,
+    /// Echoes that came back.
+    pub received: u64,
+    pub lost_percent: f64,
+    /// Probes or echoes that arrived after a later one.
+    pub reordered: u64,
+    /// Round-trip time.
+    pub rtt_ms: Spread,
+    /// One-way delay from the measuring node to the target (the upload
+    /// direction) and back. Exact in a lab, where every namespace shares one
+    /// clock; `None` toward a server outside the lab, where only RTT holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_ms: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse_ms: Option<Spread>,
+    /// Mean difference between consecutive round trips (RFC 3550's idea,
+    /// unsmoothed).
+    pub jitter_ms: f64,
+    /// (seconds since the phase started, round-trip ms) per probe, thinned to
+    /// at most a few hundred points: for charts over time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<(f32, f32)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
     pub cell: Cell,
@@ -94,6 +142,9 @@ pub struct CellResult {
     pub search: Option<UdpSearch>,
     /// Why the cell has no figure, if it has none.
     pub error: Option<String>,
+    /// Latency under this cell's load (probes during the runs, pooled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
 }
 
 impl CellResult {
@@ -117,6 +168,7 @@ impl CellResult {
             runs,
             search,
             error: None,
+            latency: None,
         }
     }
 
@@ -130,6 +182,7 @@ impl CellResult {
             max_bps: 0.0,
             search: None,
             error: Some(error),
+            latency: None,
         }
     }
 }
@@ -146,6 +199,10 @@ pub struct PathResult {
     pub ipv4: Option<String>,
     pub ipv6: Option<String>,
     pub cells: Vec<CellResult>,
+    /// Latency with the path idle (probes alone), per family, measured before
+    /// the cells; the baseline for each cell's latency under load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_latency: Vec<(crate::vocab::Family, Latency)>,
 }
 
 impl PathResult {
@@ -230,6 +287,8 @@ mod tests {
             sender_limited: false,
             cpu_client: 0.0,
             cpu_server: 0.0,
+            intervals_bps: Vec::new(),
+            interval_seconds: None,
         };
         let c = Cell {
             family: Family::Ipv4,

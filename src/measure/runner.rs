@@ -471,6 +471,8 @@ fn to_run(r: &TestReport, offered: Option<f64>, sender_limited: bool) -> Run {
         sender_limited,
         cpu_client: r.cpu_local.total,
         cpu_server: r.cpu_remote.total,
+        intervals_bps: Vec::new(),
+        interval_seconds: None,
     }
 }
 
@@ -506,6 +508,7 @@ pub fn measure(
         ipv4: v4.map(|a| a.to_string()),
         ipv6: v6.map(|a| a.to_string()),
         cells: Vec::new(),
+        idle_latency: Vec::new(),
     };
     let mut waited = std::collections::BTreeSet::new();
     for (i, cell) in cells.iter().enumerate() {

@@ -2,7 +2,10 @@
 //! cells, a 6-stream cell only raw has, and one failed cell on wg. The cells are
 //! deliberately out of the seed's order.
 
-use crate::measure::model::{CellResult, PathResult, Results, Run, Trial, UdpSearch};
+use crate::measure::model::{
+    CellResult, Latency, PathResult, Results, Run, Spread, Trial, UdpSearch,
+};
+use crate::vocab::Family;
 
 use crate::vocab::Cell;
 
@@ -25,6 +28,8 @@ fn tcp(key: &str, mbit: &[f64]) -> CellResult {
             sender_limited: false,
             cpu_client: 20.0,
             cpu_server: 30.0,
+            intervals_bps: vec![m * 1e6; 10],
+            interval_seconds: Some(1.0),
         })
         .collect();
     CellResult::from_runs(cell(key), runs, None)
@@ -63,9 +68,51 @@ fn udp(key: &str, rate: f64, trials: &[(f64, f64)], runs: &[(f64, f64)]) -> Cell
             sender_limited: false,
             cpu_client: 40.0,
             cpu_server: 90.0,
+            intervals_bps: Vec::new(),
+            interval_seconds: None,
         })
         .collect();
     CellResult::from_runs(cell(key), runs, Some(search))
+}
+
+/// Probes at 100/s with round trips spread around `median` ms, one-way half
+/// each way.
+pub(crate) fn latency(median: f64) -> Latency {
+    // Rounded, so the figures survive a JSON round trip exactly.
+    let r = |x: f64| (x * 1e4).round() / 1e4;
+    let spread = |m: f64| Spread {
+        samples: 1000,
+        min: r(m * 0.8),
+        median: r(m),
+        p90: r(m * 1.3),
+        p99: r(m * 1.8),
+        max: r(m * 2.5),
+        mean: r(m * 1.05),
+    };
+    Latency {
+        rate: 100.0,
+        sent: 1000,
+        received: 998,
+        lost_percent: 0.2,
+        reordered: 0,
+        rtt_ms: spread(median),
+        forward_ms: Some(spread(median / 2.0)),
+        reverse_ms: Some(spread(median / 2.0)),
+        jitter_ms: r(median / 20.0),
+        series: (0..100)
+            .map(|i| {
+                (
+                    i as f32 * 0.1,
+                    (median * (1.0 + 0.2 * ((i % 7) as f64 / 7.0))) as f32,
+                )
+            })
+            .collect(),
+    }
+}
+
+fn loaded(mut c: CellResult, median: f64) -> CellResult {
+    c.latency = Some(latency(median));
+    c
 }
 
 pub(crate) fn results() -> Results {
@@ -77,8 +124,8 @@ pub(crate) fn results() -> Results {
         ipv4: Some("192.168.1.2".into()),
         ipv6: Some("2001:db8:1::2".into()),
         cells: vec![
-            tcp("ipv4.tcp.sender.p6", &[941.0, 940.0, 936.0]),
-            tcp("ipv6.tcp.sender", &[928.0, 920.0, 925.0]),
+            loaded(tcp("ipv4.tcp.sender.p6", &[941.0, 940.0, 936.0]), 4.0),
+            loaded(tcp("ipv6.tcp.sender", &[928.0, 920.0, 925.0]), 3.5),
             udp(
                 "ipv4.udp.receiver",
                 960.0,
@@ -100,6 +147,7 @@ pub(crate) fn results() -> Results {
             tcp("ipv4.tcp.receiver", &[940.0, 938.0, 936.0]),
             tcp("ipv4.tcp.sender", &[930.0, 941.0, 939.0]),
         ],
+        idle_latency: vec![(Family::Ipv4, latency(0.05)), (Family::Ipv6, latency(0.06))],
     };
     let wg = PathResult {
         path: "wg".into(),
@@ -128,6 +176,7 @@ pub(crate) fn results() -> Results {
                 "connecting to [fd00:9::2]:5201:\nconnection refused".into(),
             ),
         ],
+        idle_latency: vec![(Family::Ipv4, latency(0.4))],
     };
     Results {
         tool: "tunbench 0.1.0".into(),
