@@ -74,6 +74,11 @@ fn open_tcp_stream(o: &ClientOptions, cookie: &[u8; COOKIE_LEN]) -> Result<Socke
     Ok(s)
 }
 
+/// How long a UDP stream waits for the server's reply before saying hello
+/// again, and in all.
+const HELLO_INTERVAL: Duration = Duration::from_secs(1);
+const HELLO_PATIENCE: Duration = Duration::from_secs(10);
+
 fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
     let s = socket_for(&o.server, Type::DGRAM, o.bind).map_err(io_err("making a UDP socket"))?;
     s.connect(&o.server.into())
@@ -83,7 +88,9 @@ fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
         })?;
     // Room for bursts: the kernel default drops datagrams at high rates.
     crate::socket::gso::set_buffers(&s, crate::socket::gso::UDP_SOCKET_BUFFER);
-    s.set_read_timeout(Some(Duration::from_secs(10)))
+    // The hello or its reply can be lost on a lossy path (a link's `loss`):
+    // say hello again every second; the server answers each one.
+    s.set_read_timeout(Some(HELLO_INTERVAL))
         .map_err(io_err("setting a timeout"))?;
     let mut w: &Socket = &s;
     w.write_all(&protocol::UDP_CONNECT_MSG)
@@ -92,14 +99,25 @@ fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
     // reorders (a link's `reorder`): only a 4-byte datagram is the reply.
     let mut buf = vec![0u8; 65536];
     let mut r: &Socket = &s;
+    let asked = std::time::Instant::now();
     let n = loop {
-        let n = r
-            .read(&mut buf)
-            .map_err(io_err("waiting for the server's UDP connect reply"))?;
-        if n == protocol::UDP_CONNECT_REPLY.len() {
-            break n;
+        match r.read(&mut buf) {
+            Ok(n) if n == protocol::UDP_CONNECT_REPLY.len() => break n,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) && asked.elapsed() < HELLO_PATIENCE =>
+            {
+                w.write_all(&protocol::UDP_CONNECT_MSG)
+                    .map_err(io_err("sending the UDP connect datagram again"))?;
+            }
+            Err(e) => return Err(io_err("waiting for the server's UDP connect reply")(e)),
         }
     };
+    s.set_read_timeout(Some(HELLO_PATIENCE))
+        .map_err(io_err("setting a timeout"))?;
     let reply = &buf[..n];
     if reply != protocol::UDP_CONNECT_REPLY && reply != protocol::UDP_CONNECT_REPLY_LEGACY {
         return Err(RunError::Protocol(ClientError::Protocol(format!(
@@ -514,5 +532,37 @@ mod tests {
             }
             other => panic!("not a connect error: {other}"),
         }
+    }
+
+    /// A hello or its reply lost on the way (a lossy link) costs a second, not
+    /// the cell: the client says hello again and takes the second reply.
+    #[test]
+    fn a_lost_udp_hello_is_said_again() {
+        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let o = ClientOptions {
+            server: server.local_addr().unwrap(),
+            bind: None,
+            params: TestParams::default(),
+            connect_timeout: Duration::from_secs(2),
+            intervals: false,
+            abort: None,
+        };
+        let t = std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            // The first hello is "lost": read and not answered.
+            let (n, _) = server.recv_from(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
+            let (n, from) = server.recv_from(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
+            server.send_to(&protocol::UDP_CONNECT_REPLY, from).unwrap();
+        });
+        let started = std::time::Instant::now();
+        open_udp_stream(&o).expect("the second hello is answered");
+        t.join().unwrap();
+        let waited = started.elapsed();
+        assert!(
+            waited >= HELLO_INTERVAL && waited < HELLO_PATIENCE,
+            "{waited:?}"
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! iperf3") has the measurements behind the constants here.
 
 use super::params::{Protocol, TestParams};
+use super::protocol;
 use super::udp_stats::UdpReceiverStats;
 use crate::socket::gso::{self, RecvBatch, SendBatch};
 use crate::wire::iperf_udp::{Packet as UdpPacket, Repr as UdpRepr};
@@ -333,7 +334,12 @@ fn udp_send(
     let mut batch = SendBatch::new(sock, len, true, &filler(len));
     let mut counter: u64 = 0;
     let mut total = 0u64;
+    let mut hello_checked = Instant::now();
     while !shared.stop.load(Ordering::Relaxed) {
+        if hello_checked.elapsed() >= HELLO_CHECK {
+            answer_hello_again(sock);
+            hello_checked = Instant::now();
+        }
         // As many datagrams as the rate allows now, at most a batch.
         let cap = batch.capacity();
         let n = if plan.rate == 0 {
@@ -378,6 +384,25 @@ fn udp_send(
         }
     }
     Ok(())
+}
+
+/// How often a sending stream looks for a repeated hello.
+const HELLO_CHECK: Duration = Duration::from_millis(50);
+
+/// A sending stream (-R, the server) reads nothing, so a client whose reply
+/// was lost on the way would wait in vain: look for its hello now and then.
+fn answer_hello_again(sock: &Socket) {
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16];
+    while let Ok(n) = sock.recv_with_flags(&mut buf, libc::MSG_DONTWAIT) {
+        // SAFETY: recv initialised the first n bytes.
+        let got: Vec<u8> = buf[..n]
+            .iter()
+            .map(|b| unsafe { b.assume_init() })
+            .collect();
+        if got == protocol::UDP_CONNECT_MSG {
+            let _ = sock.send(&protocol::UDP_CONNECT_REPLY);
+        }
+    }
 }
 
 /// Writes the iperf3 header into each datagram, numbered from `first`, each
@@ -433,7 +458,13 @@ fn udp_recv(
                 .ok()
                 .and_then(|p| UdpRepr::parse(&p).ok())
             else {
-                out.short_datagrams += 1;
+                // The client says hello again when our reply was lost on the
+                // way (a lossy link): answer it, again.
+                if d == protocol::UDP_CONNECT_MSG {
+                    let _ = sock.send(&protocol::UDP_CONNECT_REPLY);
+                } else {
+                    out.short_datagrams += 1;
+                }
                 continue;
             };
             stats.on_datagram(
@@ -656,5 +687,27 @@ mod tests {
             got,
             vec![(10, 7, 251), (11, 7, 501), (12, 7, 751), (13, 7, 1001)]
         );
+    }
+
+    /// A sending stream answers a hello said again (its first reply lost) and
+    /// leaves other datagrams alone.
+    #[test]
+    fn a_sending_stream_answers_a_repeated_hello() {
+        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        server.connect(client.local_addr().unwrap()).unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        client.send(b"junk-datagram").unwrap();
+        client.send(&protocol::UDP_CONNECT_MSG).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        answer_hello_again(&Socket::from(std::os::fd::OwnedFd::from(server)));
+        let mut buf = [0u8; 16];
+        let n = client.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &protocol::UDP_CONNECT_REPLY);
+        client.set_nonblocking(true).unwrap();
+        assert!(client.recv(&mut buf).is_err(), "one reply per hello");
     }
 }
