@@ -74,6 +74,15 @@ impl World {
         ]);
         sh(&["ip", "-n", &self.host, "link", "set", name, "up"]);
         sh(&["ip", "-n", &self.far, "link", "set", far_name, "up"]);
+        // The carrier comes a moment later, from the kernel's link watcher: a
+        // snapshot taken before it would differ from one taken after `down`.
+        assert!(
+            eventually(10, || {
+                let l = json(&self.ip_host(&["-j", "link", "show", name]));
+                l[0]["operstate"] == "UP"
+            }),
+            "{name} has no carrier"
+        );
     }
 
     fn ip_host(&self, args: &[&str]) -> String {
