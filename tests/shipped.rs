@@ -42,26 +42,35 @@ fn every_shipped_topology_passes_its_assertions_checks_and_goes() {
         {
             let _guard = LabGuard(lab.clone());
             let junit = out.path().join(format!("{name}.xml"));
-            let started = std::time::Instant::now();
-            let o = tunbench(&[
-                "test",
-                file.to_str().unwrap(),
-                "--name",
-                &lab,
-                "--yes",
-                "--junit",
-                junit.to_str().unwrap(),
-            ]);
-            eprintln!(
-                "{name}: tunbench test in {:.1} s\n{}",
-                started.elapsed().as_secs_f64(),
-                text(&o)
-            );
-            assert!(
-                o.status.success(),
-                "{name}: tunbench test failed\n{}",
-                text(&o)
-            );
+            // A throughput floor is the one assertion noise can fail (a busy
+            // machine makes figures short, never too good): such a run is made
+            // again; any other failure fails at once.
+            on_a_noisy_machine(3, &format!("{name}: tunbench test"), || {
+                let started = std::time::Instant::now();
+                let o = tunbench(&[
+                    "test",
+                    file.to_str().unwrap(),
+                    "--name",
+                    &lab,
+                    "--yes",
+                    "--junit",
+                    junit.to_str().unwrap(),
+                ]);
+                let out = text(&o);
+                eprintln!(
+                    "{name}: tunbench test in {:.1} s\n{out}",
+                    started.elapsed().as_secs_f64(),
+                );
+                assert_gone(&lab);
+                let failed: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL ")).collect();
+                if o.status.success() {
+                    Judged::Pass
+                } else if !failed.is_empty() && failed.iter().all(|l| is_floor(l)) {
+                    Judged::Short(failed.join("; "))
+                } else {
+                    Judged::Wrong(format!("tunbench test failed\n{out}"))
+                }
+            });
             let xml = std::fs::read_to_string(&junit).unwrap();
             let doc = roxmltree::Document::parse(&xml)
                 .unwrap_or_else(|e| panic!("{name}: JUnit XML does not parse: {e}\n{xml}"));
@@ -129,4 +138,26 @@ fn a_missing_program_is_named_with_its_package() {
     ] {
         assert_eq!(find_program(name, &path), Ok(()), "{name}");
     }
+}
+
+/// `FAIL name: measured 205.5 Mbit/s, expected raw:ipv6.tcp.receiver >= 212M`:
+/// a throughput assertion's lower bound.
+fn is_floor(line: &str) -> bool {
+    line.split_once(", expected ")
+        .is_some_and(|(measured, expected)| {
+            measured.ends_with("bit/s") && expected.contains(" >= ")
+        })
+}
+
+#[test]
+fn a_floor_is_told_from_other_failures() {
+    assert!(is_floor(
+        "FAIL fast-ipv6-download-floor: measured 205.5 Mbit/s, expected raw:ipv6.tcp.receiver >= 212M (2.3 s)"
+    ));
+    assert!(!is_floor(
+        "FAIL fast-ipv6-download-ceiling: measured 300.1 Mbit/s, expected raw:ipv6.tcp.receiver <= 287M (2.3 s)"
+    ));
+    assert!(!is_floor(
+        "FAIL softwire-mtu: measured 1400 bytes to 198.18.20.10 (8 probes), expected 1460 bytes (0.0 s)"
+    ));
 }
