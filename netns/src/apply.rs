@@ -985,10 +985,10 @@ fn make_namespaces(ops: Vec<(usize, Op)>, cancel: &Cancel) -> Result<Vec<(String
                     return Err(e);
                 }
             };
-            sysctl::write_all(&sysctls).map_err(|(i, e)| {
-                let (k, v) = &sysctls[i];
-                NsFail::Step(step, format!("sysctl {k}={v}: {e}"))
-            })?;
+            for (k, v) in &sysctls {
+                sysctl::write(k, v)
+                    .map_err(|e| NsFail::Step(step, format!("sysctl {k}={v}: {e}")))?;
+            }
             out.push((ns, sock.into_raw_fd()));
         }
         Ok(())
