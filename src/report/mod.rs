@@ -27,6 +27,7 @@ mod md;
 pub mod reference;
 mod svg;
 mod table;
+pub mod views;
 
 use crate::measure::model::{CellResult, Results};
 
@@ -184,7 +185,7 @@ pub(crate) fn udp_rate(c: &CellResult) -> Option<f64> {
 /// and the receiver-side loss, so no figure stands without what the path
 /// carried at it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct UdpFigure {
+pub struct UdpFigure {
     pub offered: f64,
     pub received: f64,
     pub loss: f64,

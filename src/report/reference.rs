@@ -161,53 +161,6 @@ const HEADER: [&str; 6] = [
 /// Columns written left-aligned; the figures are right-aligned.
 const LEFT: [bool; 6] = [true, true, false, false, false, true];
 
-/// The section for the text report, or `None` without published figures.
-pub(crate) fn text(r: &Results) -> Option<String> {
-    let reference = r.reference.as_ref()?;
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", title(reference));
-    for l in legend(r, reference) {
-        let _ = writeln!(out, "{l}");
-    }
-    out.push('\n');
-    let table: Vec<Vec<String>> = std::iter::once(HEADER.map(String::from).to_vec())
-        .chain(rows(r, reference).into_iter().map(|row| row.to_vec()))
-        .collect();
-    let mut widths = [0; 6];
-    for row in &table {
-        for (i, s) in row.iter().enumerate() {
-            widths[i] = widths[i].max(s.chars().count());
-        }
-    }
-    for row in &table {
-        let mut line = String::new();
-        for (i, s) in row.iter().enumerate() {
-            if i > 0 {
-                line.push_str("  ");
-            }
-            let pad = " ".repeat(widths[i] - s.chars().count());
-            if LEFT[i] {
-                line.push_str(s);
-                line.push_str(&pad);
-            } else {
-                line.push_str(&pad);
-                line.push_str(s);
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    let _ = writeln!(out, "\n{}", summary(r, reference));
-    let streams = streams_lines(r);
-    if !streams.is_empty() {
-        out.push('\n');
-        for l in streams {
-            let _ = writeln!(out, "{l}");
-        }
-    }
-    Some(out)
-}
-
 /// The same section as GitHub markdown.
 pub(crate) fn markdown(r: &Results) -> Option<String> {
     let reference = r.reference.as_ref()?;
@@ -232,7 +185,7 @@ pub(crate) fn markdown(r: &Results) -> Option<String> {
     Some(out)
 }
 
-fn title(reference: &Reference) -> String {
+pub(crate) fn title(reference: &Reference) -> String {
     match &reference.source {
         Some(s) => format!("Published ({s}) vs measured"),
         None => "Published vs measured".to_string(),
@@ -240,7 +193,7 @@ fn title(reference: &Reference) -> String {
 }
 
 /// What the figures are, one sentence a line.
-fn legend(r: &Results, reference: &Reference) -> Vec<String> {
+pub(crate) fn legend(r: &Results, reference: &Reference) -> Vec<String> {
     let threshold = loss_within(r);
     let mut measured = "Mbit/s; measured: TCP the best run".to_string();
     if reference
@@ -273,7 +226,7 @@ fn tolerances(t: &Tolerance) -> String {
 }
 
 /// "9 of 11 cells within tolerance (TCP +-15 %, UDP +-25 %); 1 not measured".
-fn summary(r: &Results, reference: &Reference) -> String {
+pub(crate) fn summary(r: &Results, reference: &Reference) -> String {
     let all = compare(r, reference);
     let count = |f: &dyn Fn(&Outcome) -> bool| all.iter().filter(|c| f(&c.outcome)).count();
     let within = count(&|o| matches!(o, Outcome::Measured { within: true, .. }));
@@ -387,7 +340,7 @@ pub fn check(r: &Results) -> Vec<Failure> {
 
 /// How far a ratio is from 1, signed, in whole percent ("+23"); with a decimal
 /// where whole percent would look within the tolerance ("+15.4" against 15).
-fn deviation(ratio: f64, tolerance: f64) -> String {
+pub(crate) fn deviation(ratio: f64, tolerance: f64) -> String {
     let d = (ratio - 1.0) * 100.0;
     if !d.is_finite() {
         return "?".to_string();
@@ -584,7 +537,6 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
     #[test]
     fn without_a_reference_reports_are_as_before() {
         let r = fixture::results();
-        assert_eq!(text(&r), None);
         assert_eq!(markdown(&r), None);
         assert!(check(&r).is_empty());
         let json = render(&r, Format::Json, None);

@@ -15,11 +15,7 @@ use std::fmt::Write;
 /// min-max (and the UDP rate with its loss when any cell is UDP); then one ratio
 /// column per non-baseline path.
 pub(super) struct Matrix {
-    /// (label, number of columns it spans), the first over the cell column.
-    pub(super) groups: Vec<(String, usize)>,
-    /// Column names under the groups; the first is the cell.
-    pub(super) columns: Vec<String>,
-    /// The same with the path in front ("raw best"), for a one-row header.
+    /// Column names with the path in front ("raw best"); the first is the cell.
     pub(super) long_columns: Vec<String>,
     pub(super) rows: Vec<Vec<String>>,
     /// Footnotes: the errors of failed cells, referenced as `failed [n]`.
@@ -41,30 +37,22 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     };
     let cells = ordered_cells(r);
     let with_udp = cells.iter().any(|c| c.protocol == Proto::Udp);
-    let per_path = if with_udp { 5 } else { 4 };
 
-    let mut groups = vec![(String::new(), 1)];
-    let mut columns = vec!["cell".to_string()];
-    let mut long_columns = columns.clone();
+    let mut long_columns = vec!["cell".to_string()];
     let names: &[&str] = if with_udp {
         &["best", "median", "min-max", "-b / rcvd (loss)", "cpu c/s"]
     } else {
         &["best", "median", "min-max", "cpu c/s"]
     };
     for p in &r.paths {
-        groups.push((p.label(), per_path));
         for n in names {
-            columns.push(n.to_string());
             long_columns.push(format!("{} {n}", p.label()));
         }
     }
     let others: Vec<usize> = (0..r.paths.len()).filter(|&i| i != base).collect();
     if !others.is_empty() {
-        groups.push(("ratio".to_string(), others.len()));
         for &i in &others {
-            let name = format!("{}/{}", r.paths[i].label(), r.paths[base].label());
-            columns.push(name.clone());
-            long_columns.push(name);
+            long_columns.push(format!("{}/{}", r.paths[i].label(), r.paths[base].label()));
         }
     }
 
@@ -199,8 +187,6 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
         ));
     }
     Matrix {
-        groups,
-        columns,
         long_columns,
         rows,
         notes,

@@ -7,18 +7,29 @@
 mod markdown;
 mod matrix;
 mod text;
+mod view_text;
 
 use super::md::md_escape;
 use crate::measure::model::Results;
 use std::fmt::Write;
 
-/// The text report: the listing and the matrix, then the published figures
-/// and the run's notes where there are any.
+/// The text report: the heading, where each path goes, then one view per
+/// question ([`super::views`]), each fitting [`WIDTH`] columns, and the run's
+/// notes. The full matrix is in `md`, `csv` and `json`.
 pub(crate) fn text(r: &Results, baseline: Option<&str>) -> String {
-    let mut out = text::text_matrix(r, baseline);
-    if let Some(section) = super::reference::text(r) {
+    let mut out = matrix::heading(r);
+    out.push('\n');
+    if r.paths.is_empty() {
+        out.push_str("\nno paths measured\n");
+    } else {
         out.push('\n');
-        out.push_str(&section);
+        for p in &r.paths {
+            let _ = writeln!(out, "{}", text::path_line(p));
+        }
+    }
+    for v in super::views::views_with_baseline(r, baseline) {
+        out.push('\n');
+        out.push_str(&view_text::view_text(&v));
     }
     if !r.notes.is_empty() {
         out.push('\n');
