@@ -397,7 +397,10 @@ mod tests {
 
     const SECTION: &str = "\
 Published (the seed document, best of 5) vs measured
-Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %, with what that run received and lost (the best run where there was no search).
+====================================================
+Does each measured figure agree with the published one?
+Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %,
+with what that run received and lost (the best run where there was no search).
 ratio: measured / published; ok within TCP +-15 %, UDP +-25 %.
 
 path  cell                published                    measured  ratio  tolerance
@@ -408,21 +411,29 @@ raw   IPv4 TCP Sender           941                         941   1.00  ok
       IPv6 UDP Receiver         940                           -      -  not measured
       IPv4 TCP Sender x6     656.69                         941   1.43  OUT (+43 %)
 wg    IPv4 TCP Sender           300                         292   0.97  ok
-      IPv6 TCP Sender           280                           -      -  failed
+      IPv6 TCP Sender           280                           -      -  failed [1]
 gre   IPv4 TCP Sender           500                           -      -  not measured
 
-4 of 6 cells within tolerance (TCP +-15 %, UDP +-25 %); 2 not measured, 1 failed
+[1] wg IPv6 TCP Sender: connecting to [fd00:9::2]:5201: connection refused
 
+4 of 6 cells within tolerance (TCP +-15 %, UDP +-25 %); 2 not measured, 1 failed
 raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
 ";
 
     #[test]
-    fn the_text_section_after_the_matrix() {
+    fn the_published_view_first() {
         let r = with_reference();
         let text = render(&r, Format::Text, None);
         let plain = render(&fixture::results(), Format::Text, None);
-        // The report without a reference, then the section.
-        assert_eq!(text, format!("{plain}\n{SECTION}"), "{text}");
+        // The report without a reference, the published view after where
+        // each path goes.
+        let paths = "wg: lan1 -> lan2 (10.9.0.2, fd00:9::2)\n\n";
+        let at = plain.find(paths).unwrap() + paths.len();
+        assert_eq!(
+            text,
+            format!("{}{SECTION}\n{}", &plain[..at], &plain[at..]),
+            "{text}"
+        );
     }
 
     #[test]
@@ -567,13 +578,13 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
         let text = render(&r, Format::Text, None);
         assert!(
             text.ends_with(
-                "(941)\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"
+                "refused\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"
             ),
             "{text}"
         );
         let md = render(&r, Format::Md, None);
         assert!(md.ends_with("(941)\n\nNote: the router is a model calibrated from the seed's figures\n\nNote: a\\_b\n"), "{md}");
-        // Notes without a reference come right after the matrix.
+        // Notes without a reference come right after the last view.
         r.reference = None;
         let text = render(&r, Format::Text, None);
         assert!(text.ends_with("connection refused\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"), "{text}");

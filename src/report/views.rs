@@ -995,3 +995,312 @@ fn plain(x: f64) -> String {
     let s = format!("{x:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::table::WIDTH;
+    use crate::report::{Format, fixture, render};
+
+    fn ids(v: &[View]) -> Vec<&str> {
+        v.iter().map(|v| v.id.as_str()).collect()
+    }
+
+    fn row<'a>(v: &'a View, label: &str, key: &str) -> &'a Row {
+        v.rows
+            .iter()
+            .find(|r| r.label == label && r.cell.key() == key)
+            .unwrap_or_else(|| panic!("no row {label} {key} in {}", v.id))
+    }
+
+    #[test]
+    fn the_main_jobs_questions() {
+        let r = fixture::main_job();
+        let v = views(&r);
+        assert_eq!(
+            ids(&v),
+            [
+                "published",
+                "scenarios-raw",
+                "scenarios-native-ipv6-dslite",
+                "tunnels-fast",
+                "families-fast-dslite",
+                "families-softwire-userspace-dslite",
+                "paths",
+            ]
+        );
+        let kinds: Vec<ViewKind> = v.iter().map(|v| v.kind).collect();
+        use ViewKind::*;
+        assert_eq!(
+            kinds,
+            [
+                Published, Scenarios, Scenarios, Tunnels, Families, Families, Paths
+            ]
+        );
+        // Fast and normal against no router, cell by cell.
+        let s = &v[1];
+        assert_eq!(s.title, "raw across scenarios none, fast and normal");
+        assert_eq!(
+            s.question,
+            "How does path raw change from scenario none to fast and normal?"
+        );
+        let normal = row(s, "normal/raw", "ipv4.tcp.sender");
+        assert_eq!(
+            normal.baseline,
+            Some((
+                "none/raw".into(),
+                Cell::parse_key("ipv4.tcp.sender").unwrap()
+            ))
+        );
+        let ratio = normal.figures.ratio.unwrap();
+        assert!(
+            (ratio - 384.0 * 0.99 / (941.0 * 0.99)).abs() < 1e-9,
+            "{ratio}"
+        );
+        assert_eq!(row(s, "none/raw", "ipv4.tcp.sender").figures.ratio, None);
+        assert_eq!(s.rows.len(), 24, "3 scenarios x 8 cells");
+        assert_eq!(s.categories.len(), 8);
+
+        // Each tunnel against raw in the same scenario, with its bytes per
+        // packet where the notes say them.
+        let t = &v[3];
+        let labels: Vec<&str> = t
+            .rows
+            .iter()
+            .filter(|r| r.cell.key() == "ipv4.tcp.sender")
+            .map(|r| r.short.as_str())
+            .collect();
+        assert_eq!(labels, ["raw", "wireguard", "l2tp-ipsec", "ikev2"]);
+        let wg = row(t, "fast/wireguard", "ipv4.tcp.sender");
+        assert_eq!(wg.figures.overhead_bytes, Some(60));
+        assert_eq!(
+            row(t, "fast/ikev2", "ipv4.tcp.sender")
+                .figures
+                .overhead_bytes,
+            None
+        );
+        assert!((wg.figures.ratio.unwrap() - 610.0 / 824.0).abs() < 1e-9);
+        // Latency: idle 0.08 ms, 14 ms under load.
+        assert!((wg.figures.increase_ms().unwrap() - (14.0 - 0.08)).abs() < 1e-9);
+        assert!(t.columns.contains(&Column::Overhead));
+        assert!(t.columns.contains(&Column::IncreaseMs));
+        // TCP only beside raw's UDP: raw's UDP rows stay, with no ratio.
+        assert!(t.columns.contains(&Column::Udp));
+
+        // IPv4 over the softwire against native IPv6, across families.
+        let f = &v[4];
+        assert_eq!(
+            f.title,
+            "IPv4 on dslite against IPv6 on native-ipv6, scenario fast"
+        );
+        assert_eq!(f.categories[0], "TCP Sender");
+        let d = row(f, "fast/dslite", "ipv4.tcp.sender");
+        assert!(d.figures.across_family);
+        assert_eq!(
+            d.baseline,
+            Some((
+                "fast/native-ipv6".into(),
+                Cell::parse_key("ipv6.tcp.sender").unwrap()
+            ))
+        );
+        assert_eq!(Column::Ratio.text(d), "0.98*");
+        assert_eq!(d.figures.overhead_bytes, Some(40));
+        assert_eq!(
+            f.rows[0].cell.key(),
+            "ipv6.tcp.sender",
+            "the baseline first"
+        );
+
+        // What no view covers: the speed test's path, 6 streams against one.
+        let p = &v[6];
+        assert_eq!(p.title, "Other paths");
+        assert!(p.rows.iter().all(|r| r.label == "fast/speedtest"));
+        assert_eq!(
+            p.notes,
+            ["fast/speedtest IPv6 TCP Receiver: 6 streams 650 Mbit/s = 2.61x one stream (249)"]
+        );
+
+        // The seed's table: every published figure, in the file's order.
+        let pb = &v[0];
+        assert_eq!(pb.rows.len(), 25);
+        assert_eq!(Column::Verdict.text(&pb.rows[0]), "ok");
+        assert_eq!(
+            Column::Measured.text(row(pb, "fast/raw", "ipv4.udp.sender")),
+            "32.7 (32.4 rcvd, 1.0 % lost)"
+        );
+        assert_eq!(
+            Column::Verdict.text(row(pb, "fast/raw", "ipv4.tcp.receiver")),
+            "OUT (-25 %)"
+        );
+        assert_eq!(
+            pb.notes,
+            [
+                "24 of 25 cells within tolerance (TCP +-15 %, UDP +-25 %)",
+                "fast/speedtest IPv6 TCP Receiver: 6 streams 650 Mbit/s = 2.61x one stream (249)"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_line_of_the_main_jobs_text_fits_120_columns() {
+        let r = fixture::main_job();
+        let text = render(&r, Format::Text, None);
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= WIDTH,
+                "{} chars: {l}",
+                l.chars().count()
+            );
+        }
+        // Every view, also with the widest labels a topology might give.
+        let mut wide = r.clone();
+        for p in &mut wide.paths {
+            p.path = format!("{}-with-a-rather-long-name", p.path);
+            p.scenario = p
+                .scenario
+                .as_ref()
+                .map(|s| format!("{s}-and-a-long-scenario"));
+        }
+        for v in views(&wide) {
+            for l in super::super::table::view_text(&v).lines() {
+                assert!(l.chars().count() <= WIDTH, "{}: {l}", v.id);
+            }
+        }
+        // Latency columns are there when the results have latency, not otherwise.
+        assert!(text.contains("  idle  load"), "{text}");
+        let mut bare = r.clone();
+        for p in &mut bare.paths {
+            p.idle_latency.clear();
+            for c in &mut p.cells {
+                c.latency = None;
+            }
+        }
+        let text = render(&bare, Format::Text, None);
+        assert!(!text.contains("idle"), "{text}");
+        assert!(!text.contains("Round trips"), "{text}");
+    }
+
+    #[test]
+    fn a_tunnel_view_as_text() {
+        let text = render(&fixture::main_job(), Format::Text, None);
+        let start = text
+            .find("Tunnels against the raw path, scenario fast\n")
+            .unwrap();
+        let view: Vec<&str> = text[start..].lines().take(16).collect();
+        assert_eq!(
+            view,
+            [
+                "Tunnels against the raw path, scenario fast",
+                "===========================================",
+                "What does each of wireguard, l2tp-ipsec and ikev2 cost against the raw path from pc to server, in scenario fast?",
+                "Mbit/s: median of 3 runs; UDP what arrived, at -b: the highest offered rate at which a full-length run kept its loss",
+                "within 10 %, with that run's loss.",
+                "Ratios: a path's median divided by fast/raw's.",
+                "B/pkt: bytes per packet the path's tunnel adds.",
+                "Round trips in ms: idle median; under the cell's load median, p99, and the median's increase over idle.",
+                "",
+                "cell               path        Mbit/s  ratio     -b (loss)  B/pkt  idle  load   p99  +load",
+                "IPv4 TCP Sender    raw            816                              0.08  12.5  22.5  +12.4",
+                "                   wireguard      604   0.74                   60  0.08  14.0  25.2  +13.9",
+                "                   l2tp-ipsec     398   0.49                       0.08  15.0  27.0  +14.9",
+                "                   ikev2          248   0.30                       0.08  22.0  39.6  +21.9",
+                "IPv4 TCP Receiver  raw            693                              0.08  12.5  22.5  +12.4",
+                "                   wireguard      634   0.91                   60  0.08  14.0  25.2  +13.9",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_small_fixture_and_a_chosen_baseline() {
+        let r = fixture::results();
+        // raw and wg share their ends: one tunnel view covers both.
+        assert_eq!(ids(&views(&r)), ["tunnels"]);
+        // A baseline asked for: every path against it as well.
+        let v = views_with_baseline(&r, Some("wg"));
+        assert_eq!(ids(&v), ["tunnels", "paths"]);
+        assert_eq!(v[1].title, "All paths");
+        let raw = row(&v[1], "raw", "ipv4.tcp.sender");
+        assert_eq!(Column::Ratio.text(raw), "3.24");
+        // One path: all paths, no ratio column.
+        let mut one = r.clone();
+        one.paths.truncate(1);
+        let v = views(&one);
+        assert_eq!(ids(&v), ["paths"]);
+        assert_eq!(v[0].question, "What did path raw carry?");
+        assert!(!v[0].columns.contains(&Column::Ratio));
+        assert!(
+            views(&Results {
+                paths: Vec::new(),
+                ..r
+            })
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn series_for_charts() {
+        let r = fixture::main_job();
+        let v = views(&r);
+        let t = &v[3];
+        // A rate series and a latency series per path, a point per category.
+        let labels: Vec<(&str, Metric)> = t
+            .series
+            .iter()
+            .map(|s| (s.label.as_str(), s.metric))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("fast/raw", Metric::Rate),
+                ("fast/raw", Metric::LoadedRtt),
+                ("fast/wireguard", Metric::Rate),
+                ("fast/wireguard", Metric::LoadedRtt),
+                ("fast/l2tp-ipsec", Metric::Rate),
+                ("fast/l2tp-ipsec", Metric::LoadedRtt),
+                ("fast/ikev2", Metric::Rate),
+                ("fast/ikev2", Metric::LoadedRtt),
+            ]
+        );
+        for s in &t.series {
+            assert_eq!(s.points.len(), t.categories.len());
+        }
+        let wg = &t.series[2];
+        let udp = t
+            .categories
+            .iter()
+            .position(|c| c == "IPv4 UDP Sender")
+            .unwrap();
+        assert_eq!(wg.points[udp], None, "wireguard measured no UDP");
+        let p = wg.points[0].as_ref().unwrap();
+        assert_eq!(
+            (p.value, p.low, p.high),
+            (610.0 * 0.99e6, 610.0 * 0.98e6, 610.0e6)
+        );
+        // The published view: published and measured per path.
+        assert_eq!(v[0].series[0].label, "none/raw published");
+        assert_eq!(v[0].series[0].metric, Metric::Published);
+        assert_eq!(v[0].categories[0], "IPv4 TCP Sender");
+        assert_eq!(v[0].categories.last().unwrap(), "IPv6 TCP Receiver x6");
+    }
+
+    #[test]
+    fn a_failed_cell_is_footnoted() {
+        let text = render(&fixture::results(), Format::Text, None);
+        assert!(
+            text.contains("\n                    wg    failed [1]      -\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\n[1] wg IPv6 TCP Sender: connecting to [fd00:9::2]:5201: connection refused\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    #[ignore]
+    fn print_the_main_job() {
+        println!("{}", render(&fixture::main_job(), Format::Text, None));
+    }
+}

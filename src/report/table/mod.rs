@@ -9,6 +9,9 @@ mod matrix;
 mod text;
 mod view_text;
 
+#[cfg(test)]
+pub(crate) use view_text::{WIDTH, view_text};
+
 use super::md::md_escape;
 use crate::measure::model::Results;
 use std::fmt::Write;
@@ -34,7 +37,8 @@ pub(crate) fn text(r: &Results, baseline: Option<&str>) -> String {
     if !r.notes.is_empty() {
         out.push('\n');
         for n in &r.notes {
-            let _ = writeln!(out, "Note: {n}");
+            let lines = view_text::wrap(&format!("Note: {n}"), view_text::WIDTH - 6);
+            let _ = writeln!(out, "{}", lines.join("\n      "));
         }
     }
     out

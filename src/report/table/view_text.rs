@@ -68,6 +68,9 @@ pub(crate) fn view_text(v: &View) -> String {
             let _ = writeln!(out, "{line}");
         }
     }
+    if !footnotes.is_empty() && !v.notes.is_empty() {
+        out.push('\n');
+    }
     for n in &v.notes {
         for line in wrap(n, WIDTH) {
             let _ = writeln!(out, "{line}");
