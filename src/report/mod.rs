@@ -136,6 +136,41 @@ pub fn parse_json(text: &str, path: &Path) -> Result<Results, LoadError> {
     })
 }
 
+/// A finished cell in a few words, for a progress line: "941 Mbit/s median
+/// (best 950)", a UDP cell with its offered rate and loss, latency under
+/// load where it was measured, or why the cell failed.
+pub fn cell_summary(c: &CellResult) -> String {
+    if let Some(e) = &c.error {
+        return format!("failed: {}", one_line(e));
+    }
+    let mut s = match udp_figure(c) {
+        Some(u) => format!(
+            "{} Mbit/s median at -b {}{} ({} % lost)",
+            mbit(c.median_bps),
+            mbit(u.offered),
+            if u.sender_limited {
+                ", sender-limited"
+            } else {
+                ""
+            },
+            percent(u.loss)
+        ),
+        None => format!(
+            "{} Mbit/s median (best {})",
+            mbit(c.median_bps),
+            mbit(c.best_bps)
+        ),
+    };
+    if let Some(l) = &c.latency {
+        s += &format!(
+            ", RTT under load {} ms (p99 {})",
+            views::ms(l.rtt_ms.median),
+            views::ms(l.rtt_ms.p99)
+        );
+    }
+    s
+}
+
 // ---- shared by the formats ----
 
 /// Every cell of any path, in the seed's order: IPv4 TCP Sender, IPv4 TCP
@@ -433,6 +468,28 @@ mod tests {
             .cell(&Cell::parse_key("ipv4.tcp.sender").unwrap())
             .unwrap();
         assert_eq!((udp_rate(tcp), udp_figure(tcp)), (None, None));
+    }
+
+    #[test]
+    fn a_finished_cell_in_a_few_words() {
+        let r = fixture::results();
+        let cell = |p: usize, k: &str| r.paths[p].cell(&Cell::parse_key(k).unwrap()).unwrap();
+        assert_eq!(
+            cell_summary(cell(0, "ipv4.tcp.sender")),
+            "939 Mbit/s median (best 941)"
+        );
+        assert_eq!(
+            cell_summary(cell(0, "ipv4.udp.sender")),
+            "340 Mbit/s median at -b 350 (0.9 % lost)"
+        );
+        assert_eq!(
+            cell_summary(cell(0, "ipv6.tcp.sender")),
+            "925 Mbit/s median (best 928), RTT under load 3.50 ms (p99 6.30)"
+        );
+        assert_eq!(
+            cell_summary(cell(1, "ipv6.tcp.sender")),
+            "failed: connecting to [fd00:9::2]:5201: connection refused"
+        );
     }
 
     #[test]

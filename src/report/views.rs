@@ -111,8 +111,9 @@ pub struct Figures {
     pub verdict: Option<Verdict>,
     /// UDP: the offered rate, what arrived and the loss.
     pub udp: Option<UdpFigure>,
-    /// Bytes per packet the path's tunnel adds, where the run's notes say.
-    pub overhead_bytes: Option<u32>,
+    /// Bytes per packet the path's tunnel adds (least, most: padding and
+    /// options make a range), where the run's notes say.
+    pub overhead_bytes: Option<(u32, u32)>,
     /// Round-trip time with the path idle (this cell's family), ms.
     pub idle_rtt: Option<Spread>,
     /// Round-trip time under this cell's load, ms.
@@ -240,7 +241,13 @@ impl Column {
                     percent(u.loss)
                 )
             })),
-            Column::Overhead => opt(f.overhead_bytes.map(|b| b.to_string())),
+            Column::Overhead => opt(f.overhead_bytes.map(|(lo, hi)| {
+                if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{lo}-{hi}")
+                }
+            })),
             Column::IdleMs => opt(f.idle_rtt.as_ref().map(|s| ms(s.median))),
             Column::LoadedMs => opt(f.loaded_rtt.as_ref().map(|s| ms(s.median))),
             Column::LoadedP99Ms => opt(f.loaded_rtt.as_ref().map(|s| ms(s.p99))),
@@ -942,18 +949,20 @@ fn same_families(a: &PathResult, b: &PathResult) -> bool {
 
 /// Bytes per packet of the tunnel a path crosses, from the run's note
 /// ("path wireguard crosses WireGuard tunnel vpn ...: 60 bytes per packet
-/// over IPv4 ..."). The notes are the only place results carry it.
-fn overhead(r: &Results, path: &str) -> Option<u32> {
+/// over IPv4 ...", or "62-65 bytes"). The notes are the only place results
+/// carry it.
+fn overhead(r: &Results, path: &str) -> Option<(u32, u32)> {
     let prefix = format!("path {path} crosses ");
     r.notes
         .iter()
         .filter(|n| n.starts_with(&prefix))
         .find_map(|n| {
-            let before = n.split(" bytes per packet").next()?;
-            if before.len() == n.len() {
-                return None;
+            let (before, _) = n.split_once(" bytes per packet")?;
+            let figure = before.rsplit(' ').next()?;
+            match figure.split_once('-') {
+                Some((lo, hi)) => Some((lo.parse().ok()?, hi.parse().ok()?)),
+                None => figure.parse().ok().map(|b| (b, b)),
             }
-            before.rsplit(' ').next()?.parse().ok()
         })
 }
 
@@ -1072,7 +1081,7 @@ mod tests {
             .collect();
         assert_eq!(labels, ["raw", "wireguard", "l2tp-ipsec", "ikev2"]);
         let wg = row(t, "fast/wireguard", "ipv4.tcp.sender");
-        assert_eq!(wg.figures.overhead_bytes, Some(60));
+        assert_eq!(wg.figures.overhead_bytes, Some((60, 60)));
         assert_eq!(
             row(t, "fast/ikev2", "ipv4.tcp.sender")
                 .figures
@@ -1104,7 +1113,7 @@ mod tests {
             ))
         );
         assert_eq!(Column::Ratio.text(d), "0.98*");
-        assert_eq!(d.figures.overhead_bytes, Some(40));
+        assert_eq!(d.figures.overhead_bytes, Some((40, 40)));
         assert_eq!(
             f.rows[0].cell.key(),
             "ipv6.tcp.sender",
