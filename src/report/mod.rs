@@ -2,19 +2,17 @@
 //! [`Results`] and nothing else, so `tunbench report RESULTS.json` re-renders a
 //! saved measurement exactly as the measuring run would have.
 //!
-//! - `text`: the seed's own listing per path (`IPv4 TCP Sender (941 Mbit/s)`, the
-//!   best run, the seed's rule), then the matrix table: rows = cells, per path the
-//!   best, median and min-max (and for UDP the searched rate and its loss), then
-//!   ratio columns `PATH/BASELINE` of the medians.
-//! - `md`: the same table as GitHub markdown.
+//! - `text`: where each path goes, then one view per question the paths
+//!   answer ([`views`]: published vs measured, a path across scenarios, tunnels
+//!   against the raw path, IPv4 against IPv6, the other paths), each within
+//!   120 columns, then the results' notes.
+//! - `md`: the full matrix as GitHub markdown: rows = cells, per path the best,
+//!   median and min-max (and for UDP the searched rate and its loss), then
+//!   ratio columns `PATH/BASELINE` of the medians; then the published figures
+//!   ([`mod@reference`]) and the notes.
 //! - `csv`: one row per (path, cell), every figure in bit/s.
 //! - `json`: [`Results`] itself; [`load`] reads it back.
 //! - `svg`: a grouped bar chart of the medians with min-max whiskers.
-//!
-//! Where the results carry published figures (a topology's `[reference]`),
-//! text and md add a section after the matrix: each figure beside the measured
-//! one, the ratio, and whether it is within tolerance ([`mod@reference`]); the
-//! results' notes follow. Without them every format is as it always was.
 //!
 //! [`expect`] parses and checks CI expectations (`--expect`);
 //! [`reference::check`] is `--expect-reference`.
@@ -37,13 +35,13 @@ use std::path::{Path, PathBuf};
 /// The output formats of `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Format {
-    /// The seed's listing per path, then the matrix table.
+    /// One view per question the paths answer, each within 120 columns.
     Text,
     /// The saved form; `tunbench report` reads it back.
     Json,
     /// One row per path and cell, figures in bit/s.
     Csv,
-    /// The matrix table as GitHub markdown.
+    /// The full matrix as GitHub markdown, then the published figures.
     Md,
     /// A grouped bar chart (cells x paths) of the medians, whiskers for min-max.
     Svg,

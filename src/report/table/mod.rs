@@ -1,8 +1,8 @@
-//! The text and markdown reports. Both read one matrix (`matrix`: the figures
-//! before they are laid out), so they always agree; `text` lays it out as
-//! aligned text after the seed's listing, `markdown` as a GitHub table. Here
-//! each report is put together: the matrix, then the published figures
-//! ([`super::reference`]) and the run's notes where there are any.
+//! The text and markdown reports. `text` prints the views
+//! ([`super::views`]) laid out by `view_text`; `markdown` lays out the full
+//! matrix (`matrix`: the figures before they are laid out) as a GitHub table,
+//! then the published figures ([`super::reference`]); both end with the run's
+//! notes.
 
 mod markdown;
 mod matrix;
