@@ -246,21 +246,26 @@ fn run_compares_vpns_side_by_side_with_their_overhead() {
     ] {
         assert!(out.contains(column), "no column {column}: {out}");
     }
+    // The notes, wrapped to the terminal's 120 columns, read as one line each.
+    let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        out.contains(
-            "path vpn crosses ESP in UDP 4500 tunnel vpn: 62-65 bytes per packet over IPv4"
+        flat.contains(
+            "Note: path vpn crosses ESP in UDP 4500 tunnel vpn: 62-65 bytes per packet over IPv4"
         ),
         "{out}"
     );
     assert!(
-        out.contains(
-            "path vpn crosses L2TP/IPsec in UDP 4500 tunnel vpn: 80-83 bytes per packet over IPv4"
+        flat.contains(
+            "Note: path vpn crosses L2TP/IPsec in UDP 4500 tunnel vpn: 80-83 bytes per packet over IPv4"
         ),
         "{out}"
     );
     assert!(
-        out.contains("inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6)"),
+        flat.contains("inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6)"),
         "{out}"
     );
+    // The tunnel views give the bytes per packet as a column too.
+    assert!(out.contains("B/pkt"), "{out}");
+    assert!(out.contains("62-65"), "{out}");
     assert_gone(&lab);
 }

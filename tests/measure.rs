@@ -125,8 +125,13 @@ fn expectations_pass_and_fail_with_exit_codes() {
     let ok = tcp_sender("ipv4.tcp.sender >= 1M");
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
     assert!(
-        text(&ok).contains("IPv4 TCP Sender ("),
-        "the seed's listing: {}",
+        text(&ok).contains("\nAll paths\n=========\nWhat did path raw carry?\n"),
+        "one path's view: {}",
+        text(&ok)
+    );
+    assert!(
+        text(&ok).contains("\nIPv4 TCP Sender  raw "),
+        "its row: {}",
         text(&ok)
     );
     let bad = tcp_sender("ipv4.tcp.sender >= 100T");
@@ -342,4 +347,57 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
         "{report}"
     );
     assert!(report.contains("stepped down to"), "{report}");
+}
+
+/// Without a terminal (CI, a pipe) a measurement says each cell as it
+/// finishes, one line on standard error: the path, the cell, its figure and
+/// the time since the start.
+#[test]
+fn through_a_pipe_one_progress_line_per_finished_cell() {
+    let lab = format!("vw{}", lab_name("p"));
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = tunbench(&[
+        "measure",
+        &lab,
+        "--from",
+        "h1",
+        "--to",
+        "h2",
+        "--families",
+        "ipv4",
+        "--protocols",
+        "tcp,udp",
+        "--directions",
+        "sender",
+        "--runs",
+        "1",
+        "--duration",
+        "1",
+        "--trial-duration",
+        "1",
+        "--udp-trials",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("[raw] ")).collect();
+    assert_eq!(lines.len(), 2, "one line per cell: {stderr}");
+    assert!(
+        lines[0].starts_with("[raw] IPv4 TCP Sender (1/2): ")
+            && lines[0].contains(" Mbit/s median (best ")
+            && lines[0].ends_with(" elapsed"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("[raw] IPv4 UDP Sender (2/2): ")
+            && lines[1].contains(" Mbit/s median at -b ")
+            && lines[1].contains(" % lost)"),
+        "{}",
+        lines[1]
+    );
+    // No terminal, so none of the terminal's redraws.
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+    assert!(!stderr.contains("\x1b["), "{stderr:?}");
 }

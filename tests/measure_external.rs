@@ -182,10 +182,10 @@ fn measure_reaches_servers_outside_the_lab_tcp_and_udp_both_ways() {
         "{t}"
     );
     for cell in [
-        "IPv6 TCP Sender (",
-        "IPv6 TCP Receiver (",
-        "IPv6 UDP Sender (",
-        "IPv6 UDP Receiver (",
+        "\nIPv6 TCP Sender  ",
+        "\nIPv6 TCP Receiver  ",
+        "\nIPv6 UDP Sender  ",
+        "\nIPv6 UDP Receiver  ",
     ] {
         assert!(t.contains(cell), "{cell}: {t}");
     }
@@ -317,10 +317,10 @@ tolerance = { tcp = 99, udp = 99 }
         "{stdout}"
     );
     for cell in [
-        "IPv4 TCP Sender (",
-        "IPv4 TCP Receiver (",
-        "IPv4 UDP Sender (",
-        "IPv4 UDP Receiver (",
+        "\nIPv4 TCP Sender  ",
+        "\nIPv4 TCP Receiver  ",
+        "\nIPv4 UDP Sender  ",
+        "\nIPv4 UDP Receiver  ",
     ] {
         assert!(stdout.contains(cell), "{cell}: {stdout}");
     }

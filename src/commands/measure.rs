@@ -362,11 +362,17 @@ fn words<T: Copy>(given: &[String], all: &[(&str, T)], flag: &str) -> Result<Vec
         .collect()
 }
 
-/// A one-line progress display on standard error, only when it is a terminal.
+/// Progress on standard error: on a terminal one line, rewritten in place;
+/// otherwise (CI, a pipe) one line per finished cell, so a long job shows it
+/// is alive without filling a log with redraws.
 fn progress_line() -> impl FnMut(&crate::measure::runner::Progress) + Send {
     let tty = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
     move |p| {
         if !tty {
+            if p.finished.is_some() {
+                eprintln!("{}", finished_line(p, started.elapsed()));
+            }
             return;
         }
         let left = p.estimated_total.saturating_sub(p.elapsed).as_secs();
@@ -386,8 +392,56 @@ fn progress_line() -> impl FnMut(&crate::measure::runner::Progress) + Send {
     }
 }
 
+/// "[fast/raw] IPv4 TCP Sender (1/8): 941 Mbit/s median (best 950), 0:42
+/// elapsed": a finished cell, `elapsed` since the command started.
+fn finished_line(p: &crate::measure::runner::Progress, elapsed: std::time::Duration) -> String {
+    let figure = p
+        .finished
+        .as_ref()
+        .map(crate::report::cell_summary)
+        .unwrap_or_default();
+    let el = elapsed.as_secs();
+    format!(
+        "[{}] {} ({}/{}): {figure}, {}:{:02} elapsed",
+        p.path,
+        p.cell.title(),
+        p.cell_index + 1,
+        p.cells,
+        el / 60,
+        el % 60
+    )
+}
+
 fn clear_progress() {
     if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[K");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::model::CellResult;
+    use crate::measure::runner::Progress;
+    use crate::vocab::Cell;
+    use std::time::Duration;
+
+    #[test]
+    fn a_finished_cell_is_one_line() {
+        let cell = Cell::parse_key("ipv6.tcp.receiver").unwrap();
+        let p = Progress {
+            path: "fast/raw".into(),
+            cell,
+            cell_index: 5,
+            cells: 8,
+            step: "done".into(),
+            elapsed: Duration::from_secs(3),
+            estimated_total: Duration::from_secs(60),
+            finished: Some(CellResult::failed(cell, "refused\nby the server".into())),
+        };
+        assert_eq!(
+            finished_line(&p, Duration::from_secs(125)),
+            "[fast/raw] IPv6 TCP Receiver (6/8): failed: refused by the server, 2:05 elapsed"
+        );
     }
 }

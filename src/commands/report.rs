@@ -15,7 +15,8 @@ pub struct OutputArgs {
     /// Also save the results as JSON here (for `tunbench report`).
     #[arg(long)]
     pub save: Option<PathBuf>,
-    /// The path ratio columns divide by (default: the first).
+    /// The path the matrix's ratio columns divide by (md; default: the
+    /// first); in text, a last view of every path against it.
     #[arg(long)]
     pub baseline: Option<String>,
     /// A CI expectation, e.g. 'ipv4.tcp.sender >= 500M' or 'wg/raw >= 0.2' (medians);

@@ -139,6 +139,9 @@ pub struct Progress {
     pub step: String,
     pub elapsed: Duration,
     pub estimated_total: Duration,
+    /// The cell's result once it is done (the step then says "done"): what a
+    /// display without a terminal prints, one line a cell.
+    pub finished: Option<CellResult>,
 }
 
 /// The target address of each family: for a node, the one given, or the first
@@ -511,6 +514,17 @@ pub fn measure(
         idle_latency: Vec::new(),
     };
     let mut waited = std::collections::BTreeSet::new();
+    let label = out.label_for(spec);
+    let done = |out: &PathResult, i: usize| Progress {
+        path: label.clone(),
+        cell: cells[i],
+        cell_index: i,
+        cells: cells.len(),
+        step: "done".into(),
+        elapsed: started.elapsed(),
+        estimated_total: estimate,
+        finished: out.cells.last().cloned(),
+    };
     for (i, cell) in cells.iter().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             bail!("interrupted");
@@ -529,6 +543,7 @@ pub fn measure(
                     spec.from
                 ),
             ));
+            progress(&done(&out, i));
             continue;
         };
         // A dead datapath on the way fails the cell by name, before the client
@@ -537,6 +552,7 @@ pub fn measure(
             || crate::lab::liveness::dead_on_path(&lab.naming.lab, &lab.topology, addr);
         if let Some(why) = dead_datapath() {
             out.cells.push(CellResult::failed(*cell, why));
+            progress(&done(&out, i));
             continue;
         }
         let server = SocketAddr::new(addr, port);
@@ -545,13 +561,14 @@ pub fn measure(
         }
         let mut report = |step: String| {
             progress(&Progress {
-                path: out.label_for(spec),
+                path: label.clone(),
                 cell: *cell,
                 cell_index: i,
                 cells: cells.len(),
                 step,
                 elapsed: started.elapsed(),
                 estimated_total: estimate,
+                finished: None,
             })
         };
         let base = TestParams {
@@ -721,6 +738,7 @@ pub fn measure(
                 (None, Err(e)) => CellResult::failed(*cell, format!("{e:#}")),
             }),
         }
+        progress(&done(&out, i));
     }
     Ok(out)
 }

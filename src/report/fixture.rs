@@ -191,3 +191,181 @@ pub(crate) fn results() -> Results {
         notes: Vec::new(),
     }
 }
+
+/// A cell per (key, Mbit/s): TCP the best of three runs a little apart, UDP
+/// searched to that rate and received a little below it; each with latency
+/// under load of `under_load` ms.
+fn cells(rates: &[(&str, f64)], under_load: f64) -> Vec<CellResult> {
+    rates
+        .iter()
+        .map(|&(k, mbit)| {
+            let c = if k.contains(".udp.") {
+                udp(
+                    k,
+                    mbit,
+                    &[(mbit * 2.0, 40.0), (mbit, 2.0)],
+                    &[(mbit * 0.99, 1.0), (mbit * 0.98, 2.0), (mbit * 0.97, 3.0)],
+                )
+            } else {
+                tcp(k, &[mbit, mbit * 0.99, mbit * 0.98])
+            };
+            loaded(c, under_load)
+        })
+        .collect()
+}
+
+/// The keys of `EVERY` that contain `part`, each at its figure of `mbit`.
+fn at<'a>(part: &str, mbit: [f64; 8]) -> Vec<(&'a str, f64)> {
+    EVERY
+        .iter()
+        .copied()
+        .zip(mbit)
+        .filter(|(k, _)| k.contains(part))
+        .collect()
+}
+
+const EVERY: [&str; 8] = [
+    "ipv4.tcp.sender",
+    "ipv4.tcp.receiver",
+    "ipv4.udp.sender",
+    "ipv4.udp.receiver",
+    "ipv6.tcp.sender",
+    "ipv6.tcp.receiver",
+    "ipv6.udp.sender",
+    "ipv6.udp.receiver",
+];
+
+fn path(scenario: &str, name: &str, to: &str, cells: Vec<CellResult>) -> PathResult {
+    let families: Vec<Family> = [Family::Ipv4, Family::Ipv6]
+        .into_iter()
+        .filter(|f| cells.iter().any(|c| c.cell.family == *f))
+        .collect();
+    PathResult {
+        path: name.into(),
+        scenario: Some(scenario.into()),
+        from: "pc".into(),
+        to: to.into(),
+        ipv4: families
+            .contains(&Family::Ipv4)
+            .then(|| "198.18.1.10".into()),
+        ipv6: families
+            .contains(&Family::Ipv6)
+            .then(|| "2001:2:0:1::10".into()),
+        idle_latency: families.iter().map(|f| (*f, latency(0.08))).collect(),
+        cells,
+    }
+}
+
+/// The main job's shape (topologies/nvr500-home.toml): eleven paths in four
+/// scenarios, the seed's published figures, the tunnels' notes.
+pub(crate) fn main_job() -> Results {
+    use crate::topology::reference::{PublishedFigure, Reference, Tolerance};
+    // The seed's figures for the raw paths (so the model agrees with them,
+    // but for one cell), round figures for the others.
+    let none = [941.0, 940.0, 347.0, 955.0, 928.0, 927.0, 325.0, 940.0];
+    let fast = [824.0, 939.0, 32.7, 525.0, 777.0, 249.0, 22.9, 200.0];
+    let normal = [384.0, 491.0, 29.7, 540.0, 174.0, 234.0, 19.8, 205.0];
+    let mut fast_measured = fast;
+    fast_measured[1] = 700.0;
+    let vpn = |a: f64, b: f64, c: f64| [a, b, 0.0, 0.0, a * 0.9, c, 0.0, 0.0];
+    let softwire = |x: f64| [x, x * 1.1, 30.0, 480.0, 0.0, 0.0, 0.0, 0.0];
+    let native = [0.0, 0.0, 0.0, 0.0, 777.0, 249.0, 22.9, 200.0];
+    let paths = vec![
+        path("none", "raw", "server", cells(&at("", none), 2.1)),
+        path("fast", "raw", "server", cells(&at("", fast_measured), 12.5)),
+        path("normal", "raw", "server", cells(&at("", normal), 48.0)),
+        path(
+            "fast",
+            "speedtest",
+            "inet",
+            cells(
+                &[
+                    ("ipv6.tcp.receiver", 249.0),
+                    ("ipv6.tcp.receiver.p6", 650.0),
+                ],
+                30.0,
+            ),
+        ),
+        path(
+            "fast",
+            "wireguard",
+            "server",
+            cells(&at(".tcp.", vpn(610.0, 640.0, 240.0)), 14.0),
+        ),
+        path(
+            "fast",
+            "l2tp-ipsec",
+            "server",
+            cells(&at(".tcp.", vpn(402.0, 398.0, 235.0)), 15.0),
+        ),
+        path(
+            "fast",
+            "ikev2",
+            "server",
+            cells(&at(".tcp.", vpn(251.0, 248.0, 210.0)), 22.0),
+        ),
+        path(
+            "fast",
+            "native-ipv6",
+            "inet",
+            cells(&at("ipv6", native), 12.0),
+        ),
+        path(
+            "softwire-userspace",
+            "native-ipv6",
+            "inet",
+            cells(&at("ipv6", native), 12.0),
+        ),
+        path(
+            "fast",
+            "dslite",
+            "inet",
+            cells(&at("ipv4", softwire(760.0)), 13.0),
+        ),
+        path(
+            "softwire-userspace",
+            "dslite",
+            "inet",
+            cells(&at("ipv4", softwire(520.0)), 19.0),
+        ),
+    ];
+    let published = |path: &str, key: &str, mbit: f64| PublishedFigure {
+        path: path.into(),
+        cell: cell(key),
+        published_bps: mbit * 1e6,
+    };
+    let mut figures = Vec::new();
+    for (p, f) in [
+        ("none/raw", none),
+        ("fast/raw", fast),
+        ("normal/raw", normal),
+    ] {
+        for (k, m) in EVERY.iter().zip(f) {
+            figures.push(published(p, k, m));
+        }
+    }
+    figures.push(published("fast/speedtest", "ipv6.tcp.receiver.p6", 656.69));
+    Results {
+        tool: "tunbench 0.1.0".into(),
+        lab: "home".into(),
+        topology: Some("topologies/nvr500-home.toml".into()),
+        started: 1_580_560_200,
+        seconds: 900.0,
+        runs_per_cell: 3,
+        duration_per_run: 3.0,
+        paths,
+        reference: Some(Reference {
+            source: Some(
+                "the seed document: Yamaha NVR500 study, January/February 2020, best of 5 iperf3 runs"
+                    .into(),
+            ),
+            tolerance: Tolerance::DEFAULT,
+            figures,
+        }),
+        notes: vec![
+            "the NVR500 is a model calibrated from the seed's figures (profiles/nvr500.toml), not the device".into(),
+            "path wireguard crosses WireGuard tunnel vpn (tunbench): 60 bytes per packet over IPv4 (IPv4 20 + UDP 8 + WireGuard 32); inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6).".into(),
+            "path dslite crosses DS-Lite tunnel transix: 40 bytes per packet over IPv6 (IPv6 40); inner MTU 1460, TCP MSS 1420 (IPv4) / 1400 (IPv6).".into(),
+        ],
+    }
+}

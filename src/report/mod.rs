@@ -2,19 +2,17 @@
 //! [`Results`] and nothing else, so `tunbench report RESULTS.json` re-renders a
 //! saved measurement exactly as the measuring run would have.
 //!
-//! - `text`: the seed's own listing per path (`IPv4 TCP Sender (941 Mbit/s)`, the
-//!   best run, the seed's rule), then the matrix table: rows = cells, per path the
-//!   best, median and min-max (and for UDP the searched rate and its loss), then
-//!   ratio columns `PATH/BASELINE` of the medians.
-//! - `md`: the same table as GitHub markdown.
+//! - `text`: where each path goes, then one view per question the paths
+//!   answer ([`views`]: published vs measured, a path across scenarios, tunnels
+//!   against the raw path, IPv4 against IPv6, the other paths), each within
+//!   120 columns, then the results' notes.
+//! - `md`: the full matrix as GitHub markdown: rows = cells, per path the best,
+//!   median and min-max (and for UDP the searched rate and its loss), then
+//!   ratio columns `PATH/BASELINE` of the medians; then the published figures
+//!   ([`mod@reference`]) and the notes.
 //! - `csv`: one row per (path, cell), every figure in bit/s.
 //! - `json`: [`Results`] itself; [`load`] reads it back.
 //! - `svg`: a grouped bar chart of the medians with min-max whiskers.
-//!
-//! Where the results carry published figures (a topology's `[reference]`),
-//! text and md add a section after the matrix: each figure beside the measured
-//! one, the ratio, and whether it is within tolerance ([`mod@reference`]); the
-//! results' notes follow. Without them every format is as it always was.
 //!
 //! [`expect`] parses and checks CI expectations (`--expect`);
 //! [`reference::check`] is `--expect-reference`.
@@ -27,6 +25,7 @@ mod md;
 pub mod reference;
 mod svg;
 mod table;
+pub mod views;
 
 use crate::measure::model::{CellResult, Results};
 
@@ -36,13 +35,13 @@ use std::path::{Path, PathBuf};
 /// The output formats of `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Format {
-    /// The seed's listing per path, then the matrix table.
+    /// One view per question the paths answer, each within 120 columns.
     Text,
     /// The saved form; `tunbench report` reads it back.
     Json,
     /// One row per path and cell, figures in bit/s.
     Csv,
-    /// The matrix table as GitHub markdown.
+    /// The full matrix as GitHub markdown, then the published figures.
     Md,
     /// A grouped bar chart (cells x paths) of the medians, whiskers for min-max.
     Svg,
@@ -135,6 +134,41 @@ pub fn parse_json(text: &str, path: &Path) -> Result<Results, LoadError> {
     })
 }
 
+/// A finished cell in a few words, for a progress line: "941 Mbit/s median
+/// (best 950)", a UDP cell with its offered rate and loss, latency under
+/// load where it was measured, or why the cell failed.
+pub fn cell_summary(c: &CellResult) -> String {
+    if let Some(e) = &c.error {
+        return format!("failed: {}", one_line(e));
+    }
+    let mut s = match udp_figure(c) {
+        Some(u) => format!(
+            "{} Mbit/s median at -b {}{} ({} % lost)",
+            mbit(c.median_bps),
+            mbit(u.offered),
+            if u.sender_limited {
+                ", sender-limited"
+            } else {
+                ""
+            },
+            percent(u.loss)
+        ),
+        None => format!(
+            "{} Mbit/s median (best {})",
+            mbit(c.median_bps),
+            mbit(c.best_bps)
+        ),
+    };
+    if let Some(l) = &c.latency {
+        s += &format!(
+            ", RTT under load {} ms (p99 {})",
+            views::ms(l.rtt_ms.median),
+            views::ms(l.rtt_ms.p99)
+        );
+    }
+    s
+}
+
 // ---- shared by the formats ----
 
 /// Every cell of any path, in the seed's order: IPv4 TCP Sender, IPv4 TCP
@@ -184,7 +218,7 @@ pub(crate) fn udp_rate(c: &CellResult) -> Option<f64> {
 /// and the receiver-side loss, so no figure stands without what the path
 /// carried at it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct UdpFigure {
+pub struct UdpFigure {
     pub offered: f64,
     pub received: f64,
     pub loss: f64,
@@ -432,6 +466,28 @@ mod tests {
             .cell(&Cell::parse_key("ipv4.tcp.sender").unwrap())
             .unwrap();
         assert_eq!((udp_rate(tcp), udp_figure(tcp)), (None, None));
+    }
+
+    #[test]
+    fn a_finished_cell_in_a_few_words() {
+        let r = fixture::results();
+        let cell = |p: usize, k: &str| r.paths[p].cell(&Cell::parse_key(k).unwrap()).unwrap();
+        assert_eq!(
+            cell_summary(cell(0, "ipv4.tcp.sender")),
+            "939 Mbit/s median (best 941)"
+        );
+        assert_eq!(
+            cell_summary(cell(0, "ipv4.udp.sender")),
+            "340 Mbit/s median at -b 350 (0.9 % lost)"
+        );
+        assert_eq!(
+            cell_summary(cell(0, "ipv6.tcp.sender")),
+            "925 Mbit/s median (best 928), RTT under load 3.50 ms (p99 6.30)"
+        );
+        assert_eq!(
+            cell_summary(cell(1, "ipv6.tcp.sender")),
+            "failed: connecting to [fd00:9::2]:5201: connection refused"
+        );
     }
 
     #[test]

@@ -161,53 +161,6 @@ const HEADER: [&str; 6] = [
 /// Columns written left-aligned; the figures are right-aligned.
 const LEFT: [bool; 6] = [true, true, false, false, false, true];
 
-/// The section for the text report, or `None` without published figures.
-pub(crate) fn text(r: &Results) -> Option<String> {
-    let reference = r.reference.as_ref()?;
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", title(reference));
-    for l in legend(r, reference) {
-        let _ = writeln!(out, "{l}");
-    }
-    out.push('\n');
-    let table: Vec<Vec<String>> = std::iter::once(HEADER.map(String::from).to_vec())
-        .chain(rows(r, reference).into_iter().map(|row| row.to_vec()))
-        .collect();
-    let mut widths = [0; 6];
-    for row in &table {
-        for (i, s) in row.iter().enumerate() {
-            widths[i] = widths[i].max(s.chars().count());
-        }
-    }
-    for row in &table {
-        let mut line = String::new();
-        for (i, s) in row.iter().enumerate() {
-            if i > 0 {
-                line.push_str("  ");
-            }
-            let pad = " ".repeat(widths[i] - s.chars().count());
-            if LEFT[i] {
-                line.push_str(s);
-                line.push_str(&pad);
-            } else {
-                line.push_str(&pad);
-                line.push_str(s);
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    let _ = writeln!(out, "\n{}", summary(r, reference));
-    let streams = streams_lines(r);
-    if !streams.is_empty() {
-        out.push('\n');
-        for l in streams {
-            let _ = writeln!(out, "{l}");
-        }
-    }
-    Some(out)
-}
-
 /// The same section as GitHub markdown.
 pub(crate) fn markdown(r: &Results) -> Option<String> {
     let reference = r.reference.as_ref()?;
@@ -232,7 +185,7 @@ pub(crate) fn markdown(r: &Results) -> Option<String> {
     Some(out)
 }
 
-fn title(reference: &Reference) -> String {
+pub(crate) fn title(reference: &Reference) -> String {
     match &reference.source {
         Some(s) => format!("Published ({s}) vs measured"),
         None => "Published vs measured".to_string(),
@@ -240,7 +193,7 @@ fn title(reference: &Reference) -> String {
 }
 
 /// What the figures are, one sentence a line.
-fn legend(r: &Results, reference: &Reference) -> Vec<String> {
+pub(crate) fn legend(r: &Results, reference: &Reference) -> Vec<String> {
     let threshold = loss_within(r);
     let mut measured = "Mbit/s; measured: TCP the best run".to_string();
     if reference
@@ -273,7 +226,7 @@ fn tolerances(t: &Tolerance) -> String {
 }
 
 /// "9 of 11 cells within tolerance (TCP +-15 %, UDP +-25 %); 1 not measured".
-fn summary(r: &Results, reference: &Reference) -> String {
+pub(crate) fn summary(r: &Results, reference: &Reference) -> String {
     let all = compare(r, reference);
     let count = |f: &dyn Fn(&Outcome) -> bool| all.iter().filter(|c| f(&c.outcome)).count();
     let within = count(&|o| matches!(o, Outcome::Measured { within: true, .. }));
@@ -387,7 +340,7 @@ pub fn check(r: &Results) -> Vec<Failure> {
 
 /// How far a ratio is from 1, signed, in whole percent ("+23"); with a decimal
 /// where whole percent would look within the tolerance ("+15.4" against 15).
-fn deviation(ratio: f64, tolerance: f64) -> String {
+pub(crate) fn deviation(ratio: f64, tolerance: f64) -> String {
     let d = (ratio - 1.0) * 100.0;
     if !d.is_finite() {
         return "?".to_string();
@@ -444,7 +397,10 @@ mod tests {
 
     const SECTION: &str = "\
 Published (the seed document, best of 5) vs measured
-Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %, with what that run received and lost (the best run where there was no search).
+====================================================
+Does each measured figure agree with the published one?
+Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %,
+with what that run received and lost (the best run where there was no search).
 ratio: measured / published; ok within TCP +-15 %, UDP +-25 %.
 
 path  cell                published                    measured  ratio  tolerance
@@ -455,21 +411,29 @@ raw   IPv4 TCP Sender           941                         941   1.00  ok
       IPv6 UDP Receiver         940                           -      -  not measured
       IPv4 TCP Sender x6     656.69                         941   1.43  OUT (+43 %)
 wg    IPv4 TCP Sender           300                         292   0.97  ok
-      IPv6 TCP Sender           280                           -      -  failed
+      IPv6 TCP Sender           280                           -      -  failed [1]
 gre   IPv4 TCP Sender           500                           -      -  not measured
 
-4 of 6 cells within tolerance (TCP +-15 %, UDP +-25 %); 2 not measured, 1 failed
+[1] wg IPv6 TCP Sender: connecting to [fd00:9::2]:5201: connection refused
 
+4 of 6 cells within tolerance (TCP +-15 %, UDP +-25 %); 2 not measured, 1 failed
 raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
 ";
 
     #[test]
-    fn the_text_section_after_the_matrix() {
+    fn the_published_view_first() {
         let r = with_reference();
         let text = render(&r, Format::Text, None);
         let plain = render(&fixture::results(), Format::Text, None);
-        // The report without a reference, then the section.
-        assert_eq!(text, format!("{plain}\n{SECTION}"), "{text}");
+        // The report without a reference, the published view after where
+        // each path goes.
+        let paths = "wg: lan1 -> lan2 (10.9.0.2, fd00:9::2)\n\n";
+        let at = plain.find(paths).unwrap() + paths.len();
+        assert_eq!(
+            text,
+            format!("{}{SECTION}\n{}", &plain[..at], &plain[at..]),
+            "{text}"
+        );
     }
 
     #[test]
@@ -584,7 +548,6 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
     #[test]
     fn without_a_reference_reports_are_as_before() {
         let r = fixture::results();
-        assert_eq!(text(&r), None);
         assert_eq!(markdown(&r), None);
         assert!(check(&r).is_empty());
         let json = render(&r, Format::Json, None);
@@ -615,13 +578,13 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
         let text = render(&r, Format::Text, None);
         assert!(
             text.ends_with(
-                "(941)\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"
+                "refused\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"
             ),
             "{text}"
         );
         let md = render(&r, Format::Md, None);
         assert!(md.ends_with("(941)\n\nNote: the router is a model calibrated from the seed's figures\n\nNote: a\\_b\n"), "{md}");
-        // Notes without a reference come right after the matrix.
+        // Notes without a reference come right after the last view.
         r.reference = None;
         let text = render(&r, Format::Text, None);
         assert!(text.ends_with("connection refused\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"), "{text}");

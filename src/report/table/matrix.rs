@@ -1,7 +1,7 @@
 //! The matrix before it is laid out: the heading line, then rows = cells and
 //! per path best, median, min-max (and the UDP rate with its loss), CPU, and
-//! the ratio columns, with their footnotes and legend. The text and markdown
-//! layouts both read one [`Matrix`], so they always agree.
+//! the ratio columns, with their footnotes and legend, laid out as markdown
+//! (`--format md`); the text report prints views instead ([`crate::report::views`]).
 
 use crate::measure::model::Results;
 use crate::report::{
@@ -15,11 +15,7 @@ use std::fmt::Write;
 /// min-max (and the UDP rate with its loss when any cell is UDP); then one ratio
 /// column per non-baseline path.
 pub(super) struct Matrix {
-    /// (label, number of columns it spans), the first over the cell column.
-    pub(super) groups: Vec<(String, usize)>,
-    /// Column names under the groups; the first is the cell.
-    pub(super) columns: Vec<String>,
-    /// The same with the path in front ("raw best"), for a one-row header.
+    /// Column names with the path in front ("raw best"); the first is the cell.
     pub(super) long_columns: Vec<String>,
     pub(super) rows: Vec<Vec<String>>,
     /// Footnotes: the errors of failed cells, referenced as `failed [n]`.
@@ -41,30 +37,22 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     };
     let cells = ordered_cells(r);
     let with_udp = cells.iter().any(|c| c.protocol == Proto::Udp);
-    let per_path = if with_udp { 5 } else { 4 };
 
-    let mut groups = vec![(String::new(), 1)];
-    let mut columns = vec!["cell".to_string()];
-    let mut long_columns = columns.clone();
+    let mut long_columns = vec!["cell".to_string()];
     let names: &[&str] = if with_udp {
         &["best", "median", "min-max", "-b / rcvd (loss)", "cpu c/s"]
     } else {
         &["best", "median", "min-max", "cpu c/s"]
     };
     for p in &r.paths {
-        groups.push((p.label(), per_path));
         for n in names {
-            columns.push(n.to_string());
             long_columns.push(format!("{} {n}", p.label()));
         }
     }
     let others: Vec<usize> = (0..r.paths.len()).filter(|&i| i != base).collect();
     if !others.is_empty() {
-        groups.push(("ratio".to_string(), others.len()));
         for &i in &others {
-            let name = format!("{}/{}", r.paths[i].label(), r.paths[base].label());
-            columns.push(name.clone());
-            long_columns.push(name);
+            long_columns.push(format!("{}/{}", r.paths[i].label(), r.paths[base].label()));
         }
     }
 
@@ -199,8 +187,6 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
         ));
     }
     Matrix {
-        groups,
-        columns,
         long_columns,
         rows,
         notes,
@@ -241,14 +227,15 @@ pub(super) fn heading(r: &Results) -> String {
 mod tests {
     use crate::report::{Format, fixture, render};
 
-    /// The table's row for `title`, split on runs of two or more spaces.
-    fn row<'a>(text: &'a str, title: &str) -> Vec<&'a str> {
-        let line = text
+    /// The markdown table's row for `title`, its non-empty cells unescaped.
+    fn row(md: &str, title: &str) -> Vec<String> {
+        let line = md
             .lines()
-            .find(|l| l.starts_with(&format!("{title}  ")))
-            .unwrap_or_else(|| panic!("no row {title} in\n{text}"));
-        line.split("  ")
-            .map(str::trim)
+            .find(|l| l.starts_with(&format!("| {title} ")))
+            .unwrap_or_else(|| panic!("no row {title} in\n{md}"));
+        line.trim_matches('|')
+            .split(" | ")
+            .map(|s| s.trim().replace('\\', ""))
             .filter(|s| !s.is_empty())
             .collect()
     }
@@ -275,26 +262,26 @@ mod tests {
         let s = c.search.as_mut().unwrap();
         s.confirmations = vec![run(400.0, 340.0), run(350.0, 347.0)];
         c.runs[0].sender_limited = true;
-        let text = render(&r, Format::Text, None);
+        let text = render(&r, Format::Md, None);
         assert_eq!(
             row(&text, "IPv4 UDP Sender")[4],
             "350s / 347 (0.9 %) [1]",
             "{text}"
         );
         assert!(
-            text.contains("\n[1] raw IPv4 UDP Sender: a full-length run at 400 Mbit/s received 340 and lost 15.0 % (over 10 %): stepped down to 350 Mbit/s\n"),
+            text.contains("\n- \\[1\\] raw IPv4 UDP Sender: a full-length run at 400 Mbit/s received 340 and lost 15.0 % (over 10 %): stepped down to 350 Mbit/s\n"),
             "{text}"
         );
         assert!(
             text.contains("\ns: the sender could not offer more;"),
             "{text}"
         );
-        assert!(!render(&fixture::results(), Format::Text, None).contains("\ns: "));
+        assert!(!render(&fixture::results(), Format::Md, None).contains("\ns: "));
     }
 
     #[test]
     fn matrix_rows_ratios_udp_and_failures() {
-        let text = render(&fixture::results(), Format::Text, None);
+        let text = render(&fixture::results(), Format::Md, None);
         assert_eq!(
             row(&text, "IPv4 TCP Sender"),
             [
@@ -369,7 +356,7 @@ mod tests {
             ]
         );
         assert!(text.contains(
-            "\n[1] wg IPv6 TCP Sender: connecting to [fd00:9::2]:5201: connection refused\n"
+            "\n- \\[1\\] wg IPv6 TCP Sender: connecting to \\[fd00:9::2\\]:5201: connection refused\n"
         ));
         assert!(text.contains("Ratios: a path's median divided by raw's.\n"));
         assert!(text.contains("loss within 10 %"));
@@ -377,11 +364,11 @@ mod tests {
 
     #[test]
     fn another_baseline_turns_the_ratios() {
-        let text = render(&fixture::results(), Format::Text, Some("wg"));
+        let text = render(&fixture::results(), Format::Md, Some("wg"));
         let r = row(&text, "IPv4 TCP Sender");
-        assert_eq!(r.last(), Some(&"3.24"), "{text}");
+        assert_eq!(r.last().map(String::as_str), Some("3.24"), "{text}");
         assert!(text.contains("raw/wg"));
-        let text = render(&fixture::results(), Format::Text, Some("gre"));
+        let text = render(&fixture::results(), Format::Md, Some("gre"));
         assert!(text.contains("Baseline: no path gre; paths: raw, wg; using the first path."));
         assert!(text.contains("wg/raw"));
     }
@@ -393,28 +380,29 @@ mod tests {
         // raw: native IPv6 only; wg: IPv4 only (a softwire's path).
         r.paths[0].cells.retain(|c| c.cell.family == Family::Ipv6);
         r.paths[1].cells.retain(|c| c.cell.family == Family::Ipv4);
-        let text = render(&r, Format::Text, None);
+        let text = render(&r, Format::Md, None);
         let v4 = row(&text, "IPv4 TCP Sender");
         assert!(v4.last().is_some_and(|x| x.ends_with('*')), "{text}");
         assert!(
-            text.contains("*: raw measures only the other family"),
+            text.contains("\n*: raw measures only the other family"),
             "{text}"
         );
         let v6 = row(&text, "IPv6 TCP Sender");
-        assert_eq!(v6.last(), Some(&"-"), "{text}");
+        assert_eq!(v6.last().map(String::as_str), Some("-"), "{text}");
     }
 
     #[test]
     fn one_path_has_no_ratio_columns() {
         let mut r = fixture::results();
         r.paths.truncate(1);
-        let text = render(&r, Format::Text, None);
+        let text = render(&r, Format::Md, None);
         assert!(!text.contains("ratio"), "{text}");
         assert_eq!(
             row(&text, "IPv4 TCP Sender"),
             ["IPv4 TCP Sender", "941", "939", "930-941", "20/30"]
         );
         r.paths.clear();
+        assert!(render(&r, Format::Md, None).ends_with("\nno paths measured\n"));
         assert!(render(&r, Format::Text, None).ends_with("\nno paths measured\n"));
     }
 }

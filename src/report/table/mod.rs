@@ -1,29 +1,44 @@
-//! The text and markdown reports. Both read one matrix (`matrix`: the figures
-//! before they are laid out), so they always agree; `text` lays it out as
-//! aligned text after the seed's listing, `markdown` as a GitHub table. Here
-//! each report is put together: the matrix, then the published figures
-//! ([`super::reference`]) and the run's notes where there are any.
+//! The text and markdown reports. `text` prints the views
+//! ([`super::views`]) laid out by `view_text`; `markdown` lays out the full
+//! matrix (`matrix`: the figures before they are laid out) as a GitHub table,
+//! then the published figures ([`super::reference`]); both end with the run's
+//! notes.
 
 mod markdown;
 mod matrix;
 mod text;
+mod view_text;
+
+#[cfg(test)]
+pub(crate) use view_text::{WIDTH, view_text};
 
 use super::md::md_escape;
 use crate::measure::model::Results;
 use std::fmt::Write;
 
-/// The text report: the listing and the matrix, then the published figures
-/// and the run's notes where there are any.
+/// The text report: the heading, where each path goes, then one view per
+/// question ([`super::views`]), each fitting [`WIDTH`] columns, and the run's
+/// notes. The full matrix is in `md`, `csv` and `json`.
 pub(crate) fn text(r: &Results, baseline: Option<&str>) -> String {
-    let mut out = text::text_matrix(r, baseline);
-    if let Some(section) = super::reference::text(r) {
+    let mut out = matrix::heading(r);
+    out.push('\n');
+    if r.paths.is_empty() {
+        out.push_str("\nno paths measured\n");
+    } else {
         out.push('\n');
-        out.push_str(&section);
+        for p in &r.paths {
+            let _ = writeln!(out, "{}", text::path_line(p));
+        }
+    }
+    for v in super::views::views_with_baseline(r, baseline) {
+        out.push('\n');
+        out.push_str(&view_text::view_text(&v));
     }
     if !r.notes.is_empty() {
         out.push('\n');
         for n in &r.notes {
-            let _ = writeln!(out, "Note: {n}");
+            let lines = view_text::wrap(&format!("Note: {n}"), view_text::WIDTH - 6);
+            let _ = writeln!(out, "{}", lines.join("\n      "));
         }
     }
     out
