@@ -203,6 +203,7 @@ fn results_with_reference(published: &str) -> String {
             ipv6: None,
             cells: vec![CellResult::from_runs(cell, vec![run], None)],
             idle_latency: Vec::new(),
+            tunnel: None,
         }],
         reference: Some(Reference {
             source: Some("the seed".into()),

@@ -203,6 +203,24 @@ pub struct PathResult {
     /// the cells; the baseline for each cell's latency under load.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle_latency: Vec<(crate::vocab::Family, Latency)>,
+    /// The tunnel the path crosses, and what it costs per packet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelCost>,
+}
+
+/// What a tunnel adds to each packet that crosses it, as tunbench states it
+/// (src/codec/overhead.rs); a range where options vary it per packet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunnelCost {
+    /// The tunnel's name in the topology.
+    pub name: String,
+    /// "WireGuard", "ESP in UDP", "DS-Lite", ...
+    pub encapsulation: String,
+    /// The underlay family: "IPv4" or "IPv6".
+    pub outer: String,
+    pub bytes_min: u32,
+    pub bytes_max: u32,
+    pub inner_mtu: u32,
 }
 
 impl PathResult {

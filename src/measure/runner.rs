@@ -512,6 +512,7 @@ pub fn measure(
         ipv6: v6.map(|a| a.to_string()),
         cells: Vec::new(),
         idle_latency: Vec::new(),
+        tunnel: None,
     };
     let mut waited = std::collections::BTreeSet::new();
     let label = out.label_for(spec);

@@ -63,6 +63,11 @@ pub fn measure_lab(
             })?,
         );
     }
+    let notes = model_notes(&lab.topology)
+        .into_iter()
+        .chain(tunnel_notes(&lab.topology, specs, &mut paths))
+        .chain(outside_notes(specs))
+        .collect();
     Ok(Results {
         tool: crate::engine::client::VERSION.into(),
         lab: lab.naming.lab.clone(),
@@ -73,38 +78,47 @@ pub fn measure_lab(
         duration_per_run: specs.first().map(|s| s.duration).unwrap_or(0.0),
         paths,
         reference: None,
-        notes: model_notes(&lab.topology)
-            .into_iter()
-            .chain(tunnel_notes(&lab.topology, specs))
-            .chain(outside_notes(specs))
-            .collect(),
+        notes,
     })
 }
 
-/// For every measured path into a point-to-point tunnel (WireGuard, ESP,
-/// L2TP, IKEv2): what the tunnel adds per packet, and the MTU and MSS that
-/// leaves.
-fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
+/// For every measured path into a tunnel (WireGuard, ESP, L2TP, IKEv2, or
+/// a DS-Lite softwire its IPv4 crosses): what the tunnel adds per packet, and
+/// the MTU and MSS that leaves, as a note and in the path's `tunnel`.
+/// `paths[i]` is what `specs[i]` measured.
+fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String> {
+    use crate::measure::model::TunnelCost;
     use crate::topology::tunnel::TunnelKind;
+    let routes = crate::topology::routing::Router::new(t);
     let mut out = Vec::new();
-    for s in specs {
+    for (s, path) in specs.iter().zip(paths.iter_mut()) {
         let targets = s.target_ips();
-        for tun in &t.tunnels {
-            let Some(w) = tun.overlay() else {
-                continue;
+        let from = t.nodes.iter().position(|n| n.name == s.from);
+        for (ti, tun) in t.tunnels.iter().enumerate() {
+            let crosses = match tun.overlay() {
+                Some(w) => targets.iter().any(|a| {
+                    (0..w.peers.len()).any(|i| {
+                        w.neighbours(i)
+                            .into_iter()
+                            .any(|j| w.allowed_for(i, j).iter().any(|n| n.contains(*a)))
+                    })
+                }),
+                // A softwire carries IPv4 only: the path's IPv4 target, when
+                // routing takes it through this one.
+                None => {
+                    let v4 = targets.iter().find(|a| a.is_ipv4());
+                    match (from, v4) {
+                        (Some(from), Some(v4)) => routes.softwire_on_the_way(from, *v4) == Some(ti),
+                        _ => false,
+                    }
+                }
             };
-            let inside = targets.iter().any(|a| {
-                (0..w.peers.len()).any(|i| {
-                    w.neighbours(i)
-                        .into_iter()
-                        .any(|j| w.allowed_for(i, j).iter().any(|n| n.contains(*a)))
-                })
-            });
-            if !inside {
+            if !crosses {
                 continue;
             }
             let by = match &tun.kind {
                 TunnelKind::Wireguard(_) => {
+                    let w = tun.overlay().expect("WireGuard is an overlay");
                     let mut imps: Vec<&str> = w.peers.iter().map(|p| p.runs()).collect();
                     imps.dedup();
                     format!(" ({})", imps.join("/"))
@@ -115,6 +129,16 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec]) -> Vec<String> {
                 _ => String::new(),
             };
             let sizes = tun.sizes();
+            if path.tunnel.is_none() {
+                path.tunnel = Some(TunnelCost {
+                    name: tun.name.clone(),
+                    encapsulation: sizes.encapsulation.to_string(),
+                    outer: sizes.outer.to_string(),
+                    bytes_min: sizes.overhead_min as u32,
+                    bytes_max: sizes.overhead_max as u32,
+                    inner_mtu: sizes.inner_mtu,
+                });
+            }
             let note = format!(
                 "path {} crosses {} tunnel {}{by}: {}.",
                 s.path,
@@ -316,4 +340,60 @@ async fn measure_once(
     let r = result?;
     down.with_context(|| format!("taking lab {} down", naming.lab))?;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty(s: &MeasureSpec) -> PathResult {
+        PathResult {
+            path: s.path.clone(),
+            scenario: None,
+            from: s.from.clone(),
+            to: s.to.to_string(),
+            ipv4: None,
+            ipv6: None,
+            cells: Vec::new(),
+            idle_latency: Vec::new(),
+            tunnel: None,
+        }
+    }
+
+    /// The DS-Lite file: IPv4 to the server crosses the softwire (40 bytes,
+    /// inner MTU 1460); native IPv6 crosses nothing.
+    #[test]
+    fn a_path_through_a_softwire_carries_its_cost() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/dslite.toml");
+        let t = crate::topology::load(&file).unwrap();
+        let specs: Vec<MeasureSpec> = t
+            .measurements
+            .iter()
+            .map(|m| spec_of(m, &Overrides::default()))
+            .collect();
+        let mut paths: Vec<PathResult> = specs.iter().map(empty).collect();
+        let notes = tunnel_notes(&t, &specs, &mut paths);
+        let cost = |name: &str| {
+            paths
+                .iter()
+                .find(|p| p.path == name)
+                .unwrap()
+                .tunnel
+                .clone()
+        };
+        let d = cost("dslite").expect("dslite crosses the softwire");
+        assert_eq!(
+            (d.encapsulation.as_str(), d.outer.as_str()),
+            ("DS-Lite (IPv4 in IPv6)", "IPv6")
+        );
+        assert_eq!((d.bytes_min, d.bytes_max, d.inner_mtu), (40, 40, 1460));
+        assert_eq!(cost("native-ipv6"), None);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n
+                    .starts_with("path dslite crosses DS-Lite (IPv4 in IPv6) tunnel sw: 40 bytes")),
+            "{notes:?}"
+        );
+    }
 }

@@ -148,6 +148,7 @@ pub(crate) fn results() -> Results {
             tcp("ipv4.tcp.sender", &[930.0, 941.0, 939.0]),
         ],
         idle_latency: vec![(Family::Ipv4, latency(0.05)), (Family::Ipv6, latency(0.06))],
+        tunnel: None,
     };
     let wg = PathResult {
         path: "wg".into(),
@@ -177,6 +178,7 @@ pub(crate) fn results() -> Results {
             ),
         ],
         idle_latency: vec![(Family::Ipv4, latency(0.4))],
+        tunnel: None,
     };
     Results {
         tool: "tunbench 0.1.0".into(),
@@ -252,6 +254,7 @@ fn path(scenario: &str, name: &str, to: &str, cells: Vec<CellResult>) -> PathRes
             .contains(&Family::Ipv6)
             .then(|| "2001:2:0:1::10".into()),
         idle_latency: families.iter().map(|f| (*f, latency(0.08))).collect(),
+        tunnel: None,
         cells,
     }
 }

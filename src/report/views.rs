@@ -909,7 +909,11 @@ fn figures(r: &Results, p: &PathResult, c: &CellResult) -> Figures {
         min_bps: c.error.is_none().then_some(c.min_bps),
         max_bps: c.error.is_none().then_some(c.max_bps),
         udp: c.error.is_none().then(|| udp_figure(c)).flatten(),
-        overhead_bytes: overhead(r, &p.path),
+        overhead_bytes: p
+            .tunnel
+            .as_ref()
+            .map(|t| (t.bytes_min, t.bytes_max))
+            .or_else(|| overhead(r, &p.path)),
         idle_rtt: idle.map(|l| l.rtt_ms.clone()),
         loaded_rtt: loaded.map(|l| l.rtt_ms.clone()),
         loaded_forward: loaded.and_then(|l| l.forward_ms.clone()),
@@ -949,8 +953,8 @@ fn same_families(a: &PathResult, b: &PathResult) -> bool {
 
 /// Bytes per packet of the tunnel a path crosses, from the run's note
 /// ("path wireguard crosses WireGuard tunnel vpn ...: 60 bytes per packet
-/// over IPv4 ...", or "62-65 bytes"). The notes are the only place results
-/// carry it.
+/// over IPv4 ...", or "62-65 bytes"): results saved before paths carried
+/// `tunnel` say it only there.
 fn overhead(r: &Results, path: &str) -> Option<(u32, u32)> {
     let prefix = format!("path {path} crosses ");
     r.notes

@@ -13,6 +13,8 @@ const SOFTWIRE: &str = "softwire:";
 /// What a softwire's NAT44 did to a packet on its way.
 #[derive(Debug, Clone, Copy)]
 struct Nat {
+    /// The softwire's index in the topology's tunnels.
+    tunnel: usize,
     b4: usize,
     aftr: usize,
     /// None: an external AFTR whose pool the file does not give; its own
@@ -260,11 +262,12 @@ impl<'t> Router<'t> {
     /// A packet that a B4 sends into softwire `tunnel` comes out of the AFTR,
     /// if the IPv6 underlay between the two delivers.
     fn through_softwire(&self, node: usize, tunnel: &str) -> Result<(usize, Nat), String> {
-        let t = self
+        let (index, t) = self
             .topo
             .tunnels
             .iter()
-            .find(|t| t.name == tunnel)
+            .enumerate()
+            .find(|(_, t)| t.name == tunnel)
             .ok_or_else(|| format!("no tunnel {tunnel}"))?;
         let TunnelKind::Dslite(d) = &t.kind else {
             return Err(format!("{tunnel} is no softwire"));
@@ -285,11 +288,18 @@ impl<'t> Router<'t> {
         Ok((
             there,
             Nat {
+                tunnel: index,
                 b4: node,
                 aftr: there,
                 pool,
             },
         ))
+    }
+
+    /// The softwire (its index in the topology's tunnels) a packet from `from`
+    /// to `dst` crosses, if it is delivered through one.
+    pub fn softwire_on_the_way(&self, from: usize, dst: IpAddr) -> Option<usize> {
+        self.deliver_nat(from, dst).ok()?.1.map(|n| n.tunnel)
     }
 
     /// Plain delivery without softwires (their own underlay).
