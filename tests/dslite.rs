@@ -45,6 +45,16 @@ fn two_b4(dir: &Path, aftr: &str, b4a: &str, b4b: &str) -> PathBuf {
     p
 }
 
+/// `up_ok`, or where `datapaths` ask for the kernel's on a kernel without SRv6
+/// lightweight tunnels, the refusal checked (None).
+fn up_softwire<const N: usize>(file: &Path, lab: &str, datapaths: [&str; N]) -> Option<LabGuard> {
+    if datapaths.contains(&"kernel") {
+        up_kernel_softwire(file, lab)
+    } else {
+        Some(up_ok(file, lab))
+    }
+}
+
 fn up_ok(file: &Path, lab: &str) -> LabGuard {
     let (g, o) = up(file, lab);
     assert!(o.status.success(), "up failed: {}", text(&o));
@@ -105,7 +115,9 @@ fn nat44_keeps_two_b4s_apart(aftr: &str, b4: &str, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name(tag);
     let file = two_b4(dir.path(), aftr, b4, b4);
-    let _g = up_ok(&file, &lab);
+    let Some(_g) = up_softwire(&file, &lab, [aftr, b4]) else {
+        return;
+    };
     let server = echo_peer_server(&lab, 2);
     let a = client(&lab, "h1", 40000);
     let b = client(&lab, "h2", 40000);
@@ -156,7 +168,9 @@ fn bulk_tcp_through_mixed_datapaths(aftr: &str, b4: &str, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name(tag);
     let file = two_b4(dir.path(), aftr, b4, b4);
-    let _g = up_ok(&file, &lab);
+    let Some(_g) = up_softwire(&file, &lab, [aftr, b4]) else {
+        return;
+    };
     for reverse in [&[][..], &["-R"][..]] {
         let bps = engine_bps(
             &lab,
@@ -189,7 +203,7 @@ fn bulk_tcp_from_a_kernel_b4_to_a_userspace_aftr() {
 fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("dst");
-    let file = two_b4(dir.path(), "kernel", "kernel", "kernel");
+    let file = two_b4(dir.path(), "auto", "auto", "auto");
     let _g = up_ok(&file, &lab);
     let mut cap = Command::new("ip")
         .args([
@@ -251,8 +265,10 @@ fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
 fn kernel_b4_clamps_the_mss_to_the_softwire() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("dms");
-    let file = two_b4(dir.path(), "kernel", "kernel", "kernel");
-    let _g = up_ok(&file, &lab);
+    let file = two_b4(dir.path(), "auto", "kernel", "auto");
+    let Some(_g) = up_kernel_softwire(&file, &lab) else {
+        return;
+    };
     let ns = format!("{lab}-inet");
     let (tx, rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
@@ -351,8 +367,10 @@ fn converge(s: &std::net::UdpSocket) -> (libc::c_int, libc::c_int, bool, bool) {
 fn b4_answers_df_packets_too_big(b4: &str, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name(tag);
-    let file = two_b4(dir.path(), "kernel", b4, "kernel");
-    let _g = up_ok(&file, &lab);
+    let file = two_b4(dir.path(), "auto", b4, "auto");
+    let Some(_g) = up_softwire(&file, &lab, [b4]) else {
+        return;
+    };
     let mtu = in_ns(&format!("{lab}-h1"), || {
         let s = udp_with_pmtu("198.18.40.2:0", libc::IP_PMTUDISC_DO);
         s.connect("198.18.30.10:9").unwrap();
@@ -384,8 +402,10 @@ fn kernel_b4_answers_df_packets_too_big_and_pmtu_converges() {
 fn aftr_answers_df_packets_too_big(aftr: &str, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name(tag);
-    let file = two_b4(dir.path(), aftr, "kernel", "kernel");
-    let _g = up_ok(&file, &lab);
+    let file = two_b4(dir.path(), aftr, "auto", "auto");
+    let Some(_g) = up_softwire(&file, &lab, [aftr]) else {
+        return;
+    };
     let (tx, rx) = std::sync::mpsc::channel();
     let ns = format!("{lab}-inet");
     let server = std::thread::spawn(move || {
@@ -448,11 +468,13 @@ fn df_clear_through_b4(
     tag: &str,
     filter: &str,
     field: &str,
-) -> (usize, String) {
+) -> Option<(usize, String)> {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name(tag);
-    let file = two_b4(dir.path(), aftr, b4, "kernel");
-    let _g = up_ok(&file, &lab);
+    let file = two_b4(dir.path(), aftr, b4, "auto");
+    let Some(_g) = up_softwire(&file, &lab, [aftr, b4]) else {
+        return None;
+    };
     let ns = format!("{lab}-inet");
     let (tx, rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
@@ -507,7 +529,7 @@ fn df_clear_through_b4(
     });
     let got = server.join().unwrap();
     let out = cap.wait_with_output().unwrap();
-    (got, String::from_utf8_lossy(&out.stdout).into_owned())
+    Some((got, String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
 /// With DF clear, the userspace B4 sends a too-big inner packet whole: the IPv6
@@ -516,13 +538,15 @@ fn df_clear_through_b4(
 #[test]
 fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
     for aftr in ["userspace", "kernel"] {
-        let (got, frags) = df_clear_through_b4(
+        let Some((got, frags)) = df_clear_through_b4(
             aftr,
             "userspace",
             &format!("dfr{}", &aftr[..1]),
             "ip6 proto 44",
             "ipv6.fraghdr.offset",
-        );
+        ) else {
+            continue;
+        };
         assert_eq!(
             got, 1472,
             "{aftr} AFTR: the datagram did not arrive whole (reassembled before decapsulation)"
@@ -541,8 +565,11 @@ fn userspace_b4_fragments_the_ipv6_packet_not_the_inner_one() {
 /// IPv4 fragment, and the far side gets the datagram intact.
 #[test]
 fn kernel_b4_fragments_a_df_clear_packet_before_the_softwire() {
-    let (got, frags) =
-        df_clear_through_b4("kernel", "kernel", "dfk", "ip6 proto 4", "ip.frag_offset");
+    let Some((got, frags)) =
+        df_clear_through_b4("kernel", "kernel", "dfk", "ip6 proto 4", "ip.frag_offset")
+    else {
+        return;
+    };
     assert_eq!(got, 1472, "the datagram did not arrive whole");
     let offsets: Vec<&str> = frags.lines().collect();
     assert_eq!(
@@ -563,7 +590,7 @@ fn kernel_b4_fragments_a_df_clear_packet_before_the_softwire() {
 fn userspace_decapsulator_drops_and_counts_bad_packets() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("dbd");
-    let file = two_b4(dir.path(), "kernel", "userspace", "kernel");
+    let file = two_b4(dir.path(), "auto", "userspace", "auto");
     let _g = up_ok(&file, &lab);
     let stats = state_dir(&lab).join("datapath-sw-b4a.json");
     // From the AFTR's own address (the only peer the B4 accepts) and from a
@@ -647,6 +674,14 @@ fn dslite_topology_checks_clean_with_both_datapaths() {
             scenario,
         ]);
         assert!(o.status.success(), "{scenario}: {}", text(&o));
+        // The kernel scenario is datapath = "auto": the kernel's softwire, or
+        // tunbench's own with a word on a kernel without SRv6 tunnels.
+        assert_eq!(
+            text(&o).contains("runs in tunbench's userspace datapath"),
+            scenario == "kernel" && !kernel_has_seg6(),
+            "{scenario}: {}",
+            text(&o)
+        );
         let c = tunbench(&["check", &lab]);
         assert_eq!(c.status.code(), Some(0), "{scenario}:\n{}", text(&c));
         assert!(text(&c).contains("0 did not"), "{}", text(&c));
@@ -662,7 +697,7 @@ fn dslite_topology_checks_clean_with_both_datapaths() {
 fn incomplete_ipv6_fragments_never_reach_the_userspace_decapsulator() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("dif");
-    let file = two_b4(dir.path(), "kernel", "userspace", "kernel");
+    let file = two_b4(dir.path(), "auto", "userspace", "auto");
     let _g = up_ok(&file, &lab);
     let b4 = format!("{lab}-b4a");
     let reasm = |ns: &str| -> u64 {
@@ -723,7 +758,7 @@ fn incomplete_ipv6_fragments_never_reach_the_userspace_decapsulator() {
 fn userspace_aftr_holds_each_b4_to_its_mapping_limit() {
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("dpb4lim");
-    let base = two_b4(dir.path(), "userspace", "kernel", "kernel");
+    let base = two_b4(dir.path(), "userspace", "auto", "auto");
     let text = std::fs::read_to_string(&base).unwrap().replace(
         "pool = \"198.18.31.1\",",
         "pool = \"198.18.31.1\", max_mappings_per_b4 = 2,",

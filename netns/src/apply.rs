@@ -567,7 +567,7 @@ fn host_link_reason(attach: HostAttach, host: &str, e: rtnetlink::Error) -> Stri
 }
 
 /// `ip route add PREFIX encap seg6 mode encap.red segs SEGMENT dev DEV table T`.
-fn seg6_encap_message(
+pub(crate) fn seg6_encap_message(
     to: ipnetwork::Ipv4Network,
     segment: std::net::Ipv6Addr,
     oif: u32,
@@ -590,7 +590,7 @@ fn seg6_encap_message(
 
 /// `ip -6 route add SID/128 encap seg6local action End.DX4 nh4 0.0.0.0 dev DEV table T`:
 /// nh4 0.0.0.0 routes the decapsulated packet by its own destination.
-fn seg6local_message(
+pub(crate) fn seg6local_message(
     sid: std::net::Ipv6Addr,
     oif: u32,
     table: u32,

@@ -2,6 +2,7 @@
 //! addresses, routes, sysctls, over netlink, each owned by a lab and removed by it.
 
 pub mod apply;
+pub mod features;
 pub mod host;
 pub mod inspect;
 pub mod lab;

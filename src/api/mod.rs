@@ -79,6 +79,7 @@ impl Lab {
     /// unique lab name.
     pub fn up_file(path: impl AsRef<Path>) -> Result<Lab> {
         let path = path.as_ref();
+        topology::kernel::set_probe(Some(crate::lab::this_kernel));
         let t = verify::load(path)?;
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -89,6 +90,7 @@ impl Lab {
     /// from the current directory.
     pub fn up_str(toml: &str) -> Result<Lab> {
         let source = PathBuf::from("topology.toml");
+        topology::kernel::set_probe(Some(crate::lab::this_kernel));
         let t = topology::parse_str(toml, &source)?;
         let problems = verify::problems(&t);
         if !problems.is_empty() {

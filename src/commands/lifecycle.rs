@@ -100,6 +100,9 @@ pub fn up(a: UpArgs) -> Result<i32> {
         }
         return Ok(0);
     }
+    for n in t.tunnels.iter().filter_map(|t| t.auto_fallback()) {
+        eprintln!("tunbench: {n}");
+    }
     let rt = runtime()?;
     let (cancel, _) = on_signals(&rt);
     let s = rt.block_on(lab::up_text(&t, &file, &text, &naming, &cancel, force))?;

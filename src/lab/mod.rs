@@ -17,6 +17,14 @@ use std::time::{Duration, Instant};
 /// `check` and `status` read what was built, not a file edited since.
 const TOPOLOGY_COPY: &str = "topology.toml";
 
+/// What this machine's kernel can do that resolving a topology depends on
+/// (topology::kernel), probed once per process.
+pub fn this_kernel() -> topology::kernel::KernelFacts {
+    topology::kernel::KernelFacts {
+        seg6_lwtunnel: netns::features::seg6_lwtunnel(),
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct UpSummary {
     pub lab: String,

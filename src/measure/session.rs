@@ -65,6 +65,7 @@ pub fn measure_lab(
     }
     let notes = model_notes(&lab.topology)
         .into_iter()
+        .chain(lab.topology.tunnels.iter().filter_map(|t| t.auto_fallback()).map(|n| n + "."))
         .chain(tunnel_notes(&lab.topology, specs, &mut paths))
         .chain(outside_notes(specs))
         .collect();
@@ -125,6 +126,16 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -
                 }
                 TunnelKind::Ikev2(_) => {
                     " (strongSwan, kernel-libipsec: ESP always in UDP 4500)".into()
+                }
+                TunnelKind::Dslite(d) => {
+                    let mut dps: Vec<&str> = std::iter::once(&d.aftr)
+                        .filter(|a| !a.external)
+                        .map(|a| a.datapath.as_str())
+                        .chain(d.b4s.iter().map(|b| b.datapath.as_str()))
+                        .collect();
+                    dps.sort();
+                    dps.dedup();
+                    format!(" ({})", dps.join("/"))
                 }
                 _ => String::new(),
             };
@@ -392,7 +403,7 @@ mod tests {
             notes
                 .iter()
                 .any(|n| n
-                    .starts_with("path dslite crosses DS-Lite (IPv4 in IPv6) tunnel sw: 40 bytes")),
+                    .starts_with("path dslite crosses DS-Lite (IPv4 in IPv6) tunnel sw (kernel): 40 bytes")),
             "{notes:?}"
         );
     }

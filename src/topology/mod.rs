@@ -6,6 +6,7 @@ mod device;
 pub mod esp;
 pub mod ikev2;
 pub mod impair;
+pub mod kernel;
 pub mod l2tp;
 pub mod locate;
 pub mod model;
@@ -154,12 +155,31 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Topology, InvalidTopology> {
     parse_with(text, path, None)
 }
 
+/// `parse_str` for a kernel of the given abilities rather than the one the
+/// command line probed (tests; checking a file for another machine).
+pub fn parse_str_for(
+    text: &str,
+    path: &Path,
+    k: kernel::KernelFacts,
+) -> Result<Topology, InvalidTopology> {
+    parse_inner(text, path, None, k)
+}
+
 /// `parse_str` for a scenario's merged text: `scenario_names` are the names the
 /// original file declares (the merged text has no `[scenarios]` of its own).
 pub(crate) fn parse_with(
     text: &str,
     path: &Path,
     scenario_names: Option<&[String]>,
+) -> Result<Topology, InvalidTopology> {
+    parse_inner(text, path, scenario_names, kernel::facts())
+}
+
+fn parse_inner(
+    text: &str,
+    path: &Path,
+    scenario_names: Option<&[String]>,
+    k: kernel::KernelFacts,
 ) -> Result<Topology, InvalidTopology> {
     let raw: raw::RawTopology = match toml::from_str(text) {
         Ok(r) => r,
@@ -184,7 +204,7 @@ pub(crate) fn parse_with(
         }
     };
     let dir = path.parent().unwrap_or(Path::new(""));
-    let (topo, mut problems) = resolve::resolve(&raw, dir);
+    let (topo, mut problems) = resolve::resolve(&raw, dir, k);
     if problems.is_empty() {
         problems = validate::validate(&topo);
     }

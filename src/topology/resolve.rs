@@ -27,7 +27,13 @@ const BUILTIN_SYSCTLS: &[(&str, &str)] = &[
 ];
 
 /// `dir`: the topology file's directory, where profile paths start.
-pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
+/// `kernel`: what the kernel that builds the lab can do (a DS-Lite endpoint's
+/// `datapath = "auto"` depends on it).
+pub fn resolve(
+    raw: &RawTopology,
+    dir: &Path,
+    kernel: super::kernel::KernelFacts,
+) -> (Topology, Vec<Problem>) {
     let mut p = Vec::new();
     let root = KeyPath::root();
 
@@ -250,6 +256,7 @@ pub fn resolve(raw: &RawTopology, dir: &Path) -> (Topology, Vec<Problem>) {
         |n| nodes.iter().position(|x| x.name == n),
         |i| !nodes[i].kind.is_built(),
         &known.join(", "),
+        kernel,
         &mut p,
     );
 

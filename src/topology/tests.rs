@@ -392,3 +392,88 @@ fn a_hub_that_says_it_does_not_forward_is_refused_where_it_says_so() {
         "{e}"
     );
 }
+
+/// The shipped softwire with its datapath said at the tunnel (or not at all).
+fn softwire(datapath: Option<&str>) -> String {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/dslite.toml"),
+    )
+    .unwrap();
+    let at = "kind = \"dslite\"\n";
+    match datapath {
+        None => text,
+        Some(d) => text.replacen(at, &format!("{at}datapath = \"{d}\"\n"), 1),
+    }
+}
+
+fn softwire_datapaths(t: &Topology) -> Vec<(tunnel::Datapath, bool)> {
+    let tunnel::TunnelKind::Dslite(d) = &t.tunnels[0].kind else {
+        panic!("not a softwire")
+    };
+    std::iter::once((d.aftr.datapath, d.aftr.auto))
+        .chain(d.b4s.iter().map(|b| (b.datapath, b.auto)))
+        .collect()
+}
+
+#[test]
+fn a_softwire_is_auto_by_default_and_auto_follows_the_kernel() {
+    use kernel::KernelFacts;
+    use tunnel::Datapath::{Kernel, Userspace};
+    let without = KernelFacts {
+        seg6_lwtunnel: false,
+    };
+    for said in [None, Some("auto")] {
+        let text = softwire(said);
+        let t = parse_str_for(&text, Path::new("t.toml"), KernelFacts::FULL).unwrap();
+        assert_eq!(softwire_datapaths(&t), vec![(Kernel, true); 2], "{said:?}");
+        assert_eq!(t.tunnels[0].auto_fallback(), None);
+        let t = parse_str_for(&text, Path::new("t.toml"), without).unwrap();
+        assert_eq!(softwire_datapaths(&t), vec![(Userspace, true); 2], "{said:?}");
+        let note = t.tunnels[0].auto_fallback().expect("a note");
+        assert!(
+            note.contains("tunnel sw runs in tunbench's userspace datapath")
+                && note.contains("CONFIG_IPV6_SEG6_LWTUNNEL"),
+            "{note}"
+        );
+    }
+    // Said outright, userspace is userspace on any kernel, and no note.
+    let t = parse_str_for(&softwire(Some("userspace")), Path::new("t.toml"), without).unwrap();
+    assert_eq!(softwire_datapaths(&t), vec![(Userspace, false); 2]);
+    assert_eq!(t.tunnels[0].auto_fallback(), None);
+}
+
+#[test]
+fn a_kernel_softwire_on_a_kernel_without_seg6_is_refused_where_the_file_asks() {
+    let without = kernel::KernelFacts {
+        seg6_lwtunnel: false,
+    };
+    let text = softwire(Some("kernel"));
+    assert!(parse_str_for(&text, Path::new("t.toml"), kernel::KernelFacts::FULL).is_ok());
+    let e = parse_str_for(&text, Path::new("t.toml"), without)
+        .unwrap_err()
+        .to_string();
+    // Both endpoints inherit it from the tunnel's key, so it is named there.
+    assert!(
+        e.contains("tunnels.sw.datapath")
+            && e.contains("datapath = \"kernel\" needs SRv6 lightweight tunnels")
+            && e.contains("CONFIG_IPV6_SEG6_LWTUNNEL")
+            && e.contains("\"userspace\""),
+        "{e}"
+    );
+    // One endpoint's own key.
+    let one = softwire(None).replacen(
+        "pool = \"198.18.53.1\" }",
+        "pool = \"198.18.53.1\", datapath = \"kernel\" }",
+        1,
+    );
+    let e = parse_str_for(&one, Path::new("t.toml"), without)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("tunnels.sw.aftr.datapath"), "{e}");
+    let bad = softwire(Some("fast"));
+    let e = parse_str(&bad, Path::new("t.toml")).unwrap_err().to_string();
+    assert!(
+        e.contains("datapath \"fast\" is not one of \"auto\", \"kernel\", \"userspace\""),
+        "{e}"
+    );
+}

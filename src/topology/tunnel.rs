@@ -3,6 +3,7 @@
 //! each kind is one variant of `RawTunnel` and of `TunnelKind`.
 
 use super::model::{NodeKind, Topology};
+use super::kernel::KernelFacts;
 use super::{KeyPath, Problem, int_in, valid_name};
 use ipnetwork::{IpNetwork, Ipv4Network};
 use serde::Deserialize;
@@ -35,7 +36,9 @@ pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\", \"l2tp\", \"i
 pub struct RawDslite {
     #[serde(default)]
     pub description: Option<String>,
-    /// "kernel" or "userspace" for every endpoint that does not say.
+    /// "auto" (the default: the kernel's softwire where the kernel has SRv6
+    /// lightweight tunnels, tunbench's own otherwise), "kernel" or "userspace",
+    /// for every endpoint that does not say.
     #[serde(default)]
     pub datapath: Option<String>,
     /// The inner (IPv4) MTU of the softwire.
@@ -185,6 +188,8 @@ pub struct Aftr {
     /// it; the B4s encapsulate to `address`.
     pub external: bool,
     pub datapath: Datapath,
+    /// `datapath` was "auto" (said or by default) and this is what it took.
+    pub auto: bool,
     /// NAT mappings one B4 may hold at once (userspace AFTR).
     pub max_mappings_per_b4: u32,
     #[serde(skip)]
@@ -198,6 +203,8 @@ pub struct B4 {
     pub prefixes: Vec<Ipv4Network>,
     pub routes: Vec<Ipv4Network>,
     pub datapath: Datapath,
+    /// `datapath` was "auto" (said or by default) and this is what it took.
+    pub auto: bool,
     #[serde(skip)]
     pub at: KeyPath,
 }
@@ -248,6 +255,25 @@ pub enum Role {
 }
 
 impl Tunnel {
+    /// A softwire's endpoints that took tunbench's own datapath because
+    /// `datapath = "auto"` found no kernel one: what to tell the user, once.
+    pub fn auto_fallback(&self) -> Option<String> {
+        let TunnelKind::Dslite(d) = &self.kind else {
+            return None;
+        };
+        let fell = (!d.aftr.external && d.aftr.auto && d.aftr.datapath == Datapath::Userspace)
+            || d.b4s
+                .iter()
+                .any(|b| b.auto && b.datapath == Datapath::Userspace);
+        fell.then(|| {
+            format!(
+                "DS-Lite tunnel {} runs in tunbench's userspace datapath: its datapath is \"auto\", and this kernel lacks {} for the kernel's",
+                self.name,
+                super::kernel::SEG6_NEEDS
+            )
+        })
+    }
+
     /// The TUN device a userspace endpoint of this tunnel uses (15 bytes at most).
     pub fn tun_name(&self) -> String {
         let prefix = match self.kind {
@@ -367,6 +393,7 @@ pub fn resolve(
     node_index: impl Fn(&str) -> Option<usize>,
     external: impl Fn(usize) -> bool,
     known_nodes: &str,
+    kernel: KernelFacts,
     p: &mut Vec<Problem>,
 ) -> Vec<Tunnel> {
     let mut out = Vec::new();
@@ -428,9 +455,9 @@ pub fn resolve(
             }
             RawTunnel::Dslite(d) => {
                 let before = p.len();
-                let default_dp = datapath(
+                let default_dp = SoftwireChoice::read(
                     d.datapath.as_deref(),
-                    Datapath::Kernel,
+                    SoftwireChoice::Auto,
                     &at.key("datapath"),
                     p,
                 );
@@ -471,12 +498,15 @@ pub fn resolve(
                         }
                     }
                 }
-                let adp = datapath(
+                let (adp, aauto) = SoftwireChoice::read(
                     d.aftr.datapath.as_deref(),
-                    default_dp,
+                    default_dp.clone(),
                     &aat.key("datapath"),
                     p,
-                );
+                )
+                // An external AFTR is the device's own: nothing of this
+                // kernel's is asked of it.
+                .settle(if aftr_external { KernelFacts::FULL } else { kernel }, p);
                 use crate::codec::dslite::{DEFAULT_MAX_MAPPINGS, DEFAULT_MAX_MAPPINGS_PER_B4};
                 let per_b4_default = DEFAULT_MAX_MAPPINGS_PER_B4 as i64;
                 // No more than the whole table.
@@ -531,7 +561,13 @@ pub fn resolve(
                             .filter_map(|(k, s)| ipv4_prefix(s, &bat.key("routes").index(k), p))
                             .collect(),
                     };
-                    let bdp = datapath(b.datapath.as_deref(), default_dp, &bat.key("datapath"), p);
+                    let (bdp, bauto) = SoftwireChoice::read(
+                        b.datapath.as_deref(),
+                        default_dp.clone(),
+                        &bat.key("datapath"),
+                        p,
+                    )
+                    .settle(kernel, p);
                     if let (Some(node), Some(address)) = (bnode, baddr) {
                         b4s.push(B4 {
                             node,
@@ -539,6 +575,7 @@ pub fn resolve(
                             prefixes,
                             routes,
                             datapath: bdp,
+                            auto: bauto,
                             at: bat,
                         });
                     }
@@ -567,6 +604,7 @@ pub fn resolve(
                             pool,
                             external: aftr_external,
                             datapath: adp,
+                            auto: aauto,
                             max_mappings_per_b4,
                             at: aat,
                         },
@@ -628,6 +666,56 @@ pub(crate) fn datapath(
                 format!("datapath \"{o}\" is not one of \"kernel\", \"userspace\""),
             ));
             default
+        }
+    }
+}
+
+/// A DS-Lite endpoint's `datapath` as the file gives it, with where it says so
+/// (an endpoint's own key, or the tunnel's it inherits).
+#[derive(Debug, Clone)]
+enum SoftwireChoice {
+    Kernel(KeyPath),
+    Userspace,
+    /// The kernel's where the kernel can, tunbench's own otherwise (the default).
+    Auto,
+}
+
+impl SoftwireChoice {
+    fn read(s: Option<&str>, inherited: Self, at: &KeyPath, p: &mut Vec<Problem>) -> Self {
+        match s {
+            None => inherited,
+            Some("kernel") => SoftwireChoice::Kernel(at.clone()),
+            Some("userspace") => SoftwireChoice::Userspace,
+            Some("auto") => SoftwireChoice::Auto,
+            Some(o) => {
+                p.push(Problem::new(
+                    at,
+                    format!("datapath \"{o}\" is not one of \"auto\", \"kernel\", \"userspace\""),
+                ));
+                inherited
+            }
+        }
+    }
+
+    /// The datapath on this kernel, and whether "auto" chose it. A kernel
+    /// datapath the kernel cannot make is refused where the file asks for it.
+    fn settle(self, k: KernelFacts, p: &mut Vec<Problem>) -> (Datapath, bool) {
+        match self {
+            SoftwireChoice::Userspace => (Datapath::Userspace, false),
+            SoftwireChoice::Auto if k.seg6_lwtunnel => (Datapath::Kernel, true),
+            SoftwireChoice::Auto => (Datapath::Userspace, true),
+            SoftwireChoice::Kernel(at) => {
+                if !k.seg6_lwtunnel {
+                    p.push(Problem::new(
+                        &at,
+                        format!(
+                            "datapath = \"kernel\" needs {}, which this kernel lacks; use \"userspace\" (tunbench's own softwire) or \"auto\" (the kernel's where it can)",
+                            super::kernel::SEG6_NEEDS
+                        ),
+                    ));
+                }
+                (Datapath::Kernel, false)
+            }
         }
     }
 }

@@ -726,3 +726,49 @@ impl Drop for EmulatedHost {
         }
     }
 }
+
+/// Whether this kernel makes seg6 and seg6local routes (CONFIG_IPV6_SEG6_LWTUNNEL),
+/// the kernel DS-Lite datapath, asked of `ip` in a namespace of the test's own.
+/// Tests of the kernel datapath check it carries traffic where the kernel has
+/// it, and that tunbench refuses it naming the kernel option where it has not.
+pub fn kernel_has_seg6() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        let ns = format!("hkseg6{}", std::process::id() % 100000);
+        let ip = |args: &[&str]| {
+            Command::new(program("ip"))
+                .args(args)
+                .output()
+                .expect("running ip")
+        };
+        assert!(ip(&["netns", "add", &ns]).status.success(), "ip netns add {ns}");
+        ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        let made = ip(&[
+            "-n", &ns, "-6", "route", "add", "2001:2:0:ff::1/128", "encap", "seg6local",
+            "action", "End.DX4", "nh4", "0.0.0.0", "dev", "lo",
+        ]);
+        ip(&["netns", "del", &ns]);
+        made.status.success()
+    })
+}
+
+/// `up` of a file whose DS-Lite endpoints ask for the kernel datapath: the lab
+/// where the kernel has SRv6 lightweight tunnels, or else (None) the refusal
+/// checked: exit 2, the option named, nothing built.
+pub fn up_kernel_softwire(file: &Path, lab: &str) -> Option<LabGuard> {
+    let (g, o) = up(file, lab);
+    if kernel_has_seg6() {
+        assert!(o.status.success(), "up failed: {}", text(&o));
+        return Some(g);
+    }
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "a kernel softwire without seg6: {t}");
+    assert!(
+        t.contains("datapath = \"kernel\" needs") && t.contains("CONFIG_IPV6_SEG6_LWTUNNEL"),
+        "the refusal names what the kernel lacks: {t}"
+    );
+    drop(g);
+    assert_gone(lab);
+    eprintln!("this kernel has no SRv6 lightweight tunnels: checked that the kernel softwire is refused");
+    None
+}
