@@ -800,3 +800,38 @@ fn userspace_aftr_holds_each_b4_to_its_mapping_limit() {
     .unwrap();
     assert_eq!(j["drops"]["mapping_limit"], 3, "{j}");
 }
+
+/// `validate` says what "auto" takes on this kernel and refuses an explicit
+/// kernel softwire the kernel cannot make, naming where; `--file-only` checks
+/// the file for a kernel that has everything. No namespace is made.
+#[test]
+fn validate_tells_the_softwire_datapath_this_kernel_gives() {
+    let has = kernel_has_seg6();
+    let shipped = topo("dslite.toml");
+    let o = tunbench(&["validate", shipped.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        text(&o).contains("note: DS-Lite tunnel sw runs in tunbench's userspace datapath"),
+        !has,
+        "{}",
+        text(&o)
+    );
+    let o = tunbench(&["validate", "--file-only", shipped.to_str().unwrap()]);
+    assert!(o.status.success() && !text(&o).contains("note:"), "{}", text(&o));
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = two_b4(dir.path(), "kernel", "userspace", "userspace");
+    let o = tunbench(&["validate", file.to_str().unwrap()]);
+    if has {
+        assert!(o.status.success(), "{}", text(&o));
+    } else {
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            text(&o).contains("tunnels.sw.aftr.datapath: datapath = \"kernel\" needs SRv6"),
+            "{}",
+            text(&o)
+        );
+    }
+    let o = tunbench(&["validate", "--file-only", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -52,6 +52,15 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
                         println!("  scenario {}, manual step: {step}", s.name);
                     }
                 }
+                // What "auto" takes on this kernel, where that is not the kernel's.
+                let mut notes: Vec<String> = std::iter::once(&t)
+                    .chain(scenarios.iter().map(|s| &s.topology))
+                    .flat_map(|t| t.tunnels.iter().filter_map(|x| x.auto_fallback()))
+                    .collect();
+                notes.dedup();
+                for n in notes {
+                    println!("  note: {n}");
+                }
                 if !file_only {
                     let all = std::iter::once(&t).chain(scenarios.iter().map(|s| &s.topology));
                     let problems = host_problems(all, force)?;
