@@ -19,6 +19,7 @@
 //!
 //! Every rendering ends with a newline.
 
+pub mod chart;
 mod csv;
 pub mod expect;
 mod md;
