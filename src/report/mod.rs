@@ -13,6 +13,9 @@
 //! - `csv`: one row per (path, cell), every figure in bit/s.
 //! - `json`: [`Results`] itself; [`load`] reads it back.
 //! - `svg`: a grouped bar chart of the medians with min-max whiskers.
+//! - `html`: one self-contained page ([`html`]): every view with its charts
+//!   ([`chart`]: bars, latency box plots, rate and round trips over time) and
+//!   table, the notes, the topology's graph.
 //!
 //! [`expect`] parses and checks CI expectations (`--expect`);
 //! [`reference::check`] is `--expect-reference`.
@@ -22,6 +25,7 @@
 pub mod chart;
 mod csv;
 pub mod expect;
+pub mod html;
 mod md;
 pub mod reference;
 mod svg;
@@ -46,6 +50,9 @@ pub enum Format {
     Md,
     /// A grouped bar chart (cells x paths) of the medians, whiskers for min-max.
     Svg,
+    /// One self-contained page: every view's charts and table, the notes, the
+    /// topology's graph.
+    Html,
 }
 
 /// Render `r` in format `f`. `baseline` is the label of the path
@@ -60,6 +67,11 @@ pub fn render(r: &Results, f: Format, baseline: Option<&str>) -> String {
         Format::Csv => csv::render(r),
         Format::Json => json(r),
         Format::Svg => svg::render(r),
+        Format::Html => html::page(
+            r,
+            baseline,
+            Err("it was not given to this rendering".into()),
+        ),
     }
 }
 
