@@ -23,15 +23,15 @@ use super::{rate_unit, sig};
 use crate::measure::model::Spread;
 use std::fmt::Write;
 
-const FONT: &str = "Helvetica, Arial, sans-serif";
+pub(super) const FONT: &str = "Helvetica, Arial, sans-serif";
 /// Estimated advance of a character in units of the font size: wider than
 /// Helvetica's average, so an estimate errs toward room to spare.
 const CHAR_EM: f64 = 0.6;
 const PLOT_H: f64 = 260.0;
 const PANEL_H: f64 = 170.0;
 const MIN_PLOT_W: f64 = 560.0;
-const RIGHT: f64 = 24.0;
-const LABEL_ANGLE: f64 = 40.0;
+pub(super) const RIGHT: f64 = 24.0;
+pub(super) const LABEL_ANGLE: f64 = 40.0;
 
 /// Okabe-Ito's colours (told apart by colour-blind readers; yellow left out,
 /// it vanishes on white), then Paul Tol's muted ones; beyond those, hues a
@@ -569,6 +569,107 @@ fn two_lines(t: &str) -> (String, String) {
     }
 }
 
+/// Groups of slots (bars, boxes) along the x axis: a group per category that
+/// has slots, the slots as wide as the plot's least width allows within
+/// `(least, most)`, the plot moved right where a turned first label would
+/// reach out of the chart.
+struct Grouped {
+    slot: f64,
+    gap: f64,
+    group_w: Vec<f64>,
+    left: f64,
+    plot_w: f64,
+    width: f64,
+}
+
+impl Grouped {
+    fn new(
+        frame: &Frame,
+        categories: &[String],
+        counts: &[usize],
+        (least, most): (f64, f64),
+    ) -> Grouped {
+        let gap = 18.0;
+        let slots: usize = counts.iter().sum();
+        let used = counts.iter().filter(|n| **n > 0).count() as f64;
+        let slot = ((MIN_PLOT_W - used * gap) / slots.max(1) as f64).clamp(least, most);
+        let group_w: Vec<f64> = counts
+            .iter()
+            .map(|&n| if n == 0 { 0.0 } else { n as f64 * slot + gap })
+            .collect();
+        let plot_w: f64 = group_w.iter().sum();
+        let mut left = frame.left();
+        if let Some(k) = counts.iter().position(|n| *n > 0) {
+            left = left.max(turned_reach(&categories[k]) - group_w[k] / 2.0 + 8.0);
+        }
+        let width = (frame.width(plot_w) + (left - frame.left())).ceil();
+        Grouped {
+            slot,
+            gap,
+            group_w,
+            left,
+            plot_w,
+            width,
+        }
+    }
+
+    /// The canvas with the head and the y axis drawn; the plot's top and bottom.
+    fn start(&self, frame: &Frame, scale: &Scale, unit: &str) -> (Canvas, f64, f64) {
+        let mut c = Canvas::new();
+        let top = frame.head(&mut c, self.width);
+        let bottom = top + PLOT_H;
+        y_axis(
+            &mut c,
+            scale,
+            self.left,
+            self.left + self.plot_w,
+            top,
+            bottom,
+            unit,
+        );
+        (c, top, bottom)
+    }
+
+    /// (category, x of its first slot) for every group that has slots.
+    fn groups(&self) -> Vec<(usize, f64)> {
+        let mut x = self.left;
+        let mut out = Vec::new();
+        for (k, w) in self.group_w.iter().enumerate() {
+            if *w > 0.0 {
+                out.push((k, x + self.gap / 2.0));
+            }
+            x += w;
+        }
+        out
+    }
+
+    /// The category labels under the groups, and the finished chart.
+    fn finish(
+        &self,
+        mut c: Canvas,
+        categories: &[String],
+        bottom: f64,
+        kind: ChartKind,
+        title: &str,
+        colours: Vec<(String, String)>,
+    ) -> Chart {
+        let labels: Vec<(f64, f64, &str)> = self
+            .groups()
+            .into_iter()
+            .map(|(k, x0)| {
+                (
+                    x0 - self.gap / 2.0 + self.group_w[k] / 2.0,
+                    self.group_w[k],
+                    categories[k].as_str(),
+                )
+            })
+            .collect();
+        let labels_h = category_labels(&mut c, &labels, bottom);
+        let height = (bottom + labels_h + 8.0).ceil();
+        finish(c, kind, title, self.width, height, colours)
+    }
+}
+
 // ---- throughput: grouped bars ----
 
 fn throughput(v: &View, keys: &[String]) -> Option<Chart> {
@@ -621,40 +722,13 @@ fn throughput(v: &View, keys: &[String]) -> Option<Chart> {
         ticks_w: ticks_width(&scale),
     };
 
-    let slots: usize = groups.iter().map(Vec::len).sum();
-    let gap = 18.0;
-    let used = groups.iter().filter(|g| !g.is_empty()).count() as f64;
-    let bar_w = ((MIN_PLOT_W - used * gap) / slots.max(1) as f64).clamp(10.0, 36.0);
-    let group_w: Vec<f64> = groups
-        .iter()
-        .map(|g| {
-            if g.is_empty() {
-                0.0
-            } else {
-                g.len() as f64 * bar_w + gap
-            }
-        })
-        .collect();
-    let plot_w: f64 = group_w.iter().sum();
-    let mut left = frame.left();
-    // A turned first label reaches left of its group.
-    if let Some(k) = groups.iter().position(|g| !g.is_empty()) {
-        left = left.max(turned_reach(&v.categories[k]) - group_w[k] / 2.0 + 8.0);
-    }
-    let width = (frame.width(plot_w) + (left - frame.left())).ceil();
-    let mut c = Canvas::new();
-    let top = frame.head(&mut c, width);
-    let bottom = top + PLOT_H;
-    y_axis(&mut c, &scale, left, left + plot_w, top, bottom, unit);
+    let counts: Vec<usize> = groups.iter().map(Vec::len).collect();
+    let layout = Grouped::new(&frame, &v.categories, &counts, (10.0, 36.0));
+    let bar_w = layout.slot;
+    let (mut c, _, bottom) = layout.start(&frame, &scale, unit);
     let y_of = |bps: f64| bottom - scale.frac(bps / div) * PLOT_H;
-
-    let mut x = left;
-    let mut labels = Vec::new();
-    for (k, g) in groups.iter().enumerate() {
-        if g.is_empty() {
-            continue;
-        }
-        let x0 = x + gap / 2.0;
+    for (k, x0) in layout.groups() {
+        let g = &groups[k];
         for (j, &i) in g.iter().enumerate() {
             let s = series[i];
             let p = s.points[k].as_ref().expect("grouped by their points");
@@ -706,17 +780,13 @@ fn throughput(v: &View, keys: &[String]) -> Option<Chart> {
                 );
             }
         }
-        labels.push((x + group_w[k] / 2.0, group_w[k], v.categories[k].as_str()));
-        x += group_w[k];
     }
-    let labels_h = category_labels(&mut c, &labels, bottom);
-    let height = (bottom + labels_h + 8.0).ceil();
-    Some(finish(
+    Some(layout.finish(
         c,
+        &v.categories,
+        bottom,
         ChartKind::Throughput,
         &format!("{}: throughput", v.title),
-        width,
-        height,
         colours,
     ))
 }
@@ -780,38 +850,13 @@ fn latency(v: &View, keys: &[String]) -> Option<Chart> {
         legend: legend.clone(),
         ticks_w: ticks_width(&scale),
     };
-    let slots: usize = groups.iter().map(Vec::len).sum();
-    let gap = 18.0;
-    let used = groups.iter().filter(|g| !g.is_empty()).count() as f64;
-    let box_w = ((MIN_PLOT_W - used * gap) / slots.max(1) as f64).clamp(8.0, 28.0);
-    let group_w: Vec<f64> = groups
-        .iter()
-        .map(|g| {
-            if g.is_empty() {
-                0.0
-            } else {
-                g.len() as f64 * box_w + gap
-            }
-        })
-        .collect();
-    let plot_w: f64 = group_w.iter().sum();
-    let mut left = frame.left();
-    if let Some(k) = groups.iter().position(|g| !g.is_empty()) {
-        left = left.max(turned_reach(&v.categories[k]) - group_w[k] / 2.0 + 8.0);
-    }
-    let width = (frame.width(plot_w) + (left - frame.left())).ceil();
-    let mut c = Canvas::new();
-    let top = frame.head(&mut c, width);
-    let bottom = top + PLOT_H;
-    y_axis(&mut c, &scale, left, left + plot_w, top, bottom, "ms");
+    let counts: Vec<usize> = groups.iter().map(Vec::len).collect();
+    let layout = Grouped::new(&frame, &v.categories, &counts, (8.0, 28.0));
+    let box_w = layout.slot;
+    let (mut c, _, bottom) = layout.start(&frame, &scale, "ms");
     let y_of = |ms: f64| bottom - scale.frac(ms) * PLOT_H;
-    let mut x = left;
-    let mut labels = Vec::new();
-    for (k, g) in groups.iter().enumerate() {
-        if g.is_empty() {
-            continue;
-        }
-        let x0 = x + gap / 2.0;
+    for (k, x0) in layout.groups() {
+        let g = &groups[k];
         for (j, (label, colour, s)) in g.iter().enumerate() {
             let bx = x0 + j as f64 * box_w + 1.5;
             let w = box_w - 3.0;
@@ -842,17 +887,13 @@ fn latency(v: &View, keys: &[String]) -> Option<Chart> {
                 mid + w * 0.35
             );
         }
-        labels.push((x + group_w[k] / 2.0, group_w[k], v.categories[k].as_str()));
-        x += group_w[k];
     }
-    let labels_h = category_labels(&mut c, &labels, bottom);
-    let height = (bottom + labels_h + 8.0).ceil();
-    Some(finish(
+    Some(layout.finish(
         c,
+        &v.categories,
+        bottom,
         ChartKind::Latency,
         &format!("{}: latency", v.title),
-        width,
-        height,
         legend,
     ))
 }

@@ -3,19 +3,16 @@
 //! the y axis in the unit that suits the figures. Hand-written SVG 1.1: no
 //! script, no external font or stylesheet, so it renders the same everywhere.
 
-use super::chart::colour;
+use super::chart::{FONT, LABEL_ANGLE, RIGHT, colour};
 use super::{ordered_cells, rate_unit, sig, utc};
 use crate::measure::model::Results;
 use crate::vocab::Cell;
 use std::fmt::Write;
 
-const FONT: &str = "Helvetica, Arial, sans-serif";
 /// Estimated advance of one character at 12 px, for layout without a font.
 const CHAR_PX: f64 = 6.8;
 const LEFT: f64 = 76.0;
-const RIGHT: f64 = 24.0;
 const PLOT_H: f64 = 320.0;
-const LABEL_ANGLE: f64 = 40.0;
 
 pub(crate) fn render(r: &Results) -> String {
     let cells = ordered_cells(r);
