@@ -310,6 +310,19 @@ fn report_writes_an_html_page_with_the_topologys_graph() {
         "{html}"
     );
     assert!(html.contains("&quot;nvr500&quot;"), "{html}");
+    // Drawn too: a box per node of the file.
+    assert!(
+        html.contains(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"topology\""
+        ),
+        "{html}"
+    );
+    for node in ["pc", "nvr500", "sw", "server", "aftr", "inet"] {
+        assert!(
+            html.contains(&format!("font-weight=\"bold\">{node}</text>")),
+            "{node}: {html}"
+        );
+    }
     assert!(html.contains("<li>the router is a model</li>"), "{html}");
 
     r["topology"] = path("gone.toml").into();

@@ -52,9 +52,10 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     emit(&r, &out)
 }
 
-/// The graph `tunbench graph` prints of the results' topology file, or why
-/// there is none (results that name no file, a file moved or changed since).
-fn topology_graph(r: &crate::measure::model::Results) -> Result<String, String> {
+/// The results' topology file drawn and in dot, as `tunbench graph` gives
+/// them, or why there is none (results that name no file, a file moved or
+/// changed since).
+fn topology_graph(r: &crate::measure::model::Results) -> Result<(String, String), String> {
     let file = r
         .topology
         .as_deref()
@@ -65,7 +66,8 @@ fn topology_graph(r: &crate::measure::model::Results) -> Result<String, String> 
             crate::report::one_line(&format!("{e:#}"))
         )
     })?;
-    Ok(super::graph::render(&t, super::graph::Format::Dot))
+    use super::graph::{Format, render};
+    Ok((render(&t, Format::Svg), render(&t, Format::Dot)))
 }
 
 /// Render, save, check expectations: exit 1 when one fails.
@@ -92,7 +94,10 @@ pub(super) fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Resu
             crate::report::html::page(
                 r,
                 out.baseline.as_deref(),
-                graph.as_deref().map_err(Clone::clone),
+                match &graph {
+                    Ok((svg, dot)) => Ok(crate::report::html::Graph { svg, dot }),
+                    Err(why) => Err(why.clone()),
+                },
             )
         }
         f => crate::report::render(r, f, out.baseline.as_deref()),

@@ -982,13 +982,15 @@ fn over_time(v: &View, keys: &[String]) -> Option<Chart> {
         }
         bottom
     };
+    // Room between the panels for the lower one's top tick label.
+    const BETWEEN: f64 = 24.0;
     if has_rate {
-        top = panel(&mut c, &rate_scale, unit, div, &|t| &t.rate_bps, top) + 14.0;
+        top = panel(&mut c, &rate_scale, unit, div, &|t| &t.rate_bps, top) + BETWEEN;
     }
     if has_rtt {
-        top = panel(&mut c, &rtt_scale, "RTT ms", 1.0, &|t| &t.rtt_ms, top) + 14.0;
+        top = panel(&mut c, &rtt_scale, "RTT ms", 1.0, &|t| &t.rtt_ms, top) + BETWEEN;
     }
-    let bottom = top - 14.0;
+    let bottom = top - BETWEEN;
     let n = (t_top / t_step).round() as usize;
     for i in 0..=n {
         let s = i as f64 * t_step;

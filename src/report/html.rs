@@ -25,8 +25,16 @@ use super::views::{Column, View, views_with_baseline};
 use crate::measure::model::Results;
 use std::fmt::Write;
 
-/// The topology's graph in Graphviz dot, or why the page has none.
-pub type TopologyGraph<'a> = Result<&'a str, String>;
+/// The topology's graph as `tunbench graph` draws it (SVG, embedded as it
+/// is: tunbench wrote and escaped it) and prints it in Graphviz dot.
+#[derive(Debug, Clone, Copy)]
+pub struct Graph<'a> {
+    pub svg: &'a str,
+    pub dot: &'a str,
+}
+
+/// The topology's graph, or why the page has none.
+pub type TopologyGraph<'a> = Result<Graph<'a>, String>;
 
 const CSS: &str = "
 body { font-family: Helvetica, Arial, sans-serif; color: #222; background: #fafafa;
@@ -38,6 +46,7 @@ p.question { font-size: 16px; font-style: italic; margin: 4px 0 12px; }
 nav ol { columns: 2; margin: 4px 0; }
 section.view, section.plain { background: #fff; border: 1px solid #e3e3e3; border-radius: 6px;
   padding: 4px 20px 16px; margin: 20px 0; }
+section h2 { margin-top: 16px; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; margin: 8px 0 16px; }
 .charts svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
@@ -50,6 +59,8 @@ td.failed { color: #b00020; }
 .legend { color: #555; font-size: 13px; }
 .legend p { margin: 2px 0; }
 ol.footnotes, ul.notes { font-size: 13px; }
+div.graph svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+summary { cursor: pointer; color: #555; margin: 8px 0; }
 pre { background: #f5f5f5; border: 1px solid #e3e3e3; padding: 12px; overflow-x: auto; font-size: 12px; }
 p.missing { color: #8a5a00; }
 footer { color: #777; font-size: 12px; margin-top: 32px; }
@@ -134,13 +145,16 @@ pub fn page(r: &Results, baseline: Option<&str>, graph: TopologyGraph) -> String
     s.push_str("<section class=\"plain\" id=\"topology\"><h2>Topology</h2>\n");
     let file = r.topology.as_deref().unwrap_or("(not recorded)");
     match graph {
-        Ok(dot) => {
+        Ok(g) => {
             let _ = writeln!(
                 s,
-                "<p>{} as <code>tunbench graph</code> prints it (Graphviz dot: \
-                 <code>dot -Tsvg</code> draws it).</p>\n<pre class=\"graph\">{}</pre>",
+                "<p>{} as <code>tunbench graph --format svg</code> draws it: columns by hops \
+                 from the first host, tunnels dashed (hover a line for its interfaces).</p>\n\
+                 <div class=\"graph\">{}</div>\n<details><summary>The same in Graphviz dot \
+                 (<code>tunbench graph</code>)</summary>\n<pre class=\"graph\">{}</pre></details>",
                 esc(file),
-                esc(dot)
+                g.svg,
+                esc(g.dot)
             );
         }
         Err(why) => {
@@ -260,7 +274,10 @@ mod tests {
         page(
             &fixture::main_job(),
             None,
-            Ok("graph \"home\" {\n  \"pc\" -- \"nvr500\";\n}\n"),
+            Ok(Graph {
+                svg: "<svg class=\"topology\"></svg>",
+                dot: "graph \"home\" {\n  \"pc\" -- \"nvr500\";\n}\n",
+            }),
         )
     }
 
@@ -334,7 +351,14 @@ mod tests {
         r.lab = "<script>alert(1)</script>".into();
         r.paths[1].path = "w<g>&\"x\"".into();
         r.notes.push("<img src=x onerror=alert(1)>".into());
-        let html = page(&r, None, Ok("</pre><script>bad()</script>"));
+        let html = page(
+            &r,
+            None,
+            Ok(Graph {
+                svg: "",
+                dot: "</pre><script>bad()</script>",
+            }),
+        );
         assert_eq!(html.matches("<script>").count(), 1, "only the page's own");
         assert!(!html.contains("<img"));
         assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
@@ -348,7 +372,7 @@ mod tests {
 #[cfg(test)]
 mod browser {
     use super::super::{chart, fixture, views};
-    use super::page;
+    use super::{Graph, page};
     use std::path::{Path, PathBuf};
     use std::process::Command;
     use std::time::{Duration, Instant};
@@ -488,7 +512,14 @@ mod browser {
     fn chromium_renders_every_chart_without_errors() {
         let dir = tempfile::tempdir().unwrap();
         let r = fixture::main_job();
-        let html = page(&r, None, Ok("graph \"home\" {\n}\n"));
+        let html = page(
+            &r,
+            None,
+            Ok(Graph {
+                svg: "<svg class=\"topology\" width=\"10\" height=\"10\"></svg>",
+                dot: "graph \"home\" {\n}\n",
+            }),
+        );
         let views: Vec<(String, usize)> = views::views(&r)
             .iter()
             .map(|v| (v.id.clone(), chart::charts(v).len()))

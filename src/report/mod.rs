@@ -33,6 +33,8 @@ mod table;
 pub mod views;
 
 use crate::measure::model::{CellResult, Results};
+/// Text safe in XML (SVG, HTML) content and double-quoted attributes.
+pub(crate) use svg::esc as xml_escape;
 
 use crate::vocab::{Cell, Direction, Family, Proto};
 use std::path::{Path, PathBuf};

@@ -355,7 +355,7 @@ fn vertical_note(x: f64, bottom: f64, text: &str, colour: &str, tip: Option<&str
 }
 
 /// Text safe in XML content and in double-quoted attributes.
-pub(super) fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
