@@ -725,6 +725,12 @@ fn throughput(v: &View, keys: &[String]) -> Option<Chart> {
     let counts: Vec<usize> = groups.iter().map(Vec::len).collect();
     let layout = Grouped::new(&frame, &v.categories, &counts, (10.0, 36.0));
     let bar_w = layout.slot;
+    // Figures over the bars where every one fits its bar, or none: a chart
+    // with some bars labelled and others not reads as if those were missing.
+    let figures_fit = series
+        .iter()
+        .flat_map(|s| s.points.iter().flatten())
+        .all(|p| text_width(&sig(p.value / div, 3), 10.0) <= bar_w);
     let (mut c, _, bottom) = layout.start(&frame, &scale, unit);
     let y_of = |bps: f64| bottom - scale.frac(bps / div) * PLOT_H;
     for (k, x0) in layout.groups() {
@@ -768,7 +774,7 @@ fn throughput(v: &View, keys: &[String]) -> Option<Chart> {
             }
             c.raw("</g>");
             let figure = sig(p.value / div, 3);
-            if text_width(&figure, 10.0) <= bar_w {
+            if figures_fit {
                 c.text(
                     mid,
                     y_hi.min(y_v) - 4.0,
