@@ -857,7 +857,7 @@ fn latency(v: &View, keys: &[String]) -> Option<Chart> {
         ticks_w: ticks_width(&scale),
     };
     let counts: Vec<usize> = groups.iter().map(Vec::len).collect();
-    let layout = Grouped::new(&frame, &v.categories, &counts, (8.0, 28.0));
+    let layout = Grouped::new(&frame, &v.categories, &counts, (12.0, 28.0));
     let box_w = layout.slot;
     let (mut c, _, bottom) = layout.start(&frame, &scale, "ms");
     let y_of = |ms: f64| bottom - scale.frac(ms) * PLOT_H;
