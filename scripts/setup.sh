@@ -43,6 +43,9 @@ have swanctl || need_pkgs+=(strongswan-swanctl)
 [ -e /usr/lib/ipsec/plugins/libstrongswan-openssl.so ] || need_pkgs+=(libstrongswan-standard-plugins)
 # auth = "cert": pki issues the lab CA's certificates.
 have pki || need_pkgs+=(strongswan-pki)
+# The HTML report's test opens the page in headless Chromium (charts drawn, no
+# console errors, a screenshot that is not blank).
+have chromium || need_pkgs+=(chromium)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "setup: installing ${need_pkgs[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -62,7 +62,7 @@ const LAYERS: &[(&str, &str)] = &[
     ),
     (
         "report",
-        "text, markdown, CSV, JSON and SVG reports from results; --expect; published figures against measured ones",
+        "text, markdown, CSV, JSON, SVG and HTML reports from results (views by question, their charts); --expect; published figures against measured ones",
     ),
     (
         "verify",

@@ -282,6 +282,67 @@ fn expect_reference_gates_on_the_published_figures() {
     );
 }
 
+/// `report --format html`: one page with the views, their charts and the
+/// topology's graph, read from the file the results name; where that file is
+/// gone the page says so.
+#[test]
+fn report_writes_an_html_page_with_the_topologys_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let mut r: serde_json::Value = serde_json::from_str(&results_with_reference("941")).unwrap();
+    let topology = concat!(env!("CARGO_MANIFEST_DIR"), "/topologies/nvr500-home.toml");
+    r["topology"] = topology.into();
+    std::fs::write(path("r.json"), r.to_string()).unwrap();
+    let o = tunbench(&[
+        "report",
+        &path("r.json"),
+        "--format",
+        "html",
+        "-o",
+        &path("r.html"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let html = std::fs::read_to_string(path("r.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    assert!(
+        html.contains("<h2>Published (the seed) vs measured</h2>"),
+        "{html}"
+    );
+    assert!(html.contains("<svg xmlns="), "{html}");
+    assert!(
+        html.contains("<pre class=\"graph\">graph &quot;home&quot; {"),
+        "{html}"
+    );
+    assert!(html.contains("&quot;nvr500&quot;"), "{html}");
+    // Drawn too: a box per node of the file.
+    assert!(
+        html.contains(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"topology\""
+        ),
+        "{html}"
+    );
+    for node in ["pc", "nvr500", "sw", "server", "aftr", "inet"] {
+        assert!(
+            html.contains(&format!("font-weight=\"bold\">{node}</text>")),
+            "{node}: {html}"
+        );
+    }
+    assert!(html.contains("<li>the router is a model</li>"), "{html}");
+
+    r["topology"] = path("gone.toml").into();
+    std::fs::write(path("gone.json"), r.to_string()).unwrap();
+    let o = tunbench(&["report", &path("gone.json"), "--format", "html"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let html = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        html.contains(&format!(
+            "The topology's graph is not in this page: topology file {} could not be read",
+            path("gone.toml")
+        )),
+        "{html}"
+    );
+}
+
 #[test]
 fn run_with_expect_reference_and_no_reference_stops_before_building() {
     // No [[measure]] either: were the flag not checked first, `run` would stop

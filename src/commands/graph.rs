@@ -1,4 +1,5 @@
-//! `tunbench graph`: the topology as Graphviz dot or a Mermaid flowchart.
+//! `tunbench graph`: the topology as Graphviz dot, a Mermaid flowchart, or an
+//! SVG drawing of its own (no Graphviz needed: the HTML report embeds it).
 
 use crate::topology::{self, NodeKind, Topology};
 use std::path::PathBuf;
@@ -7,6 +8,9 @@ use std::path::PathBuf;
 pub enum Format {
     Dot,
     Mermaid,
+    /// Drawn by tunbench: nodes in columns by their hops from the first host,
+    /// links as lines, tunnels dashed.
+    Svg,
 }
 
 fn addrs(a: &[ipnetwork::IpNetwork]) -> String {
@@ -20,7 +24,143 @@ pub fn render(t: &Topology, f: Format) -> String {
     match f {
         Format::Dot => dot(t),
         Format::Mermaid => mermaid(t),
+        Format::Svg => svg(t),
     }
+}
+
+/// Nodes in columns by their hops from the first host (where measurements
+/// usually start; each further part of the graph after the last column), a box per node with its
+/// name, kind and addresses; links as lines with their interfaces, softwires
+/// and VPN sessions dashed with their name.
+fn svg(t: &Topology) -> String {
+    use crate::report::chart::text_width;
+    use crate::report::xml_escape as esc;
+    let n = t.nodes.len();
+    let mut column = vec![usize::MAX; n];
+    let mut next = 0;
+    let first_host = t
+        .nodes
+        .iter()
+        .position(|x| x.kind == NodeKind::Host)
+        .unwrap_or(0);
+    let order = std::iter::once(first_host).chain((0..n).filter(|&i| i != first_host));
+    for start in order {
+        if column[start] != usize::MAX {
+            continue;
+        }
+        column[start] = next;
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some(i) = queue.pop_front() {
+            for l in &t.links {
+                let other = match (l.a.node == i, l.b.node == i) {
+                    (true, _) => l.b.node,
+                    (_, true) => l.a.node,
+                    _ => continue,
+                };
+                if column[other] == usize::MAX {
+                    column[other] = column[i] + 1;
+                    queue.push_back(other);
+                }
+            }
+        }
+        next = column
+            .iter()
+            .filter(|c| **c != usize::MAX)
+            .max()
+            .map_or(0, |m| m + 1);
+    }
+    let lines = |i: usize| {
+        let nd = &t.nodes[i];
+        let mut v = vec![nd.name.clone(), format!("({})", nd.kind)];
+        v.extend(nd.addresses.iter().map(|a| a.to_string()));
+        v
+    };
+    let box_w = (0..n)
+        .flat_map(lines)
+        .map(|l| text_width(&l, 11.0))
+        .fold(90.0, f64::max)
+        + 16.0;
+    let box_h = |i: usize| lines(i).len() as f64 * 14.0 + 10.0;
+    let (col_gap, row_gap, margin) = (110.0, 28.0, 20.0);
+    // Each node's top-left corner, rows stacked per column.
+    let mut pos = vec![(0.0, 0.0); n];
+    let mut col_y = vec![margin + 24.0; next.max(1)];
+    for i in 0..n {
+        let c = column[i];
+        pos[i] = (margin + c as f64 * (box_w + col_gap), col_y[c]);
+        col_y[c] += box_h(i) + row_gap;
+    }
+    let width = (margin * 2.0 + next.max(1) as f64 * (box_w + col_gap) - col_gap).ceil();
+    let height = (col_y.iter().copied().fold(0.0, f64::max) + margin).ceil();
+    let centre = |i: usize| (pos[i].0 + box_w / 2.0, pos[i].1 + box_h(i) / 2.0);
+    let mut s = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" version="1.1" class="topology" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" role="img"><title>{}</title><rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>
+<text x="{margin}" y="22" font-size="14" font-weight="bold" fill="#222222">{}</text>
+"##,
+        esc(&t.name),
+        esc(t.description.as_deref().unwrap_or(&t.name))
+    );
+    let edge = |s: &mut String, a: usize, b: usize, label: &str, dashed: bool| {
+        let ((x1, y1), (x2, y2)) = (centre(a), centre(b));
+        let dash = if dashed {
+            r#" stroke-dasharray="6 4""#
+        } else {
+            ""
+        };
+        let colour = if dashed { "#D55E00" } else { "#888888" };
+        s.push_str(&format!(
+            r#"<g><title>{}</title><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{colour}" stroke-width="1.5"{dash}/></g>
+"#,
+            esc(label)
+        ));
+    };
+    for l in &t.links {
+        let label = format!(
+            "{}:{} -- {}:{} ({})",
+            t.nodes[l.a.node].name,
+            l.a.iface,
+            t.nodes[l.b.node].name,
+            l.b.iface,
+            link_label(l)
+        );
+        edge(&mut s, l.a.node, l.b.node, &label, false);
+    }
+    let index = |name: &str| t.nodes.iter().position(|x| x.name == name);
+    for (label, a, b) in tunnel_edges(t) {
+        if let (Some(a), Some(b)) = (index(&a), index(&b)) {
+            edge(&mut s, a, b, &label, true);
+        }
+    }
+    for i in 0..n {
+        let (x, y) = pos[i];
+        let fill = match t.nodes[i].kind {
+            NodeKind::Host => "#e8f1fa",
+            NodeKind::Router => "#fdf0d9",
+            NodeKind::Switch => "#e5f5ee",
+            NodeKind::External => "#f3e6ef",
+        };
+        s.push_str(&format!(
+            r##"<rect x="{x:.1}" y="{y:.1}" width="{box_w:.1}" height="{:.1}" rx="6" fill="{fill}" stroke="#555555"/>
+"##,
+            box_h(i)
+        ));
+        for (k, line) in lines(i).iter().enumerate() {
+            let (size, weight) = if k == 0 {
+                (12, r#" font-weight="bold""#)
+            } else {
+                (11, "")
+            };
+            s.push_str(&format!(
+                r##"<text x="{:.1}" y="{:.1}" font-size="{size}" text-anchor="middle" fill="#222222"{weight}>{}</text>
+"##,
+                x + box_w / 2.0,
+                y + 17.0 + k as f64 * 14.0,
+                esc(line)
+            ));
+        }
+    }
+    s.push_str("</svg>\n");
+    s
 }
 
 fn dot(t: &Topology) -> String {

@@ -7,6 +7,11 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct OutputArgs {
+    /// What to write: text (one view per question), json (the results, for
+    /// `tunbench report`), csv, md (the full matrix), svg (the matrix as one
+    /// chart), or html (one self-contained page with every view's charts
+    /// and table, the notes and the topology's graph; open it in a browser,
+    /// nothing is fetched).
     #[arg(long, value_enum, default_value = "text")]
     pub format: crate::report::Format,
     /// Write the report here instead of standard output.
@@ -47,6 +52,24 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     emit(&r, &out)
 }
 
+/// The results' topology file drawn and in dot, as `tunbench graph` gives
+/// them, or why there is none (results that name no file, a file moved or
+/// changed since).
+fn topology_graph(r: &crate::measure::model::Results) -> Result<(String, String), String> {
+    let file = r
+        .topology
+        .as_deref()
+        .ok_or("the results do not name their topology file")?;
+    let t = crate::topology::load(std::path::Path::new(file)).map_err(|e| {
+        format!(
+            "topology file {file} could not be read: {}",
+            crate::report::one_line(&format!("{e:#}"))
+        )
+    })?;
+    use super::graph::{Format, render};
+    Ok((render(&t, Format::Svg), render(&t, Format::Dot)))
+}
+
 /// Render, save, check expectations: exit 1 when one fails.
 pub(super) fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Result<i32> {
     let expectations = out
@@ -65,7 +88,20 @@ pub(super) fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Resu
         std::fs::write(p, serde_json::to_string_pretty(r)?)
             .with_context(|| format!("saving results to {}", p.display()))?;
     }
-    let text = crate::report::render(r, out.format, out.baseline.as_deref());
+    let text = match out.format {
+        crate::report::Format::Html => {
+            let graph = topology_graph(r);
+            crate::report::html::page(
+                r,
+                out.baseline.as_deref(),
+                match &graph {
+                    Ok((svg, dot)) => Ok(crate::report::html::Graph { svg, dot }),
+                    Err(why) => Err(why.clone()),
+                },
+            )
+        }
+        f => crate::report::render(r, f, out.baseline.as_deref()),
+    };
     match &out.output {
         Some(p) => std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?,
         None => print!("{text}"),

@@ -28,7 +28,7 @@ fn tcp(key: &str, mbit: &[f64]) -> CellResult {
             sender_limited: false,
             cpu_client: 20.0,
             cpu_server: 30.0,
-            intervals_bps: vec![m * 1e6; 10],
+            intervals_bps: wobble(*m),
             interval_seconds: Some(1.0),
         })
         .collect();
@@ -68,11 +68,18 @@ fn udp(key: &str, rate: f64, trials: &[(f64, f64)], runs: &[(f64, f64)]) -> Cell
             sender_limited: false,
             cpu_client: 40.0,
             cpu_server: 90.0,
-            intervals_bps: Vec::new(),
-            interval_seconds: None,
+            intervals_bps: wobble(m),
+            interval_seconds: Some(1.0),
         })
         .collect();
     CellResult::from_runs(cell(key), runs, Some(search))
+}
+
+/// Ten one-second intervals around `mbit`, a slow start and a wobble, in
+/// whole bits per second (so they survive a JSON round trip exactly).
+fn wobble(mbit: f64) -> Vec<f64> {
+    const SHAPE: [f64; 10] = [0.55, 0.9, 1.02, 1.05, 0.98, 1.04, 1.01, 0.97, 1.06, 1.0];
+    SHAPE.iter().map(|k| (mbit * 1e6 * k).round()).collect()
 }
 
 /// Probes at 100/s with round trips spread around `median` ms, one-way half
@@ -99,12 +106,13 @@ pub(crate) fn latency(median: f64) -> Latency {
         forward_ms: Some(spread(median / 2.0)),
         reverse_ms: Some(spread(median / 2.0)),
         jitter_ms: r(median / 20.0),
-        series: (0..100)
+        // Three runs of ten seconds: the queue fills at each run's start.
+        series: (0..150)
             .map(|i| {
-                (
-                    i as f32 * 0.1,
-                    (median * (1.0 + 0.2 * ((i % 7) as f64 / 7.0))) as f32,
-                )
+                let t = i as f64 * 0.2;
+                let ramp = (t % 10.0 / 2.0).min(1.0);
+                let wobble = 0.2 * ((i % 7) as f64 / 7.0);
+                (t as f32, (median * (0.6 + 0.4 * ramp + wobble)) as f32)
             })
             .collect(),
     }

@@ -13,14 +13,19 @@
 //! - `csv`: one row per (path, cell), every figure in bit/s.
 //! - `json`: [`Results`] itself; [`load`] reads it back.
 //! - `svg`: a grouped bar chart of the medians with min-max whiskers.
+//! - `html`: one self-contained page ([`html`]): every view with its charts
+//!   ([`chart`]: bars, latency box plots, rate and round trips over time) and
+//!   table, the notes, the topology's graph.
 //!
 //! [`expect`] parses and checks CI expectations (`--expect`);
 //! [`reference::check`] is `--expect-reference`.
 //!
 //! Every rendering ends with a newline.
 
+pub mod chart;
 mod csv;
 pub mod expect;
+pub mod html;
 mod md;
 pub mod reference;
 mod svg;
@@ -28,6 +33,8 @@ mod table;
 pub mod views;
 
 use crate::measure::model::{CellResult, Results};
+/// Text safe in XML (SVG, HTML) content and double-quoted attributes.
+pub(crate) use svg::esc as xml_escape;
 
 use crate::vocab::{Cell, Direction, Family, Proto};
 use std::path::{Path, PathBuf};
@@ -45,6 +52,9 @@ pub enum Format {
     Md,
     /// A grouped bar chart (cells x paths) of the medians, whiskers for min-max.
     Svg,
+    /// One self-contained page: every view's charts and table, the notes, the
+    /// topology's graph.
+    Html,
 }
 
 /// Render `r` in format `f`. `baseline` is the label of the path
@@ -59,6 +69,11 @@ pub fn render(r: &Results, f: Format, baseline: Option<&str>) -> String {
         Format::Csv => csv::render(r),
         Format::Json => json(r),
         Format::Svg => svg::render(r),
+        Format::Html => html::page(
+            r,
+            baseline,
+            Err("it was not given to this rendering".into()),
+        ),
     }
 }
 

@@ -3,23 +3,16 @@
 //! the y axis in the unit that suits the figures. Hand-written SVG 1.1: no
 //! script, no external font or stylesheet, so it renders the same everywhere.
 
+use super::chart::{FONT, LABEL_ANGLE, RIGHT, colour};
 use super::{ordered_cells, rate_unit, sig, utc};
 use crate::measure::model::Results;
 use crate::vocab::Cell;
 use std::fmt::Write;
 
-/// Okabe-Ito colours, told apart by colour-blind readers; yellow left out, it
-/// vanishes on white.
-const PALETTE: [&str; 7] = [
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#555555",
-];
-const FONT: &str = "Helvetica, Arial, sans-serif";
 /// Estimated advance of one character at 12 px, for layout without a font.
 const CHAR_PX: f64 = 6.8;
 const LEFT: f64 = 76.0;
-const RIGHT: f64 = 24.0;
 const PLOT_H: f64 = 320.0;
-const LABEL_ANGLE: f64 = 40.0;
 
 pub(crate) fn render(r: &Results) -> String {
     let cells = ordered_cells(r);
@@ -99,7 +92,7 @@ pub(crate) fn render(r: &Results) -> String {
             let _ = writeln!(
                 s,
                 r##"<rect x="{x}" y="{y}" width="12" height="12" fill="{}"/><text x="{}" y="{}" font-size="12" fill="#222222">{}</text>"##,
-                PALETTE[i % PALETTE.len()],
+                colour(i),
                 x + 17.0,
                 y + 10.5,
                 esc(&r.paths[i].label())
@@ -156,7 +149,7 @@ pub(crate) fn render(r: &Results) -> String {
         for (i, p) in r.paths.iter().enumerate() {
             let x = x0 + i as f64 * bar_w;
             let mid = x + bar_w / 2.0;
-            let colour = PALETTE[i % PALETTE.len()];
+            let fill = colour(i);
             let Some(cr) = p.cell(c) else {
                 let _ = writeln!(s, "{}", vertical_note(mid, bottom, "n/a", "#888888", None));
                 continue;
@@ -189,7 +182,7 @@ pub(crate) fn render(r: &Results) -> String {
             let cap = (bar_w * 0.25).max(2.0);
             let _ = writeln!(
                 s,
-                r##"<g><title>{}</title><rect x="{:.1}" y="{y_med:.1}" width="{:.1}" height="{:.1}" fill="{colour}"/><path d="M{mid:.1} {y_min:.1}V{y_max:.1}M{:.1} {y_min:.1}H{:.1}M{:.1} {y_max:.1}H{:.1}" stroke="#222222" stroke-width="1.2" fill="none"/></g>"##,
+                r##"<g><title>{}</title><rect x="{:.1}" y="{y_med:.1}" width="{:.1}" height="{:.1}" fill="{fill}"/><path d="M{mid:.1} {y_min:.1}V{y_max:.1}M{:.1} {y_min:.1}H{:.1}M{:.1} {y_max:.1}H{:.1}" stroke="#222222" stroke-width="1.2" fill="none"/></g>"##,
                 esc(&tip),
                 x + 1.0,
                 (bar_w - 2.0).max(1.0),
@@ -262,7 +255,7 @@ fn subtitle(r: &Results) -> Vec<String> {
 }
 
 /// The pieces joined with "; " into lines of at most about `chars` characters.
-fn wrap(pieces: &[String], chars: usize) -> Vec<String> {
+pub(super) fn wrap(pieces: &[String], chars: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for p in pieces {
         match lines.last_mut() {
@@ -307,7 +300,7 @@ fn legend_rows(r: &Results, left: f64, width: f64) -> Vec<Vec<(usize, f64)>> {
 /// A tick step of 1, 2, 2.5 or 5 times a power of ten giving about five
 /// intervals (four to eight), and the axis top: the first multiple of the step
 /// at or above `max`.
-fn nice_axis(max: f64) -> (f64, f64) {
+pub(super) fn nice_axis(max: f64) -> (f64, f64) {
     if !(max > 0.0 && max.is_finite()) {
         return (0.2, 1.0);
     }
@@ -329,7 +322,7 @@ fn nice_axis(max: f64) -> (f64, f64) {
 }
 
 /// A tick label with the decimals its step needs: "0", "2.5", "200".
-fn tick(v: f64, step: f64) -> String {
+pub(super) fn tick(v: f64, step: f64) -> String {
     let decimals = if step >= 1.0 {
         if (step * 2.0).fract() != 0.0 || step.fract() != 0.0 {
             1
@@ -362,7 +355,7 @@ fn vertical_note(x: f64, bottom: f64, text: &str, colour: &str, tip: Option<&str
 }
 
 /// Text safe in XML content and in double-quoted attributes.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -537,8 +530,8 @@ mod tests {
         assert_eq!(bars, 6 + 4);
         assert!(svg.contains(">failed<") || svg.contains("</title>failed</text>"));
         assert!(svg.contains(">n/a</text>"));
-        for colour in &PALETTE[..2] {
-            assert!(svg.contains(colour), "{colour}");
+        for colour in [colour(0), colour(1)] {
+            assert!(svg.contains(&colour), "{colour}");
         }
         // Mbit/s axis, gridlines to 1000.
         assert!(svg.contains(">Mbit/s</text>"));
@@ -635,6 +628,22 @@ mod tests {
         well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
         assert!(svg.contains("rotate(-40)"));
         assert_eq!(svg.matches("<g><title>").count(), 16);
+    }
+
+    /// The main job's eleven paths once shared colours (fast/raw with
+    /// none/raw, fast/speedtest with normal/raw): every legend swatch differs.
+    #[test]
+    fn every_path_of_the_main_job_has_its_own_colour() {
+        let svg = render(&fixture::main_job(), Format::Svg, None);
+        let swatches: Vec<&str> = svg
+            .split(r#"width="12" height="12" fill=""#)
+            .skip(1)
+            .map(|s| &s[..7])
+            .collect();
+        assert_eq!(swatches.len(), 11);
+        for (i, a) in swatches.iter().enumerate() {
+            assert!(!swatches[i + 1..].contains(a), "{a} twice: {swatches:?}");
+        }
     }
 
     #[test]

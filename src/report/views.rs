@@ -65,8 +65,12 @@ pub struct View {
     pub categories: Vec<String>,
     pub rows: Vec<Row>,
     /// What a chart draws: one bar series per path (and per published path),
-    /// one latency series per path that has latency.
+    /// two latency series (idle, loaded) per path that has latency.
     pub series: Vec<Series>,
+    /// Rate and round trips over time for one category (the first that has
+    /// them), one per path: what a chart over time draws. Empty in the
+    /// published view and in results without per-interval rates or probes.
+    pub timelines: Vec<Timeline>,
     /// What the figures are, one sentence a line.
     pub legend: Vec<String>,
     /// Lines under the table (a UDP figure's step-downs, several streams
@@ -273,6 +277,9 @@ pub enum Metric {
     Published,
     /// Round-trip time under load, ms: value the median, whiskers min and p99.
     LoadedRtt,
+    /// Round-trip time with the path idle, ms, for the category's family:
+    /// what the loaded round trips grew from.
+    IdleRtt,
 }
 
 /// One series of a view's chart: a value per category, or none.
@@ -294,6 +301,55 @@ pub struct Point {
     pub high: f64,
     /// The latency's whole spread, for box plots.
     pub spread: Option<Spread>,
+}
+
+/// One path's cell over time: its runs' per-interval rates laid one after
+/// another, and the round trips its probes saw under that load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    /// The path's label, as in [`Series::label`].
+    pub label: String,
+    /// Index into `Results::paths`.
+    pub path: usize,
+    /// Index into [`View::categories`]: the same for every timeline of a view.
+    pub category: usize,
+    pub cell: Cell,
+    /// (seconds from the first run's start, bit/s) at each interval's end.
+    pub rate_bps: Vec<(f64, f64)>,
+    /// (seconds since the load began, round trip in ms) per probe, thinned.
+    pub rtt_ms: Vec<(f64, f64)>,
+}
+
+impl Timeline {
+    fn of(label: String, path: usize, category: usize, c: &CellResult) -> Timeline {
+        let mut rate_bps = Vec::new();
+        let mut t = 0.0;
+        for run in &c.runs {
+            let step = run.interval_seconds.unwrap_or(1.0);
+            for &bps in &run.intervals_bps {
+                t += step;
+                rate_bps.push((t, bps));
+            }
+        }
+        let rtt_ms = c
+            .latency
+            .iter()
+            .flat_map(|l| &l.series)
+            .map(|&(s, ms)| (f64::from(s), f64::from(ms)))
+            .collect();
+        Timeline {
+            label,
+            path,
+            category,
+            cell: c.cell,
+            rate_bps,
+            rtt_ms,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rate_bps.is_empty() && self.rtt_ms.is_empty()
+    }
 }
 
 /// The run's views, in the order a reader takes them: published figures,
@@ -450,6 +506,7 @@ fn published(r: &Results) -> Option<View> {
         series,
         legend: super::reference::legend(r, reference),
         notes,
+        timelines: Vec::new(),
     })
 }
 
@@ -848,6 +905,7 @@ fn compared(
     for &(i, _) in members {
         let mut rate = vec![None; categories.len()];
         let mut rtt = vec![None; categories.len()];
+        let mut idle = vec![None; categories.len()];
         for row in rows.iter().filter(|x| x.path == Some(i)) {
             let f = &row.figures;
             if f.failed.is_none() {
@@ -858,12 +916,14 @@ fn compared(
                     spread: None,
                 });
             }
-            rtt[row.category] = f.loaded_rtt.as_ref().map(|s| Point {
+            let spread = |s: &Spread| Point {
                 value: s.median,
                 low: s.min,
                 high: s.p99,
                 spread: Some(s.clone()),
-            });
+            };
+            rtt[row.category] = f.loaded_rtt.as_ref().map(spread);
+            idle[row.category] = f.idle_rtt.as_ref().map(spread);
         }
         let label = r.paths[i].label();
         series.push(Series {
@@ -874,6 +934,12 @@ fn compared(
         });
         if rtt.iter().any(Option::is_some) {
             series.push(Series {
+                label: label.clone(),
+                path: Some(i),
+                metric: Metric::IdleRtt,
+                points: idle,
+            });
+            series.push(Series {
                 label,
                 path: Some(i),
                 metric: Metric::LoadedRtt,
@@ -881,6 +947,7 @@ fn compared(
             });
         }
     }
+    let timelines = timelines(r, members, &rows, categories.len());
     View {
         kind: ViewKind::Scenarios,
         id,
@@ -892,7 +959,33 @@ fn compared(
         series,
         legend,
         notes,
+        timelines,
     }
+}
+
+/// The members' timelines for the first category in which one of them has
+/// per-interval rates or probes.
+fn timelines(
+    r: &Results,
+    members: &[(usize, Option<usize>)],
+    rows: &[Row],
+    categories: usize,
+) -> Vec<Timeline> {
+    let of_category = |k: usize| -> Vec<Timeline> {
+        members
+            .iter()
+            .filter_map(|&(i, _)| {
+                let row = rows.iter().find(|x| x.path == Some(i) && x.category == k)?;
+                let c = r.paths[i].cell(&row.cell)?;
+                let t = Timeline::of(row.label.clone(), i, k, c);
+                (!t.is_empty()).then_some(t)
+            })
+            .collect()
+    };
+    (0..categories)
+        .map(of_category)
+        .find(|t| !t.is_empty())
+        .unwrap_or_default()
 }
 
 /// A path's figures for one cell.
@@ -1265,19 +1358,37 @@ mod tests {
             labels,
             [
                 ("fast/raw", Metric::Rate),
+                ("fast/raw", Metric::IdleRtt),
                 ("fast/raw", Metric::LoadedRtt),
                 ("fast/wireguard", Metric::Rate),
+                ("fast/wireguard", Metric::IdleRtt),
                 ("fast/wireguard", Metric::LoadedRtt),
                 ("fast/l2tp-ipsec", Metric::Rate),
+                ("fast/l2tp-ipsec", Metric::IdleRtt),
                 ("fast/l2tp-ipsec", Metric::LoadedRtt),
                 ("fast/ikev2", Metric::Rate),
+                ("fast/ikev2", Metric::IdleRtt),
                 ("fast/ikev2", Metric::LoadedRtt),
             ]
         );
         for s in &t.series {
             assert_eq!(s.points.len(), t.categories.len());
         }
-        let wg = &t.series[2];
+        let wg = &t.series[3];
+        let idle = t.series[4].points[0].as_ref().unwrap();
+        assert_eq!(idle.spread.as_ref().unwrap().median, 0.08);
+        // Over time: IPv4 TCP Sender of each path, three runs of ten
+        // intervals one after another, and its probes under that load.
+        assert_eq!(t.timelines.len(), 4);
+        let tl = &t.timelines[1];
+        assert_eq!(
+            (tl.label.as_str(), tl.cell.key()),
+            ("fast/wireguard", "ipv4.tcp.sender".into())
+        );
+        assert_eq!(tl.rate_bps.len(), 30);
+        assert_eq!(tl.rate_bps[29].0, 30.0);
+        assert_eq!(tl.rtt_ms.len(), 150);
+        assert!(v[0].timelines.is_empty(), "the published view has none");
         let udp = t
             .categories
             .iter()

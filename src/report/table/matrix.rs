@@ -205,7 +205,7 @@ fn cpu(cr: &crate::measure::model::CellResult) -> String {
 }
 
 /// The first line of text and markdown: what was measured, where, when.
-pub(super) fn heading(r: &Results) -> String {
+pub(crate) fn heading(r: &Results) -> String {
     let mut h = format!("{}: lab {}", r.tool, r.lab);
     if let Some(t) = &r.topology {
         let _ = write!(h, " ({t})");

@@ -9,6 +9,9 @@ mod matrix;
 mod text;
 mod view_text;
 
+pub(crate) use matrix::heading;
+pub(crate) use text::path_line;
+pub(crate) use view_text::footnote;
 #[cfg(test)]
 pub(crate) use view_text::{WIDTH, view_text};
 

@@ -3,7 +3,7 @@
 use crate::measure::model::PathResult;
 
 /// "fast/raw: pc -> server (198.18.1.10, 2001:2:0:1::10)".
-pub(super) fn path_line(p: &PathResult) -> String {
+pub(crate) fn path_line(p: &PathResult) -> String {
     let mut addrs: Vec<&str> = [&p.ipv4, &p.ipv6]
         .into_iter()
         .flatten()

@@ -4,7 +4,7 @@
 //! changes), then footnotes for failed cells and the view's notes.
 
 use crate::report::one_line;
-use crate::report::views::{Column, View};
+use crate::report::views::{Column, Row, View};
 use std::fmt::Write;
 
 /// The widest line a view writes.
@@ -44,13 +44,8 @@ pub(crate) fn view_text(v: &View) -> String {
                     last_first = s.clone();
                 }
             }
-            if let (true, Some(e)) = (note_at == Some(i), &row.figures.failed) {
-                footnotes.push(format!(
-                    "{} {}: {}",
-                    row.label,
-                    row.cell.title(),
-                    one_line(e)
-                ));
+            if let (true, Some(f)) = (note_at == Some(i), footnote(row)) {
+                footnotes.push(f);
                 s = format!("{s} [{}]", footnotes.len());
             }
             cells.push(s);
@@ -77,6 +72,17 @@ pub(crate) fn view_text(v: &View) -> String {
         }
     }
     out
+}
+
+/// Why a row's cell failed, for a footnote: "wg IPv6 TCP Sender: ...".
+pub(crate) fn footnote(row: &Row) -> Option<String> {
+    let e = row.figures.failed.as_ref()?;
+    Some(format!(
+        "{} {}: {}",
+        row.label,
+        row.cell.title(),
+        one_line(e)
+    ))
 }
 
 /// The table's lines: columns padded to their widest value, two spaces
