@@ -14,7 +14,7 @@
 //!
 //! Every series of a chart gets its own colour; a path keeps its colour in
 //! every chart of the view. Text is laid out from a width estimate
-//! ([`text_width`]) and every label's box is recorded ([`Chart::labels`]), so
+//! (`text_width`) and every label's box is recorded ([`Chart::labels`]), so
 //! the tests can check that labels stay inside the chart and do not overlap.
 
 use super::svg::{esc, nice_axis, tick};
