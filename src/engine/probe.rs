@@ -12,11 +12,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Where the echo responder listens by default: beside iperf3's 5201.
-pub const ECHO_PORT: u16 = 5202;
-
-/// Probes per second by default (flent's RRUL and irtt's default interval, 10 ms).
-pub const DEFAULT_RATE: f64 = 100.0;
+pub use crate::vocab::{ECHO_PORT, LATENCY_RATE as DEFAULT_RATE};
 
 fn now_ns() -> u64 {
     monotonic().as_nanos() as u64

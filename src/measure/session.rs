@@ -23,6 +23,10 @@ pub struct Overrides {
     pub scenarios: Vec<String>,
     /// Take host interfaces with the host's default route or addresses anyway.
     pub force: bool,
+    /// `--latency` / `--no-latency`: every measurement's probes on or off.
+    pub latency: Option<bool>,
+    /// `--latency-rate`: probes per second.
+    pub latency_rate: Option<f64>,
 }
 
 /// The spec for one `[[measure]]` entry.
@@ -43,8 +47,21 @@ pub fn spec_of(m: &Measurement, o: &Overrides) -> MeasureSpec {
         trial_duration: o.trial_duration.unwrap_or(m.trial_duration),
         udp_loss_percent: m.udp_loss,
         udp_len: m.udp_len,
+        latency: latency_of(m, o),
         ..MeasureSpec::seed(&m.from, m.to.clone())
     }
+}
+
+/// A measurement's latency probes: as the entry says (on toward a node, off
+/// toward a server outside the lab, by default), unless the command line says
+/// otherwise.
+fn latency_of(m: &Measurement, o: &Overrides) -> Option<runner::LatencySpec> {
+    let on = o.latency.or(m.latency).unwrap_or(m.to.node().is_some());
+    on.then(|| runner::LatencySpec {
+        rate: o.latency_rate.unwrap_or(m.latency_rate),
+        idle_seconds: m.latency_idle,
+        ..Default::default()
+    })
 }
 
 /// Measure `specs` one after the other in a running lab.
@@ -67,6 +84,7 @@ pub fn measure_lab(
         .into_iter()
         .chain(tunnel_notes(&lab.topology, specs, &mut paths))
         .chain(outside_notes(specs))
+        .chain(latency_notes(specs, &mut paths))
         .collect();
     Ok(Results {
         tool: crate::engine::client::VERSION.into(),
@@ -149,6 +167,65 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -
             if !out.contains(&note) {
                 out.push(note);
             }
+        }
+    }
+    out
+}
+
+/// How latency was measured, once, and what a path toward a server outside
+/// the lab has of it: nothing unless asked, round trips only when asked, and
+/// nothing (said so, figures dropped) when no echo came back from there.
+/// `paths[i]` is what `specs[i]` measured.
+fn latency_notes(specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(l) = specs
+        .iter()
+        .filter(|s| s.to.node().is_some())
+        .find_map(|s| s.latency.as_ref())
+    {
+        out.push(format!(
+            "latency: {} probes/s of {} bytes over UDP to an echo responder beside the server (port {}), alone for {} s per family before the cells, then during every cell's runs; one-way delays are exact, every lab namespace sharing the host's clock.",
+            l.rate,
+            crate::wire::probe::PACKET_LEN,
+            l.port,
+            l.idle_seconds
+        ));
+    }
+    for (s, p) in specs.iter().zip(paths.iter_mut()) {
+        let label = match &s.scenario {
+            Some(sc) => format!("{sc}/{}", s.path),
+            None => s.path.clone(),
+        };
+        if s.to.node().is_some() {
+            continue;
+        }
+        let Some(l) = &s.latency else {
+            out.push(format!(
+                "path {label}: no latency measured; a server outside the lab answers no latency probes unless it is `tunbench server --echo-port {}` (then --latency measures round trips to it).",
+                crate::vocab::ECHO_PORT
+            ));
+            continue;
+        };
+        let answered = p.idle_latency.iter().any(|(_, x)| x.received > 0)
+            || p.cells
+                .iter()
+                .any(|c| c.latency.as_ref().is_some_and(|x| x.received > 0));
+        if answered {
+            out.push(format!(
+                "path {label}: latency to the server outside the lab is round trips only (its clock is not the lab's), from probes to its UDP port {}.",
+                l.port
+            ));
+        } else {
+            p.idle_latency.clear();
+            for c in &mut p.cells {
+                c.latency = None;
+            }
+            out.push(format!(
+                "path {label}: no latency: no probe to {} port {} came back (is `tunbench server --echo-port {}` running there?); the throughput figures stand.",
+                s.target_ips().first().map_or(s.to.to_string(), |a| a.to_string()),
+                l.port,
+                l.port
+            ));
         }
     }
     out
