@@ -89,8 +89,14 @@ pub fn latency(a: LatencyArgs) -> Result<i32> {
     } else {
         print!("{}", text(&p, &a, a.to.node().is_some()));
     }
+    // A family not asked for, which the node has no address of, is no failure.
+    let has = |f: &Family| match f {
+        Family::Ipv4 => p.ipv4.is_some(),
+        Family::Ipv6 => p.ipv6.is_some(),
+    };
     let silent: Vec<&str> = families
         .iter()
+        .filter(|f| a.family.is_some() || has(f))
         .filter(|f| {
             !p.idle_latency
                 .iter()
