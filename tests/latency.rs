@@ -24,6 +24,19 @@ fn json(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
 }
 
+/// `tunbench latency` left -> right as JSON, after `args`.
+fn idle(lab: &str, args: &[&str]) -> serde_json::Value {
+    let o = tunbench(
+        &[
+            &["latency", lab, "--from", "left", "--to", "right", "--json"],
+            args,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    json(&o)
+}
+
 fn ms(v: &serde_json::Value) -> f64 {
     v.as_f64()
         .unwrap_or_else(|| panic!("{v} is not a number of ms"))

@@ -56,10 +56,7 @@ pub fn check_with_baseline(r: &Results, e: &[Expectation], baseline: Option<&str
                 way,
                 percentile,
             } => {
-                let path = match path {
-                    Some(label) => find_path(r, label),
-                    None => baseline_index(r, baseline).map(|i| &r.paths[i]),
-                };
+                let path = named_or_baseline(r, path.as_deref(), baseline);
                 if let Err((measured, message)) = check_latency(x, path, phase, *way, *percentile) {
                     failures.push(fail(None, measured, message));
                 }
@@ -69,10 +66,7 @@ pub fn check_with_baseline(r: &Results, e: &[Expectation], baseline: Option<&str
                 cell,
                 statistic,
             } => {
-                let path = match path {
-                    Some(label) => find_path(r, label),
-                    None => baseline_index(r, baseline).map(|i| &r.paths[i]),
-                };
+                let path = named_or_baseline(r, path.as_deref(), baseline);
                 if let Err(m) = check_cell(x, path, cell, *statistic) {
                     let (measured, message) = m;
                     failures.push(fail(None, measured, message));
@@ -291,6 +285,18 @@ fn figure_of<'a>(p: &'a PathResult, cell: &Cell) -> Result<&'a CellResult, Miss>
             format!("{cell} failed on {}: {}", p.label(), one_line(e)),
         )),
         None => Ok(c),
+    }
+}
+
+/// The path an expectation names, or the baseline when it names none.
+fn named_or_baseline<'a>(
+    r: &'a Results,
+    label: Option<&str>,
+    baseline: Option<&str>,
+) -> Result<&'a PathResult, String> {
+    match label {
+        Some(label) => find_path(r, label),
+        None => baseline_index(r, baseline).map(|i| &r.paths[i]),
     }
 }
 

@@ -154,7 +154,9 @@ struct Value {
     rate: bool,
 }
 
-fn parse_value(s: &str) -> Result<Value, String> {
+/// A value as written: the number, its unit (trimmed), and half a unit of its
+/// last digit; `what` says what it should have been when it is no number.
+fn number_and_unit<'a>(s: &'a str, what: &str) -> Result<(f64, &'a str, f64), String> {
     let digits = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
@@ -163,7 +165,14 @@ fn parse_value(s: &str) -> Result<Value, String> {
         .parse()
         .ok()
         .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("'{s}' is not a number (values are 0 or more, e.g. 0.2 or 500M)"))?;
+        .ok_or_else(|| format!("'{s}' is not {what}"))?;
+    let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
+    Ok((value, unit, 0.5 * 10f64.powi(-(decimals as i32))))
+}
+
+fn parse_value(s: &str) -> Result<Value, String> {
+    let (value, unit, half) =
+        number_and_unit(s, "a number (values are 0 or more, e.g. 0.2 or 500M)")?;
     let (multiplier, rest) = match unit.chars().next() {
         Some('k' | 'K') => (1e3, &unit[1..]),
         Some('m' | 'M') => (1e6, &unit[1..]),
@@ -176,10 +185,9 @@ fn parse_value(s: &str) -> Result<Value, String> {
             "unknown unit '{unit}' in '{s}'; use K, M or G (1000-based, bit/s), e.g. 500M"
         ));
     }
-    let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
     Ok(Value {
         value: value * multiplier,
-        tolerance: 0.5 * 10f64.powi(-(decimals as i32)) * multiplier,
+        tolerance: half * multiplier,
         rate: !unit.is_empty(),
     })
 }
@@ -254,15 +262,7 @@ fn parse_latency(lhs: &str) -> Result<Subject, String> {
 /// A time as milliseconds, with half a unit of the last digit written: `20ms`,
 /// `500us`, `0.02s`; a bare number is milliseconds.
 fn parse_time(s: &str) -> Result<(f64, f64), String> {
-    let digits = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (number, unit) = (&s[..digits], s[digits..].trim());
-    let value: f64 = number
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("'{s}' is not a time (e.g. 20ms, 500us, 0.1s)"))?;
+    let (value, unit, half) = number_and_unit(s, "a time (e.g. 20ms, 500us, 0.1s)")?;
     let scale = match unit {
         "" | "ms" => 1.0,
         "us" | "µs" => 1e-3,
@@ -273,8 +273,7 @@ fn parse_time(s: &str) -> Result<(f64, f64), String> {
             ));
         }
     };
-    let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
-    Ok((value * scale, 0.5 * 10f64.powi(-(decimals as i32)) * scale))
+    Ok((value * scale, half * scale))
 }
 
 /// `wg/raw` as ("wg", "raw"); with more slashes (scenario labels) the middle
