@@ -47,19 +47,7 @@ fn a_delayed_link_shows_its_delay_each_way_and_twice_round_trip() {
     let lab = lab_name("lyd");
     let (_g, o) = up(&file("delay.toml"), &lab);
     assert!(o.status.success(), "up: {}", text(&o));
-    let o = tunbench(&[
-        "latency",
-        &lab,
-        "--from",
-        "left",
-        "--to",
-        "right",
-        "--duration",
-        "2",
-        "--json",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let v = json(&o);
+    let v = idle(&lab, &["--duration", "2"]);
     let families = v.as_array().expect("a list of [family, latency]");
     assert_eq!(families.len(), 2, "{v}");
     for f in families {
@@ -73,7 +61,9 @@ fn a_delayed_link_shows_its_delay_each_way_and_twice_round_trip() {
         assert!((rtt - 40.0).abs() <= 1.0, "{family}: RTT {rtt} ms");
         assert!((fwd - 20.0).abs() <= 0.5, "{family}: forward {fwd} ms");
         assert!((rev - 20.0).abs() <= 0.5, "{family}: reverse {rev} ms");
-        assert_eq!(l["sent"], 200, "{family}: 2 s at 100 probes/s");
+        // 2 s at 100 probes/s; the last may fall just after the end.
+        let sent = l["sent"].as_u64().unwrap_or(0);
+        assert!((195..=201).contains(&sent), "{family}: {sent} probes sent");
         assert_eq!(
             l["received"], l["sent"],
             "{family}: probes lost on a lossless link"
@@ -198,21 +188,8 @@ fn idle_round_trips_agree_with_irtt_on_a_plain_veth() {
         let v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&out).expect("irtt's JSON")).unwrap();
         let theirs = ms(&v["stats"]["rtt"]["median"]) / 1e6;
-        let o = tunbench(&[
-            "latency",
-            &lab,
-            "--from",
-            "left",
-            "--to",
-            "right",
-            "--family",
-            "ipv4",
-            "--duration",
-            "2",
-            "--json",
-        ]);
-        assert!(o.status.success(), "{}", text(&o));
-        let ours = ms(&json(&o)[0][1]["rtt_ms"]["median"]);
+        let v = idle(&lab, &["--family", "ipv4", "--duration", "2"]);
+        let ours = ms(&v[0][1]["rtt_ms"]["median"]);
         let why = format!("tunbench {ours:.3} ms, irtt {theirs:.3} ms");
         if (ours - theirs).abs() <= 0.1 {
             eprintln!("{why}");
