@@ -437,6 +437,86 @@ mod tests {
         }
     }
 
+    /// Latency is on toward a node and off toward an address by default; the
+    /// file's `latency` and the command line's switch override it, the file's
+    /// rate and idle seconds carry over; a path outside the lab whose probes
+    /// never came back loses its figures and says so.
+    #[test]
+    fn latency_defaults_switches_and_notes() {
+        let text = r#"
+name = "l"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "host"
+[[links]]
+a = { port = "a:eth0", ipv4 = "198.18.86.1/24" }
+b = { port = "b:eth0", ipv4 = "198.18.86.2/24" }
+[[measure]]
+name = "in"
+from = "a"
+to = "b"
+latency_rate = 50
+latency_idle = 1
+[[measure]]
+name = "off"
+from = "a"
+to = "b"
+latency = false
+[[measure]]
+name = "far"
+from = "a"
+to = { address = "198.18.200.2" }
+"#;
+        let t = crate::topology::parse_str(text, Path::new("l.toml")).unwrap();
+        let spec = |i: usize, o: &Overrides| spec_of(&t.measurements[i], o);
+        let none = Overrides::default();
+        let l = spec(0, &none).latency.unwrap();
+        assert_eq!((l.rate, l.idle_seconds, l.port), (50.0, 1.0, 5202));
+        assert_eq!(spec(1, &none).latency, None);
+        assert_eq!(spec(2, &none).latency, None);
+        let on = Overrides {
+            latency: Some(true),
+            latency_rate: Some(20.0),
+            ..Default::default()
+        };
+        assert_eq!(spec(1, &on).latency.unwrap().rate, 20.0);
+        assert!(spec(2, &on).latency.is_some());
+        let off = Overrides {
+            latency: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(spec(0, &off).latency, None);
+
+        // Notes: how it was measured, and the outside path's two cases.
+        let specs = vec![spec(0, &none), spec(2, &none), spec(2, &on)];
+        let mut paths: Vec<PathResult> = specs.iter().map(empty).collect();
+        let lost = crate::engine::latency::Probes {
+            sent: 10,
+            ..Default::default()
+        };
+        paths[2].idle_latency = vec![(
+            crate::vocab::Family::Ipv4,
+            lost.latency(20.0, 0, false).unwrap(),
+        )];
+        let notes = latency_notes(&specs, &mut paths);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes[0].starts_with("latency: 50 probes/s of 64 bytes"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].starts_with("path far: no latency measured"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[2]
+                .starts_with("path far: no latency: no probe to 198.18.200.2 port 5202 came back"),
+            "{notes:?}"
+        );
+        assert!(paths[2].idle_latency.is_empty(), "figures of nothing kept");
+    }
+
     /// The DS-Lite file: IPv4 to the server crosses the softwire (40 bytes,
     /// inner MTU 1460); native IPv6 crosses nothing.
     #[test]
