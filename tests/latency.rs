@@ -7,7 +7,8 @@
 //!   the wire at 100 Mbit/s: 123 ms) within 20 %, one way only, and `--expect`
 //!   reads it;
 //! - on a plain veth the idle round trip agrees with irtt's within 0.1 ms
-//!   (both at 1000 probes/s).
+//!   (both at 1000 probes/s);
+//! - `[[assert]]` entries hold latency figures in `tunbench test`.
 
 mod common;
 
@@ -206,4 +207,21 @@ fn idle_round_trips_agree_with_irtt_on_a_plain_veth() {
             Judged::Short(why)
         }
     });
+}
+
+/// `[[assert]]` kind `throughput` reads latency: the idle round trip, a
+/// one-way delay under load, and a ceiling the delay breaks (exit 1, with the
+/// figure), the two loaded ones from one measurement.
+#[test]
+fn assertions_hold_latency_figures() {
+    let lab = lab_name("lya");
+    let _g = LabGuard(lab.clone());
+    let o = tunbench(&["test", file("delay.toml").to_str().unwrap(), "--name", &lab]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("ok idle-round-trip: measured 40."), "{t}");
+    assert!(t.contains("ok one-way-under-load: measured 20."), "{t}");
+    assert!(t.contains("FAIL a-ceiling-it-breaks: measured 4"), "{t}");
+    assert!(t.contains("2 passed, 1 failed"), "{t}");
+    assert_gone(&lab);
 }
