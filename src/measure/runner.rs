@@ -656,15 +656,20 @@ pub fn measure(
             }
             progress(&Progress {
                 path: label.clone(),
-                cell: Cell {
+                cell: cells.first().copied().unwrap_or(Cell {
                     family,
-                    protocol: Proto::Udp,
+                    protocol: Proto::Tcp,
                     direction: Direction::Sender,
                     streams: 1,
-                },
+                }),
                 cell_index: 0,
                 cells: cells.len(),
-                step: format!("idle latency over {} s", l.idle_seconds),
+                // Before this cell: the family's probes alone.
+                step: format!(
+                    "first {} idle latency, probes alone for {} s",
+                    family.title(),
+                    l.idle_seconds
+                ),
                 elapsed: started.elapsed(),
                 estimated_total: estimate,
                 finished: None,
