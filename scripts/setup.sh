@@ -26,6 +26,8 @@ have cc || need_pkgs+=(gcc libc6-dev)
 have cargo || need_pkgs+=(cargo rustc)
 # The engine's interop tests run against Debian's iperf3 (3.12 on Debian 12).
 have iperf3 || need_pkgs+=(iperf3)
+# The latency probes' idle round trip is checked against irtt on the same path.
+have irtt || need_pkgs+=(irtt)
 # A kernel DS-Lite AFTR does NAT44 with nftables; tests dissect softwire packets
 # with tshark.
 have nft || need_pkgs+=(nftables)

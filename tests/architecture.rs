@@ -18,7 +18,7 @@ const LAYERS: &[(&str, &str)] = &[
     ),
     (
         "wire",
-        "packet formats in the smoltcp style (IPv4, IPv6, UDP, ESP, L2TPv2/PPP, ICMP, the iperf3 UDP header): views, parse, emit, golden bytes",
+        "packet formats in the smoltcp style (IPv4, IPv6, UDP, ESP, L2TPv2/PPP, ICMP, the iperf3 UDP header, tunbench's latency probe): views, parse, emit, golden bytes",
     ),
     (
         "socket",
@@ -42,7 +42,7 @@ const LAYERS: &[(&str, &str)] = &[
     ),
     (
         "engine",
-        "the iperf3-compatible measurement engine: control protocol as sans-IO state machines, thin client and server, data streams",
+        "the iperf3-compatible measurement engine: control protocol as sans-IO state machines, thin client and server, data streams; latency probes (a sans-IO prober, the echo responder)",
     ),
     (
         "driver",

@@ -134,6 +134,54 @@ fn argument_errors_exit_2() {
         "{}",
         text(&o)
     );
+    // Latency switches: on and off at once, rates and durations out of range,
+    // each refused before any lab is looked for.
+    for (args, says) in [
+        (
+            vec![
+                "measure",
+                "x",
+                "--from",
+                "a",
+                "--to",
+                "b",
+                "--latency",
+                "--no-latency",
+            ],
+            "'--latency' cannot be used with '--no-latency'",
+        ),
+        (
+            vec!["run", "x.toml", "--latency-rate", "0"],
+            "'0' probes per second; use 1 to 1000",
+        ),
+        (
+            vec!["latency", "x", "--from", "a", "--to", "b", "--rate", "5000"],
+            "'5000' probes per second; use 1 to 1000",
+        ),
+        (
+            vec![
+                "latency",
+                "x",
+                "--from",
+                "a",
+                "--to",
+                "b",
+                "--duration",
+                "0.1",
+            ],
+            "--duration 0.1: use 0.5 to 3600 seconds",
+        ),
+        (
+            vec![
+                "latency", "x", "--from", "a", "--to", "b", "--family", "ipv5",
+            ],
+            "--family ipv5: use ipv4, ipv6",
+        ),
+    ] {
+        let o = tunbench(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(says), "{args:?}: {}", text(&o));
+    }
     // A file that is not there is bad input too.
     let o = tunbench(&["up", "/nonexistent/lab.toml"]);
     assert_eq!(o.status.code(), Some(2));

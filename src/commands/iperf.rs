@@ -38,6 +38,11 @@ pub struct ServerArgs {
     /// at most the namespace's net.core.rmem_max / wmem_max below it.
     #[arg(long, default_value_t = crate::engine::protocol::MAX_WINDOW, value_parser = parse_window)]
     pub max_window: u32,
+    /// Also answer tunbench's latency probes on this UDP port (tunbench
+    /// measure's echo responder, port 5202 beside 5201), for the same
+    /// addresses.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub echo_port: Option<u16>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -111,6 +116,22 @@ pub fn server(a: ServerArgs) -> Result<i32> {
     let server = crate::engine::server::Server::bind(opts)
         .with_context(|| format!("listening on port {}", a.port))?;
     eprintln!("Server listening on {}", server.local_addr()?);
+    if let Some(port) = a.echo_port {
+        use crate::engine::probe;
+        let sock = probe::bind_echo(a.bind, port)
+            .with_context(|| format!("listening for latency probes on UDP port {port}"))?;
+        eprintln!("Answering latency probes on UDP {}", sock.local_addr()?);
+        std::thread::Builder::new()
+            .name("echo".into())
+            .spawn(move || {
+                static NEVER: std::sync::atomic::AtomicBool =
+                    std::sync::atomic::AtomicBool::new(false);
+                if let Err(e) = probe::serve_echo(sock, &NEVER) {
+                    eprintln!("tunbench server: latency echo on port {port}: {e}");
+                }
+            })
+            .context("starting the latency echo thread")?;
+    }
     let json = a.json;
     server.serve(move |outcome| match outcome {
         Ok(r) if json => println!(

@@ -60,7 +60,44 @@ pub struct MeasureArgs {
     #[arg(long, default_value = "raw")]
     pub path: String,
     #[command(flatten)]
+    pub latency: LatencyArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// Latency probes beside the throughput: idle before the cells, then under
+/// every cell's runs.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LatencyArgs {
+    /// Measure latency (on by default toward a node; toward a server outside
+    /// the lab, round trips only, to a `tunbench server --echo-port 5202` there).
+    #[arg(long, conflicts_with = "no_latency")]
+    pub latency: bool,
+    /// Measure no latency.
+    #[arg(long)]
+    pub no_latency: bool,
+    /// Latency probes per second (1 to 1000).
+    #[arg(long, value_name = "N", value_parser = probe_rate)]
+    pub latency_rate: Option<f64>,
+}
+
+impl LatencyArgs {
+    /// On, off, or as the measurement's default (`None`).
+    pub fn switch(&self) -> Option<bool> {
+        match (self.latency, self.no_latency) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// Probes per second: 1 to 1000.
+pub fn probe_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (1.0..=1000.0).contains(&r) => Ok(r),
+        _ => Err(format!("'{s}' probes per second; use 1 to 1000")),
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -93,6 +130,8 @@ pub struct RunArgs {
     /// build nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub latency: LatencyArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -168,6 +207,11 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
         udp_max_trials: a.udp_trials.max(1),
         ..MeasureSpec::seed(&a.from, a.to.clone())
     };
+    let on = a.latency.switch().unwrap_or(a.to.node().is_some());
+    spec.latency = on.then(|| crate::measure::runner::LatencySpec {
+        rate: a.latency.latency_rate.unwrap_or(crate::vocab::LATENCY_RATE),
+        ..Default::default()
+    });
     for addr in &a.to_addr {
         if addr.is_ipv4() {
             spec.ipv4 = Some(*addr);
@@ -202,6 +246,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
         trial_duration: a.trial_duration,
         scenarios: a.scenario.clone(),
         force: a.force,
+        latency: a.latency.switch(),
+        latency_rate: a.latency.latency_rate,
     };
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| bad_input(format!("reading {}: {e}", a.file.display())))?;

@@ -13,6 +13,7 @@ pub mod graph;
 pub mod impair;
 pub mod iperf;
 pub mod keys;
+pub mod latency;
 pub mod lifecycle;
 pub mod measure;
 pub mod report;
@@ -83,6 +84,9 @@ pub enum Command {
     Measure(MeasureArgs),
     /// up -> every [[measure]] of the topology -> report -> down (also on Ctrl-C).
     Run(RunArgs),
+    /// Latency probes alone between two nodes of a running lab, per family:
+    /// round trip, one-way delay each way, jitter, loss, reordering.
+    Latency(latency::LatencyArgs),
     /// up -> every [[assert]] of each file (each scenario in turn) -> down; a
     /// line per assertion, --tap, --junit FILE. Exit 1 when any fails.
     Test(TestArgs),
@@ -182,6 +186,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Client(a) => iperf::client(a),
         Command::Measure(a) => measure::measure(a),
         Command::Run(a) => measure::run(a),
+        Command::Latency(a) => latency::latency(a),
         Command::Report(a) => report::report(a),
         Command::Test(a) => test::test(a),
         Command::Gen(a) => generate::generate(a),

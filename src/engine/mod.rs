@@ -5,7 +5,9 @@
 pub mod client;
 pub mod control;
 pub mod cpu;
+pub mod latency;
 pub mod params;
+pub mod probe;
 pub mod protocol;
 pub mod report;
 pub mod results;

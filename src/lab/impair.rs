@@ -132,9 +132,18 @@ pub fn apply(
     for (e, what) in ends {
         let n = &t.nodes[e.node].name;
         let ns = lab.naming.namespace(n);
+        // The topology's queue for this direction stays the rate's queue.
+        let link = &t.links[index];
+        let queue = if std::ptr::eq(e, &link.a) {
+            Way::AToB
+        } else {
+            Way::BToA
+        }
+        .impairment(link)
+        .rate_queue_bytes();
         match rate {
             Some(r) => {
-                netns::tc::run(&ns, &(tbf_replace_line(&e.iface, r) + "\n"))
+                netns::tc::run(&ns, &(tbf_replace_line(&e.iface, r, queue) + "\n"))
                     .map_err(anyhow::Error::msg)
                     .with_context(|| format!("shaping {n}:{}", e.iface))?;
                 done.push(format!("{end}: traffic {what} it shaped to {r} bit/s"));

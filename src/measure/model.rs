@@ -88,47 +88,7 @@ impl UdpSearch {
     }
 }
 
-/// A latency sample's spread, in milliseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    pub samples: u64,
-    pub min: f64,
-    pub median: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-    pub mean: f64,
-}
-
-/// What the latency probes (small isochronous UDP datagrams, echoed by the
-/// server) saw over one phase: the path idle, or under one cell's load.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    /// Probes per second.
-    pub rate: f64,
-    pub sent: u64,
-    /// Echoes that came back.
-    pub received: u64,
-    pub lost_percent: f64,
-    /// Probes or echoes that arrived after a later one.
-    pub reordered: u64,
-    /// Round-trip time.
-    pub rtt_ms: Spread,
-    /// One-way delay from the measuring node to the target (the upload
-    /// direction) and back. Exact in a lab, where every namespace shares one
-    /// clock; `None` toward a server outside the lab, where only RTT holds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forward_ms: Option<Spread>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reverse_ms: Option<Spread>,
-    /// Mean difference between consecutive round trips (RFC 3550's idea,
-    /// unsmoothed).
-    pub jitter_ms: f64,
-    /// (seconds since the phase started, round-trip ms) per probe, thinned to
-    /// at most a few hundred points: for charts over time.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub series: Vec<(f32, f32)>,
-}
+pub use crate::engine::latency::{Latency, Spread};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {

@@ -8,6 +8,7 @@ use super::model::*;
 use super::search::{Confirmation, RateSearch};
 use crate::engine::client::{self, ClientOptions};
 use crate::engine::params::{Protocol, TestParams};
+use crate::engine::probe::Phase;
 use crate::engine::report::TestReport;
 use crate::lab::Running;
 use crate::lab::spawn::{enter_before_exec, tunbench_exe};
@@ -55,17 +56,47 @@ pub struct MeasureSpec {
     /// The tunbench binary that serves in the target namespace (default: this
     /// executable, when it is tunbench).
     pub server_exe: Option<std::path::PathBuf>,
+    /// Latency probes: idle before the cells, then under every cell's runs;
+    /// `None` measures none.
+    pub latency: Option<LatencySpec>,
 }
+
+/// How the latency probes run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencySpec {
+    /// Probes per second.
+    pub rate: f64,
+    /// Seconds of probes alone, per family, before the cells.
+    pub idle_seconds: f64,
+    /// The echo responder's UDP port.
+    pub port: u16,
+}
+
+impl Default for LatencySpec {
+    fn default() -> Self {
+        LatencySpec {
+            rate: crate::engine::probe::DEFAULT_RATE,
+            idle_seconds: DEFAULT_IDLE_SECONDS,
+            port: crate::engine::probe::ECHO_PORT,
+        }
+    }
+}
+
+pub use crate::vocab::LATENCY_IDLE_SECONDS as DEFAULT_IDLE_SECONDS;
 
 impl MeasureSpec {
     /// The seed's method: both families, both protocols, both directions, one
     /// stream, best of 5 runs of 10 s, UDP loss within 10 %.
     pub fn seed(from: &str, to: impl Into<MeasureTarget>) -> Self {
+        let to: MeasureTarget = to.into();
         MeasureSpec {
+            // A server outside the lab runs no tunbench echo responder unless
+            // someone started one: probes there only when asked.
+            latency: to.node().map(|_| LatencySpec::default()),
             path: "raw".into(),
             scenario: None,
             from: from.into(),
-            to: to.into(),
+            to,
             ipv4: None,
             ipv6: None,
             families: vec![Family::Ipv4, Family::Ipv6],
@@ -115,7 +146,12 @@ impl MeasureSpec {
 
     /// Seconds the whole measurement should take, for progress estimates.
     pub fn estimated_seconds(&self) -> f64 {
-        self.cells()
+        let idle = self
+            .latency
+            .as_ref()
+            .map_or(0.0, |l| (l.idle_seconds + 0.3) * self.families.len() as f64);
+        idle + self
+            .cells()
             .iter()
             .map(|c| match c.protocol {
                 Proto::Tcp => self.runs as f64 * (self.duration + 0.3),
@@ -124,7 +160,7 @@ impl MeasureSpec {
                         + self.udp_max_trials as f64 * 0.75 * (self.trial_duration + 0.3)
                 }
             })
-            .sum()
+            .sum::<f64>()
     }
 }
 
@@ -213,7 +249,12 @@ struct ServerProcess {
 }
 
 impl ServerProcess {
-    fn start(lab: &Running, node: &str, exe: Option<&std::path::Path>) -> Result<ServerProcess> {
+    fn start(
+        lab: &Running,
+        node: &str,
+        exe: Option<&std::path::Path>,
+        echo_port: Option<u16>,
+    ) -> Result<ServerProcess> {
         let ns = lab.naming.namespace(node);
         let nsfile =
             netns::namespace::open(&ns).with_context(|| format!("opening namespace {ns}"))?;
@@ -232,10 +273,13 @@ impl ServerProcess {
             &SERVER_PORT.to_string(),
             "--idle-timeout",
             "10",
-        ])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
+        ]);
+        if let Some(port) = echo_port {
+            cmd.args(["--echo-port", &port.to_string()]);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
         enter_before_exec(&mut cmd, &nsfile, false);
         let child = cmd
             .spawn()
@@ -330,24 +374,30 @@ const WATCH_EVERY: Duration = Duration::from_millis(250);
 fn run_client(
     ns: &str,
     mut opts: ClientOptions,
+    probes: Option<(SocketAddr, f64)>,
     dead: &dyn Fn() -> Option<String>,
-) -> Result<TestReport> {
+) -> Result<(TestReport, Option<Phase>)> {
     let abort = Arc::new(AtomicBool::new(false));
     opts.abort = Some(abort.clone());
     let ns = ns.to_string();
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
-        let r = (|| -> Result<TestReport> {
+        let r = (|| -> Result<(TestReport, Option<Phase>)> {
             netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
-            let until = Instant::now() + Duration::from_secs(2);
-            loop {
-                match client::run(&opts) {
-                    Err(e) if between_tests(&e) && Instant::now() < until => {
-                        std::thread::sleep(Duration::from_millis(50))
+            // The probes run beside the client for as long as it does; a thread
+            // made here is in the namespace too.
+            let (report, phase) = while_probing(probes, || {
+                let until = Instant::now() + Duration::from_secs(2);
+                loop {
+                    match client::run(&opts) {
+                        Err(e) if between_tests(&e) && Instant::now() < until => {
+                            std::thread::sleep(Duration::from_millis(50))
+                        }
+                        r => return r,
                     }
-                    r => return Ok(r?),
                 }
-            }
+            });
+            Ok((report?, phase))
         })();
         let _ = tx.send(r);
     });
@@ -366,6 +416,57 @@ fn run_client(
     };
     let _ = h.join();
     r
+}
+
+/// Runs `work` with latency probes to `probes` (echo address, rate) going on
+/// beside it, in the calling thread's namespace; the probes stop when it ends.
+/// A probe thread that failed is no figure, never the work's failure.
+fn while_probing<T>(
+    probes: Option<(SocketAddr, f64)>,
+    work: impl FnOnce() -> T,
+) -> (T, Option<Phase>) {
+    let Some((at, rate)) = probes else {
+        return (work(), None);
+    };
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("probes".into())
+            .spawn_scoped(s, || crate::engine::probe::probe(at, rate, &stop));
+        let out = work();
+        stop.store(true, Ordering::Relaxed);
+        let phase = h.ok().and_then(|h| h.join().ok()).and_then(|r| r.ok());
+        (out, phase)
+    })
+}
+
+/// Probes alone from `ns` to `at` for `seconds` (stopping early on `cancel`):
+/// the path's idle latency.
+pub fn idle_probes(
+    ns: &str,
+    at: SocketAddr,
+    rate: f64,
+    seconds: f64,
+    cancel: &AtomicBool,
+) -> Result<Phase> {
+    let ns = ns.to_string();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
+            let end = Instant::now() + Duration::from_secs_f64(seconds);
+            let (_, phase) = while_probing(Some((at, rate)), || {
+                while Instant::now() < end && !cancel.load(Ordering::Relaxed) {
+                    std::thread::sleep(
+                        end.saturating_duration_since(Instant::now())
+                            .min(Duration::from_millis(50)),
+                    );
+                }
+            });
+            phase.ok_or_else(|| anyhow!("the probes to {at} could not run"))
+        })
+        .join()
+        .map_err(|_| anyhow!("the probe thread panicked"))?
+    })
 }
 
 /// Whether a client's failure is the server still ending the test before.
@@ -492,7 +593,12 @@ pub fn measure(
     // whether it answers.
     let (_server, port) = match &spec.to {
         MeasureTarget::Node(node) => (
-            Some(ServerProcess::start(lab, node, spec.server_exe.as_deref())?),
+            Some(ServerProcess::start(
+                lab,
+                node,
+                spec.server_exe.as_deref(),
+                spec.latency.as_ref().map(|l| l.port),
+            )?),
             SERVER_PORT,
         ),
         MeasureTarget::Address { address, port } => {
@@ -526,6 +632,56 @@ pub fn measure(
         estimated_total: estimate,
         finished: out.cells.last().cloned(),
     };
+    // Idle latency per family, probes alone, before any load (RRUL's order).
+    // The server outside the lab, if asked for, gives round trips only: its
+    // clock is not ours.
+    let one_way = spec.to.node().is_some();
+    if let Some(l) = &spec.latency {
+        for &family in &spec.families {
+            let Some(addr) = (match family {
+                Family::Ipv4 => v4,
+                Family::Ipv6 => v6,
+            }) else {
+                continue;
+            };
+            if crate::lab::liveness::dead_on_path(&lab.naming.lab, &lab.topology, addr).is_some() {
+                continue;
+            }
+            if cancel.load(Ordering::Relaxed) {
+                bail!("interrupted");
+            }
+            let server = SocketAddr::new(addr, port);
+            if one_way && waited.insert(server) {
+                wait_for_server(&client_ns, server)?;
+            }
+            progress(&Progress {
+                path: label.clone(),
+                cell: cells.first().copied().unwrap_or(Cell {
+                    family,
+                    protocol: Proto::Tcp,
+                    direction: Direction::Sender,
+                    streams: 1,
+                }),
+                cell_index: 0,
+                cells: cells.len(),
+                // Before this cell: the family's probes alone.
+                step: format!(
+                    "first {} idle latency, probes alone for {} s",
+                    family.title(),
+                    l.idle_seconds
+                ),
+                elapsed: started.elapsed(),
+                estimated_total: estimate,
+                finished: None,
+            });
+            let echo = SocketAddr::new(addr, l.port);
+            if let Ok(phase) = idle_probes(&client_ns, echo, l.rate, l.idle_seconds, cancel) {
+                if let Some(lat) = phase.probes.latency(l.rate, phase.start_ns, one_way) {
+                    out.idle_latency.push((family, lat));
+                }
+            }
+        }
+    }
     for (i, cell) in cells.iter().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             bail!("interrupted");
@@ -588,6 +744,21 @@ pub fn measure(
             },
             ..Default::default()
         };
+        // Probes during the cell's runs (not its search trials), pooled.
+        let probes = spec
+            .latency
+            .as_ref()
+            .map(|l| (SocketAddr::new(addr, l.port), l.rate));
+        let pooled = std::cell::RefCell::new(None::<Phase>);
+        let pool = |phase: Option<Phase>| {
+            if let Some(p) = phase {
+                let mut all = pooled.borrow_mut();
+                match all.as_mut() {
+                    Some(a) => a.probes.pool(p.probes),
+                    None => *all = Some(p),
+                }
+            }
+        };
         let opts = |params: TestParams| ClientOptions {
             server,
             bind: None,
@@ -605,11 +776,10 @@ pub fn measure(
                             bail!("interrupted");
                         }
                         report(format!("run {n}/{}", spec.runs));
-                        runs.push(to_run(
-                            &run_client(&client_ns, opts(base.clone()), &dead_datapath)?,
-                            None,
-                            false,
-                        ));
+                        let (r, phase) =
+                            run_client(&client_ns, opts(base.clone()), probes, &dead_datapath)?;
+                        pool(phase);
+                        runs.push(to_run(&r, None, false));
                     }
                     Ok(CellResult::from_runs(*cell, runs, None))
                 }
@@ -635,7 +805,7 @@ pub fn measure(
                             rate: (rate / cell.streams as f64) as u64,
                             ..base.clone()
                         };
-                        let r = run_client(&client_ns, opts(p), &dead_datapath)?;
+                        let (r, _) = run_client(&client_ns, opts(p), None, &dead_datapath)?;
                         let t = udp_trial(&r, rate);
                         // A sender that cannot offer the rate asked: what it did send
                         // is the trial's rate, and the search goes no higher.
@@ -682,7 +852,8 @@ pub fn measure(
                             rate: (rate / cell.streams as f64) as u64,
                             ..base.clone()
                         };
-                        let r = run_client(&client_ns, opts(p), &dead_datapath)?;
+                        let (r, phase) = run_client(&client_ns, opts(p), probes, &dead_datapath)?;
+                        pool(phase);
                         let t = udp_trial(&r, rate);
                         runs.push(to_run(&r, Some(t.offered_bps), t.sender_limited));
                         confirm.record(t);
@@ -730,6 +901,11 @@ pub fn measure(
                 }
             }
         })();
+        let latency = pooled.into_inner().and_then(|p| {
+            let rate = spec.latency.as_ref().map_or(0.0, |l| l.rate);
+            p.probes.latency(rate, p.start_ns, one_way)
+        });
+        let result = result.map(|r| CellResult { latency, ..r });
         match result {
             Err(e) if e.to_string() == "interrupted" => return Err(e),
             result => out.cells.push(match (dead_datapath(), result) {

@@ -23,6 +23,10 @@ pub struct Overrides {
     pub scenarios: Vec<String>,
     /// Take host interfaces with the host's default route or addresses anyway.
     pub force: bool,
+    /// `--latency` / `--no-latency`: every measurement's probes on or off.
+    pub latency: Option<bool>,
+    /// `--latency-rate`: probes per second.
+    pub latency_rate: Option<f64>,
 }
 
 /// The spec for one `[[measure]]` entry.
@@ -43,8 +47,21 @@ pub fn spec_of(m: &Measurement, o: &Overrides) -> MeasureSpec {
         trial_duration: o.trial_duration.unwrap_or(m.trial_duration),
         udp_loss_percent: m.udp_loss,
         udp_len: m.udp_len,
+        latency: latency_of(m, o),
         ..MeasureSpec::seed(&m.from, m.to.clone())
     }
+}
+
+/// A measurement's latency probes: as the entry says (on toward a node, off
+/// toward a server outside the lab, by default), unless the command line says
+/// otherwise.
+fn latency_of(m: &Measurement, o: &Overrides) -> Option<runner::LatencySpec> {
+    let on = o.latency.or(m.latency).unwrap_or(m.to.node().is_some());
+    on.then(|| runner::LatencySpec {
+        rate: o.latency_rate.unwrap_or(m.latency_rate),
+        idle_seconds: m.latency_idle,
+        ..Default::default()
+    })
 }
 
 /// Measure `specs` one after the other in a running lab.
@@ -68,6 +85,7 @@ pub fn measure_lab(
         .chain(lab.topology.tunnels.iter().filter_map(|t| t.auto_fallback()).map(|n| n + "."))
         .chain(tunnel_notes(&lab.topology, specs, &mut paths))
         .chain(outside_notes(specs))
+        .chain(latency_notes(specs, &mut paths))
         .collect();
     Ok(Results {
         tool: crate::engine::client::VERSION.into(),
@@ -160,6 +178,65 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -
             if !out.contains(&note) {
                 out.push(note);
             }
+        }
+    }
+    out
+}
+
+/// How latency was measured, once, and what a path toward a server outside
+/// the lab has of it: nothing unless asked, round trips only when asked, and
+/// nothing (said so, figures dropped) when no echo came back from there.
+/// `paths[i]` is what `specs[i]` measured.
+fn latency_notes(specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(l) = specs
+        .iter()
+        .filter(|s| s.to.node().is_some())
+        .find_map(|s| s.latency.as_ref())
+    {
+        out.push(format!(
+            "latency: {} probes/s of {} bytes over UDP to an echo responder beside the server (port {}), alone for {} s per family before the cells, then during every cell's runs; one-way delays are exact, every lab namespace sharing the host's clock.",
+            l.rate,
+            crate::wire::probe::PACKET_LEN,
+            l.port,
+            l.idle_seconds
+        ));
+    }
+    for (s, p) in specs.iter().zip(paths.iter_mut()) {
+        let label = match &s.scenario {
+            Some(sc) => format!("{sc}/{}", s.path),
+            None => s.path.clone(),
+        };
+        if s.to.node().is_some() {
+            continue;
+        }
+        let Some(l) = &s.latency else {
+            out.push(format!(
+                "path {label}: no latency measured; a server outside the lab answers no latency probes unless it is `tunbench server --echo-port {}` (then --latency measures round trips to it).",
+                crate::vocab::ECHO_PORT
+            ));
+            continue;
+        };
+        let answered = p.idle_latency.iter().any(|(_, x)| x.received > 0)
+            || p.cells
+                .iter()
+                .any(|c| c.latency.as_ref().is_some_and(|x| x.received > 0));
+        if answered {
+            out.push(format!(
+                "path {label}: latency to the server outside the lab is round trips only (its clock is not the lab's), from probes to its UDP port {}.",
+                l.port
+            ));
+        } else {
+            p.idle_latency.clear();
+            for c in &mut p.cells {
+                c.latency = None;
+            }
+            out.push(format!(
+                "path {label}: no latency: no probe to {} port {} came back (is `tunbench server --echo-port {}` running there?); the throughput figures stand.",
+                s.target_ips().first().map_or(s.to.to_string(), |a| a.to_string()),
+                l.port,
+                l.port
+            ));
         }
     }
     out
@@ -369,6 +446,86 @@ mod tests {
             idle_latency: Vec::new(),
             tunnel: None,
         }
+    }
+
+    /// Latency is on toward a node and off toward an address by default; the
+    /// file's `latency` and the command line's switch override it, the file's
+    /// rate and idle seconds carry over; a path outside the lab whose probes
+    /// never came back loses its figures and says so.
+    #[test]
+    fn latency_defaults_switches_and_notes() {
+        let text = r#"
+name = "l"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "host"
+[[links]]
+a = { port = "a:eth0", ipv4 = "198.18.86.1/24" }
+b = { port = "b:eth0", ipv4 = "198.18.86.2/24" }
+[[measure]]
+name = "in"
+from = "a"
+to = "b"
+latency_rate = 50
+latency_idle = 1
+[[measure]]
+name = "off"
+from = "a"
+to = "b"
+latency = false
+[[measure]]
+name = "far"
+from = "a"
+to = { address = "198.18.200.2" }
+"#;
+        let t = crate::topology::parse_str(text, Path::new("l.toml")).unwrap();
+        let spec = |i: usize, o: &Overrides| spec_of(&t.measurements[i], o);
+        let none = Overrides::default();
+        let l = spec(0, &none).latency.unwrap();
+        assert_eq!((l.rate, l.idle_seconds, l.port), (50.0, 1.0, 5202));
+        assert_eq!(spec(1, &none).latency, None);
+        assert_eq!(spec(2, &none).latency, None);
+        let on = Overrides {
+            latency: Some(true),
+            latency_rate: Some(20.0),
+            ..Default::default()
+        };
+        assert_eq!(spec(1, &on).latency.unwrap().rate, 20.0);
+        assert!(spec(2, &on).latency.is_some());
+        let off = Overrides {
+            latency: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(spec(0, &off).latency, None);
+
+        // Notes: how it was measured, and the outside path's two cases.
+        let specs = vec![spec(0, &none), spec(2, &none), spec(2, &on)];
+        let mut paths: Vec<PathResult> = specs.iter().map(empty).collect();
+        let lost = crate::engine::latency::Probes {
+            sent: 10,
+            ..Default::default()
+        };
+        paths[2].idle_latency = vec![(
+            crate::vocab::Family::Ipv4,
+            lost.latency(20.0, 0, false).unwrap(),
+        )];
+        let notes = latency_notes(&specs, &mut paths);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes[0].starts_with("latency: 50 probes/s of 64 bytes"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].starts_with("path far: no latency measured"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[2]
+                .starts_with("path far: no latency: no probe to 198.18.200.2 port 5202 came back"),
+            "{notes:?}"
+        );
+        assert!(paths[2].idle_latency.is_empty(), "figures of nothing kept");
     }
 
     /// The DS-Lite file: IPv4 to the server crosses the softwire (40 bytes,

@@ -179,7 +179,11 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             if let Some(rate) = imp.rate {
                 ops.push(Op::Tc {
                     ns: ns(end.node),
-                    batch: crate::topology::impair::tbf_line(&end.iface, rate) + "\n",
+                    batch: crate::topology::impair::tbf_line(
+                        &end.iface,
+                        rate,
+                        imp.rate_queue_bytes(),
+                    ) + "\n",
                 });
             }
         }

@@ -7,7 +7,8 @@ use crate::measure::model::Results;
 
 pub(crate) const HEADER: &str = "path,scenario,cell,family,protocol,direction,streams,runs,\
 best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,\
-sender_limited,error";
+sender_limited,error,idle_rtt_median_ms,rtt_median_ms,rtt_p90_ms,rtt_p99_ms,rtt_max_ms,\
+forward_median_ms,reverse_median_ms,probe_lost_percent";
 
 pub(crate) fn render(r: &Results) -> String {
     let mut out = String::from(HEADER);
@@ -21,6 +22,12 @@ pub(crate) fn render(r: &Results) -> String {
             let bps = |v: f64| if ok { format!("{v:.0}") } else { String::new() };
             // The run the UDP figure came from: its loss and what it received.
             let figure = udp_figure(c).filter(|_| ok);
+            let idle = p
+                .idle_latency
+                .iter()
+                .find(|(f, _)| *f == c.cell.family)
+                .map(|(_, l)| l);
+            let loaded = c.latency.as_ref();
             let fields = [
                 p.path.clone(),
                 p.scenario.clone().unwrap_or_default(),
@@ -46,6 +53,23 @@ pub(crate) fn render(r: &Results) -> String {
                     .map(|f| f.sender_limited.to_string())
                     .unwrap_or_default(),
                 c.error.clone().unwrap_or_default(),
+                // Latency: idle on the cell's family, then under its load.
+                idle.map(|l| ms(l.rtt_ms.median)).unwrap_or_default(),
+                loaded.map(|l| ms(l.rtt_ms.median)).unwrap_or_default(),
+                loaded.map(|l| ms(l.rtt_ms.p90)).unwrap_or_default(),
+                loaded.map(|l| ms(l.rtt_ms.p99)).unwrap_or_default(),
+                loaded.map(|l| ms(l.rtt_ms.max)).unwrap_or_default(),
+                loaded
+                    .and_then(|l| l.forward_ms.as_ref())
+                    .map(|s| ms(s.median))
+                    .unwrap_or_default(),
+                loaded
+                    .and_then(|l| l.reverse_ms.as_ref())
+                    .map(|s| ms(s.median))
+                    .unwrap_or_default(),
+                loaded
+                    .map(|l| l.lost_percent.to_string())
+                    .unwrap_or_default(),
             ];
             let line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
             out.push_str(&line.join(","));
@@ -53,6 +77,11 @@ pub(crate) fn render(r: &Results) -> String {
         }
     }
     out
+}
+
+/// Milliseconds to the microsecond.
+fn ms(v: f64) -> String {
+    format!("{v:.3}")
 }
 
 fn quote(field: &str) -> String {
@@ -102,19 +131,19 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "path,scenario,cell,family,protocol,direction,streams,runs,best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,sender_limited,error"
+            "path,scenario,cell,family,protocol,direction,streams,runs,best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,sender_limited,error,idle_rtt_median_ms,rtt_median_ms,rtt_p90_ms,rtt_p99_ms,rtt_max_ms,forward_median_ms,reverse_median_ms,probe_lost_percent"
         );
         assert_eq!(
             lines[1],
-            "raw,,ipv4.tcp.sender,ipv4,tcp,sender,1,3,941000000,939000000,930000000,941000000,,,,,"
+            "raw,,ipv4.tcp.sender,ipv4,tcp,sender,1,3,941000000,939000000,930000000,941000000,,,,,,0.050,,,,,,,"
         );
         assert_eq!(
             lines[3],
-            "raw,,ipv4.udp.sender,ipv4,udp,sender,1,3,347000000,340000000,330000000,347000000,350000000,0.9,347000000,false,"
+            "raw,,ipv4.udp.sender,ipv4,udp,sender,1,3,347000000,340000000,330000000,347000000,350000000,0.9,347000000,false,,0.050,,,,,,,"
         );
         assert_eq!(
             lines[6],
-            "raw,,ipv4.tcp.sender.p6,ipv4,tcp,sender,6,3,941000000,940000000,936000000,941000000,,,,,"
+            "raw,,ipv4.tcp.sender.p6,ipv4,tcp,sender,6,3,941000000,940000000,936000000,941000000,,,,,,0.050,4.000,5.200,7.200,10.000,2.000,2.000,0.2"
         );
         // The failed cell: no figures, its error quoted because of the line break.
         assert_eq!(
@@ -123,7 +152,7 @@ mod tests {
         );
         let rows = parse(&csv);
         assert_eq!(rows.len(), 1 + 6 + 5);
-        assert!(rows.iter().all(|r| r.len() == 17));
+        assert!(rows.iter().all(|r| r.len() == 25));
         assert_eq!(
             rows[11][16],
             "connecting to [fd00:9::2]:5201:\nconnection refused"

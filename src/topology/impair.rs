@@ -58,6 +58,15 @@ impl Impairment {
             || self.queue_bytes.is_some()
     }
 
+    /// The queue a direction's rate builds, in bytes, when `queue` is set:
+    /// bytes as written, or packets of a full frame (1514 bytes on the veth, a
+    /// 1500-byte MTU and the Ethernet header). Without `queue`, TBF holds 50
+    /// ms of the rate.
+    pub fn rate_queue_bytes(&self) -> Option<u64> {
+        self.queue_bytes
+            .or(self.queue_packets.map(|n| n as u64 * FULL_FRAME))
+    }
+
     /// What the relay's shaper does with the direction.
     pub fn shaper(&self) -> crate::codec::shape::link::Impairments {
         let us = |v: Option<u64>| std::time::Duration::from_micros(v.unwrap_or(0));
@@ -107,6 +116,10 @@ impl LinkImpairments {
 /// (destination MAC to the end of the payload): preamble and start delimiter 8,
 /// FCS 4, inter-frame gap 12.
 pub const ETHERNET_OVERHEAD: u32 = 24;
+
+/// Bytes of a full frame as the veth (and TBF) counts it: a 1500-byte packet
+/// and its 14-byte Ethernet header.
+const FULL_FRAME: u64 = 1514;
 
 /// The slowest and fastest rates a link takes (TBF's rate is 64-bit; beyond
 /// 100G a veth would not keep up anyway).
@@ -336,19 +349,28 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
 /// A burst above a GSO packet's size also means TBF no longer splits it, and
 /// counts the framing overhead once for the whole packet: up to 1.6 % more
 /// goodput than a real link, measured +3 % at 50 Mbit/s.
-pub fn tbf_line(dev: &str, rate: u64) -> String {
-    tbf("add", dev, rate)
+///
+/// With a `queue` (`queue_bytes`, [`Impairment::rate_queue_bytes`]) that is
+/// the queue instead of 50 ms: a 100 Mbit/s link with `queue = 1000` holds
+/// 1000 full frames, 123 ms of its rate, the bufferbloat a router with that
+/// queue shows.
+pub fn tbf_line(dev: &str, rate: u64, queue_bytes: Option<u64>) -> String {
+    tbf("add", dev, rate, queue_bytes)
 }
 
 /// The same for a running lab: takes the place of whatever shapes `dev` now.
-pub fn tbf_replace_line(dev: &str, rate: u64) -> String {
-    tbf("replace", dev, rate)
+pub fn tbf_replace_line(dev: &str, rate: u64, queue_bytes: Option<u64>) -> String {
+    tbf("replace", dev, rate, queue_bytes)
 }
 
-fn tbf(verb: &str, dev: &str, rate: u64) -> String {
+fn tbf(verb: &str, dev: &str, rate: u64, queue_bytes: Option<u64>) -> String {
     let burst = (rate / 8 / 200).max(32 * 1024);
+    let queue = match queue_bytes {
+        Some(b) => format!("limit {b}"),
+        None => "latency 50ms".into(),
+    };
     format!(
-        "qdisc {verb} dev {dev} root tbf rate {rate}bit burst {burst} latency 50ms overhead {ETHERNET_OVERHEAD}"
+        "qdisc {verb} dev {dev} root tbf rate {rate}bit burst {burst} {queue} overhead {ETHERNET_OVERHEAD}"
     )
 }
 
@@ -421,9 +443,18 @@ mod tests {
     #[test]
     fn tbf_counts_the_ethernet_framing() {
         assert_eq!(
-            tbf_line("eth0", 1_000_000_000),
+            tbf_line("eth0", 1_000_000_000, None),
             "qdisc add dev eth0 root tbf rate 1000000000bit burst 625000 latency 50ms overhead 24"
         );
-        assert!(tbf_line("eth0", 50_000_000).contains("burst 32768 "));
+        assert!(tbf_line("eth0", 50_000_000, None).contains("burst 32768 "));
+        // A queue is the rate's queue: 1000 full frames instead of 50 ms.
+        let (r, _) = parse(r#"{ a_to_b = { rate = "100M", queue = 1000 } }"#);
+        let line = tbf_line("eth0", 100_000_000, r.a_to_b.rate_queue_bytes());
+        assert!(
+            line.contains(" limit 1514000 ") && !line.contains("latency"),
+            "{line}"
+        );
+        let (r, _) = parse(r#"{ queue = "64KB" }"#);
+        assert_eq!(r.b_to_a.rate_queue_bytes(), Some(64_000));
     }
 }

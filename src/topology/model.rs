@@ -104,6 +104,13 @@ pub struct Measurement {
     pub trial_duration: f64,
     pub udp_loss: f64,
     pub udp_len: u32,
+    /// Latency probes: `Some(true)` or `Some(false)` as written; `None` is the
+    /// default, on toward a node and off toward a server outside the lab.
+    pub latency: Option<bool>,
+    /// Probes per second.
+    pub latency_rate: f64,
+    /// Seconds of probes alone per family before the cells.
+    pub latency_idle: f64,
     /// Only in these scenarios; None: in every one.
     pub scenarios: Option<Vec<String>>,
     #[serde(skip)]

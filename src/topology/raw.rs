@@ -311,6 +311,16 @@ pub struct RawMeasure {
     /// UDP datagram size in bytes.
     #[serde(default)]
     pub udp_len: Option<i64>,
+    /// Latency probes idle and under load (default: on toward a node, off
+    /// toward a server outside the lab).
+    #[serde(default)]
+    pub latency: Option<bool>,
+    /// Latency probes per second.
+    #[serde(default)]
+    pub latency_rate: Option<f64>,
+    /// Seconds of probes alone per family before the cells.
+    #[serde(default)]
+    pub latency_idle: Option<f64>,
     /// Only in these scenarios (default: every one).
     #[serde(default)]
     pub scenarios: Option<Vec<String>>,

@@ -433,6 +433,20 @@ fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Mea
             format!("udp_len = {udp_len} bytes; use 16..=65507"),
         ));
     }
+    let latency_rate = m.latency_rate.unwrap_or(crate::vocab::LATENCY_RATE);
+    if !(1.0..=1000.0).contains(&latency_rate) {
+        p.push(Problem::new(
+            &at.key("latency_rate"),
+            format!("latency_rate = {latency_rate} probes per second; use 1 to 1000"),
+        ));
+    }
+    let latency_idle = m.latency_idle.unwrap_or(crate::vocab::LATENCY_IDLE_SECONDS);
+    if !(0.5..=60.0).contains(&latency_idle) {
+        p.push(Problem::new(
+            &at.key("latency_idle"),
+            format!("latency_idle = {latency_idle} s; use 0.5 to 60 seconds"),
+        ));
+    }
     let addr = |v: &Option<String>, v4: bool, key: &str, p: &mut Vec<Problem>| -> Option<IpAddr> {
         let s = v.as_ref()?;
         match s.parse::<IpAddr>() {
@@ -483,6 +497,9 @@ fn measurement(m: &RawMeasure, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Mea
         trial_duration,
         udp_loss,
         udp_len: udp_len as u32,
+        latency: m.latency,
+        latency_rate,
+        latency_idle,
         scenarios: m.scenarios.clone(),
         at: at.clone(),
     })

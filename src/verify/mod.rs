@@ -16,7 +16,7 @@ pub use junit::junit;
 pub use run::{SuiteRun, assertions, run_suite};
 pub use tap::Tap;
 
-use crate::report::expect::{self, Expectation, Subject};
+use crate::report::expect::{self, Expectation, Phase, Subject};
 use crate::topology::assertion::{Assertion, Check};
 use crate::topology::{KeyPath, LoadError, Problem, Topology};
 use std::path::{Path, PathBuf};
@@ -115,7 +115,9 @@ pub fn runs_in(a: &Assertion, scenario: Option<&str>) -> bool {
 pub fn expectation(text: &str) -> Result<Expectation, String> {
     let e = expect::parse(text).map_err(|m| m.lines().next().unwrap_or("").to_string())?;
     match &e.subject {
-        Subject::Cell { .. } | Subject::Ratio { cell: Some(_), .. } => Ok(e),
+        Subject::Cell { .. } | Subject::Ratio { cell: Some(_), .. } | Subject::Latency { .. } => {
+            Ok(e)
+        }
         Subject::Ratio { .. } => Err(format!(
             "\"{text}\" compares every cell of two paths; a throughput assertion names one cell: PATH/BASELINE:CELL OP RATIO, e.g. wg/raw:ipv4.tcp.sender >= 0.2"
         )),
@@ -130,6 +132,20 @@ pub fn paths_of(e: &Expectation, t: &Topology) -> (Vec<String>, crate::vocab::Ce
         Subject::Cell { path, cell, .. } => {
             (path.clone().or_else(first).into_iter().collect(), *cell)
         }
+        // Idle latency needs no cell; the family's TCP upload stands for it
+        // (the run measures only the idle phase, see `run`).
+        Subject::Latency { path, phase, .. } => (
+            path.clone().or_else(first).into_iter().collect(),
+            match phase {
+                Phase::Loaded(c) => *c,
+                Phase::Idle(family) => crate::vocab::Cell {
+                    family: *family,
+                    protocol: crate::vocab::Proto::Tcp,
+                    direction: crate::vocab::Direction::Sender,
+                    streams: 1,
+                },
+            },
+        ),
         Subject::Ratio {
             numerator,
             denominator,

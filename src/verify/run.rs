@@ -9,7 +9,7 @@ use crate::measure::model::Results;
 use crate::measure::runner::MeasureSpec;
 use crate::measure::session::{Overrides, measure_lab, spec_of};
 use crate::plan::Naming;
-use crate::report::expect::{Statistic, Subject, check_with_baseline};
+use crate::report::expect::{Phase, Statistic, Subject, check_with_baseline, latency_figure};
 use crate::topology::Topology;
 use crate::topology::assertion::{AssertTarget, Assertion, Check};
 use crate::topology::routing::Router;
@@ -173,7 +173,15 @@ fn expected(a: &Assertion, t: &Topology) -> String {
 /// Run one assertion in the running lab.
 /// What a throughput assertion measures: the paths, the cell, and the runs
 /// and duration it asks for.
-type Measurement = (Vec<String>, crate::vocab::Cell, Option<u32>, Option<f64>);
+/// Paths, cell, runs, duration, latency probes, idle phase only.
+type Measurement = (
+    Vec<String>,
+    crate::vocab::Cell,
+    Option<u32>,
+    Option<f64>,
+    bool,
+    bool,
+);
 
 /// Results of throughput measurements already made in this suite, by what
 /// was measured: a floor and a ceiling on one cell measure it once.
@@ -300,9 +308,20 @@ fn check(
         } => {
             let e = super::expectation(expect).map_err(anyhow::Error::msg)?;
             let (paths, cell) = super::paths_of(&e, t);
+            // A latency figure needs the probes (also toward a server outside
+            // the lab, round trips only); an idle one needs no cell.
+            let latency = matches!(e.subject, Subject::Latency { .. });
+            let idle_only = matches!(
+                e.subject,
+                Subject::Latency {
+                    phase: Phase::Idle(_),
+                    ..
+                }
+            );
             let o = Overrides {
                 runs: *runs,
                 duration: *duration,
+                latency: Some(latency),
                 ..Default::default()
             };
             // Only the cell asked for, on only the paths it names.
@@ -311,13 +330,17 @@ fn check(
                 .filter_map(|p| t.measurements.iter().find(|m| &m.name == p))
                 .map(|m| MeasureSpec {
                     families: vec![cell.family],
-                    protocols: vec![cell.protocol],
+                    protocols: if idle_only {
+                        Vec::new()
+                    } else {
+                        vec![cell.protocol]
+                    },
                     directions: vec![cell.direction],
                     streams: vec![cell.streams],
                     ..spec_of(m, &o)
                 })
                 .collect();
-            let key = (paths.clone(), cell, *runs, *duration);
+            let key = (paths.clone(), cell, *runs, *duration, latency, idle_only);
             let results = match cache.0.iter().find(|(k, _)| *k == key) {
                 Some((_, r)) => r.clone(),
                 None => {
@@ -344,6 +367,17 @@ fn check(
                 Subject::Cell { statistic, .. } => {
                     figure(&paths[0], *statistic).map(|bps| format!("{:.1} Mbit/s", bps / 1e6))
                 }
+                Subject::Latency {
+                    phase,
+                    way,
+                    percentile,
+                    ..
+                } => results
+                    .paths
+                    .iter()
+                    .find(|p| p.label() == paths[0])
+                    .and_then(|p| latency_figure(p, phase, *way, *percentile).ok())
+                    .map(|v| format!("{} ms", crate::report::views::ms(v))),
                 Subject::Ratio { statistic, .. } => {
                     match (figure(&paths[0], *statistic), figure(&paths[1], *statistic)) {
                         (Some(n), Some(d)) if d > 0.0 => Some(format!(

@@ -12,6 +12,14 @@ pub mod units;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Latency probes per second by default: irtt's and flent's 10 ms interval.
+pub const LATENCY_RATE: f64 = 100.0;
+/// Seconds of probes alone per family before a path's cells (RRUL's idle
+/// phase).
+pub const LATENCY_IDLE_SECONDS: f64 = 2.0;
+/// The echo responder's UDP port by default, beside iperf3's 5201.
+pub const ECHO_PORT: u16 = 5202;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {

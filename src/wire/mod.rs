@@ -9,6 +9,7 @@ pub mod iperf_udp;
 pub mod ipv4;
 pub mod ipv6;
 pub mod l2tp;
+pub mod probe;
 pub mod udp;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

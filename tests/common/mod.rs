@@ -14,6 +14,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("ping", "iputils-ping"),
     ("tshark", "tshark"),
     ("iperf3", "iperf3"),
+    ("irtt", "irtt"),
     ("wg", "wireguard-tools"),
     ("wireguard-go", "wireguard-go"),
     ("swanctl", "strongswan-swanctl"),

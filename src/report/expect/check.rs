@@ -2,7 +2,7 @@
 //! name (a ratio's slash settled against the results' paths), comparing the
 //! figure, and saying in one line per [`Failure`] by how much it missed.
 
-use super::model::{Expectation, Op, Statistic, Subject};
+use super::model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
 use crate::measure::model::{CellResult, PathResult, Results};
 use crate::report::{baseline_index, one_line, path_list, percent, rate, seed_order, sig};
 use crate::vocab::Cell;
@@ -50,15 +50,23 @@ pub fn check_with_baseline(r: &Results, e: &[Expectation], baseline: Option<&str
             message,
         };
         match &x.subject {
+            Subject::Latency {
+                path,
+                phase,
+                way,
+                percentile,
+            } => {
+                let path = named_or_baseline(r, path.as_deref(), baseline);
+                if let Err((measured, message)) = check_latency(x, path, phase, *way, *percentile) {
+                    failures.push(fail(None, measured, message));
+                }
+            }
             Subject::Cell {
                 path,
                 cell,
                 statistic,
             } => {
-                let path = match path {
-                    Some(label) => find_path(r, label),
-                    None => baseline_index(r, baseline).map(|i| &r.paths[i]),
-                };
+                let path = named_or_baseline(r, path.as_deref(), baseline);
                 if let Err(m) = check_cell(x, path, cell, *statistic) {
                     let (measured, message) = m;
                     failures.push(fail(None, measured, message));
@@ -140,6 +148,80 @@ fn check_cell(
     Err((Some(v), format!("measured {}, {}", rate(v, 4), miss(x, v))))
 }
 
+fn check_latency(
+    x: &Expectation,
+    path: Result<&PathResult, String>,
+    phase: &Phase,
+    way: Way,
+    percentile: Percentile,
+) -> Result<(), Miss> {
+    let p = path.map_err(|m| (None, m))?;
+    let v = latency_figure(p, phase, way, percentile)?;
+    if holds(x, v) {
+        return Ok(());
+    }
+    Err((
+        Some(v),
+        format!(
+            "measured {} ms, {}",
+            crate::report::views::ms(v),
+            miss(x, v)
+        ),
+    ))
+}
+
+/// The latency figure (ms) a latency expectation reads on path `p`, or why
+/// there is none.
+pub fn latency_figure(
+    p: &PathResult,
+    phase: &Phase,
+    way: Way,
+    percentile: Percentile,
+) -> Result<f64, (Option<f64>, String)> {
+    let why_none =
+        "measured without latency (--no-latency, latency = false, or a server outside the lab)";
+    let l = match phase {
+        Phase::Loaded(cell) => figure_of(p, cell)?.latency.as_ref().ok_or_else(|| {
+            (
+                None,
+                format!("{cell} on {} has no latency: {why_none}", p.label()),
+            )
+        })?,
+        Phase::Idle(family) => p
+            .idle_latency
+            .iter()
+            .find(|(f, _)| f == family)
+            .map(|(_, l)| l)
+            .ok_or_else(|| {
+                (
+                    None,
+                    format!(
+                        "{} has no idle {} latency: {why_none}",
+                        p.label(),
+                        family.title()
+                    ),
+                )
+            })?,
+    };
+    if l.received == 0 {
+        return Err((
+            None,
+            format!("no probe came back on {} ({} sent)", p.label(), l.sent),
+        ));
+    }
+    let spread = way.of(l).ok_or_else(|| {
+        (
+            None,
+            format!(
+                "{} has no one-way delay {}: only round trips toward a server outside the lab, whose clock is not the lab's",
+                p.label(),
+                way.word()
+            ),
+        )
+    })?;
+    Ok(percentile.of(spread))
+}
+
 fn check_ratio(
     x: &Expectation,
     a: &PathResult,
@@ -206,6 +288,18 @@ fn figure_of<'a>(p: &'a PathResult, cell: &Cell) -> Result<&'a CellResult, Miss>
     }
 }
 
+/// The path an expectation names, or the baseline when it names none.
+fn named_or_baseline<'a>(
+    r: &'a Results,
+    label: Option<&str>,
+    baseline: Option<&str>,
+) -> Result<&'a PathResult, String> {
+    match label {
+        Some(label) => find_path(r, label),
+        None => baseline_index(r, baseline).map(|i| &r.paths[i]),
+    }
+}
+
 fn find_path<'a>(r: &'a Results, label: &str) -> Result<&'a PathResult, String> {
     r.paths
         .iter()
@@ -258,6 +352,7 @@ fn miss(x: &Expectation, v: f64) -> String {
     }
     let limit = match &x.subject {
         Subject::Cell { .. } => rate(x.value, 4),
+        Subject::Latency { .. } => format!("{} ms", crate::report::views::ms(x.value)),
         Subject::Ratio { .. } => sig(x.value, 3),
     };
     if x.value == 0.0 || v == x.value {
@@ -459,6 +554,55 @@ mod tests {
             f[0].to_string(),
             "wg/raw:ipv4.tcp.sender >= 0.2: raw's median of ipv4.tcp.sender is 0 bit/s: no ratio"
         );
+    }
+
+    #[test]
+    fn latency_under_load_and_idle() {
+        // raw's IPv6 TCP upload: RTT median 3.5 ms, p99 6.3, one way 1.75.
+        assert!(failures(&["raw:ipv6.tcp.sender.latency.p99 <= 7ms"]).is_empty());
+        assert!(failures(&["ipv6.tcp.sender.latency <= 3.5"]).is_empty());
+        assert!(failures(&["raw:ipv6.tcp.sender.latency.forward.median == 1.75ms"]).is_empty());
+        assert!(failures(&["raw:ipv4.idle.latency.max <= 125us"]).is_empty());
+        assert_eq!(
+            failures(&["raw:ipv6.tcp.sender.latency.p99 <= 5ms"]),
+            ["raw:ipv6.tcp.sender.latency.p99 <= 5ms: measured 6.30 ms, 26.0 % over"]
+        );
+        assert_eq!(
+            failures(&["wg:ipv4.idle.latency >= 1ms"]),
+            ["wg:ipv4.idle.latency >= 1ms: measured 0.40 ms, 60.0 % short"]
+        );
+    }
+
+    #[test]
+    fn a_cell_or_path_without_latency_says_why() {
+        assert_eq!(
+            failures(&["raw:ipv4.tcp.sender.latency <= 5ms"]),
+            [
+                "raw:ipv4.tcp.sender.latency <= 5ms: ipv4.tcp.sender on raw has no latency: measured without latency (--no-latency, latency = false, or a server outside the lab)"
+            ]
+        );
+        assert_eq!(
+            failures(&["wg:ipv6.idle.latency <= 5ms"]),
+            [
+                "wg:ipv6.idle.latency <= 5ms: wg has no idle IPv6 latency: measured without latency (--no-latency, latency = false, or a server outside the lab)"
+            ]
+        );
+        let f = failures(&["wg:ipv6.tcp.sender.latency <= 5ms"]);
+        assert!(f[0].contains("ipv6.tcp.sender failed on wg"), "{f:?}");
+        let mut r = fixture::results();
+        r.paths[0].idle_latency[0].1.forward_ms = None;
+        let f = check(
+            &r,
+            &[parse("raw:ipv4.idle.latency.forward <= 1ms").unwrap()],
+        );
+        assert!(
+            f[0].message.contains("no one-way delay forward"),
+            "{}",
+            f[0]
+        );
+        r.paths[0].idle_latency[0].1.received = 0;
+        let f = check(&r, &[parse("raw:ipv4.idle.latency <= 1ms").unwrap()]);
+        assert_eq!(f[0].message, "no probe came back on raw (1000 sent)");
     }
 
     #[test]

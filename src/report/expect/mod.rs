@@ -24,6 +24,6 @@ mod check;
 mod model;
 mod parse;
 
-pub use check::{Failure, check, check_with_baseline};
-pub use model::{Expectation, Op, Statistic, Subject};
+pub use check::{Failure, check, check_with_baseline, latency_figure};
+pub use model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
 pub use parse::{FORMS, parse};

@@ -2,7 +2,7 @@
 //! and precision, and which path, ratio and cell the left side names. Every
 //! error says what is wrong and lists the valid forms ([`FORMS`]).
 
-use super::model::{Expectation, Op, Statistic, Subject};
+use super::model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
 use crate::vocab::Cell;
 use std::str::FromStr;
 
@@ -18,7 +18,12 @@ CELL is FAMILY.PROTOCOL.DIRECTION[.pSTREAMS] with ipv4|ipv6, tcp|udp, sender|rec
   that instead of the median
 OP is >=, >, <=, < or == (== holds to the precision written: == 0.31 means 0.305 to 0.315)
 RATE is in bit/s with an optional K, M or G (1000-based): 500M is 500000000 bit/s;
-  a bare number is bit/s";
+  a bare number is bit/s
+latency (from the probes, idle and under each cell's load):
+  [PATH:]CELL.latency[.WAY][.STAT] OP TIME     fast/raw:ipv4.tcp.sender.latency.p99 <= 20ms
+  [PATH:]FAMILY.idle.latency[.WAY][.STAT] OP TIME    ipv4.idle.latency <= 1ms
+  WAY is rtt (the default), forward (to the target) or reverse; STAT is median (the
+  default), p90, p99, max, min or mean; TIME is in ms (a bare number), us or s";
 
 impl FromStr for Expectation {
     type Err = String;
@@ -62,6 +67,17 @@ fn parse_inner(s: &str) -> Result<Expectation, String> {
     }
     if rhs.is_empty() {
         return Err(format!("no value after '{op}' in '{s}'"));
+    }
+    if lhs.split(['.', ':']).any(|w| w == "latency") {
+        let subject = parse_latency(lhs)?;
+        let (value, tolerance) = parse_time(rhs)?;
+        return Ok(Expectation {
+            subject,
+            op,
+            value,
+            tolerance,
+            text: format!("{lhs} {op} {rhs}"),
+        });
     }
     let value = parse_value(rhs)?;
 
@@ -138,7 +154,9 @@ struct Value {
     rate: bool,
 }
 
-fn parse_value(s: &str) -> Result<Value, String> {
+/// A value as written: the number, its unit (trimmed), and half a unit of its
+/// last digit; `what` says what it should have been when it is no number.
+fn number_and_unit<'a>(s: &'a str, what: &str) -> Result<(f64, &'a str, f64), String> {
     let digits = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
@@ -147,7 +165,14 @@ fn parse_value(s: &str) -> Result<Value, String> {
         .parse()
         .ok()
         .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("'{s}' is not a number (values are 0 or more, e.g. 0.2 or 500M)"))?;
+        .ok_or_else(|| format!("'{s}' is not {what}"))?;
+    let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
+    Ok((value, unit, 0.5 * 10f64.powi(-(decimals as i32))))
+}
+
+fn parse_value(s: &str) -> Result<Value, String> {
+    let (value, unit, half) =
+        number_and_unit(s, "a number (values are 0 or more, e.g. 0.2 or 500M)")?;
     let (multiplier, rest) = match unit.chars().next() {
         Some('k' | 'K') => (1e3, &unit[1..]),
         Some('m' | 'M') => (1e6, &unit[1..]),
@@ -160,12 +185,95 @@ fn parse_value(s: &str) -> Result<Value, String> {
             "unknown unit '{unit}' in '{s}'; use K, M or G (1000-based, bit/s), e.g. 500M"
         ));
     }
-    let decimals = number.split_once('.').map_or(0, |(_, d)| d.len());
     Ok(Value {
         value: value * multiplier,
-        tolerance: 0.5 * 10f64.powi(-(decimals as i32)) * multiplier,
+        tolerance: half * multiplier,
         rate: !unit.is_empty(),
     })
+}
+
+/// A latency's left side: the path (before a ':', or before the first
+/// `.ipv4` / `.ipv6`), then the cell or `FAMILY.idle`, then `latency` and its
+/// way and statistic.
+fn parse_latency(lhs: &str) -> Result<Subject, String> {
+    let (path, key) = match lhs.rsplit_once(':') {
+        Some((p, k)) => (Some(p.trim()), k.trim()),
+        None => match ["ipv4.", "ipv6."]
+            .iter()
+            .filter_map(|f| lhs.find(&format!(".{f}")))
+            .min()
+        {
+            Some(i) => (Some(&lhs[..i]), &lhs[i + 1..]),
+            None => (None, lhs),
+        },
+    };
+    if path == Some("") {
+        return Err(format!("no path before the cell in '{lhs}'"));
+    }
+    let parts: Vec<&str> = key.split('.').collect();
+    let at = parts
+        .iter()
+        .position(|w| *w == "latency")
+        .ok_or_else(|| format!("'{key}' has no '.latency' after its cell"))?;
+    let (before, after) = (&parts[..at], &parts[at + 1..]);
+    let phase = match before {
+        [family, "idle"] => Phase::Idle(match *family {
+            "ipv4" => crate::vocab::Family::Ipv4,
+            "ipv6" => crate::vocab::Family::Ipv6,
+            f => return Err(format!("unknown family '{f}' in '{key}' (ipv4 or ipv6)")),
+        }),
+        [] => return Err(format!("no cell before '.latency' in '{lhs}'")),
+        cell => Phase::Loaded(
+            Cell::parse_key(&cell.join("."))
+                .ok_or_else(|| Cell::parts_problem(cell, &cell.join(".")))?,
+        ),
+    };
+    let mut way = Way::Rtt;
+    let mut percentile = Percentile::Median;
+    let mut rest = after;
+    if let Some(w) = rest.first().and_then(|w| {
+        [Way::Rtt, Way::Forward, Way::Reverse]
+            .into_iter()
+            .find(|x| x.word() == *w)
+    }) {
+        way = w;
+        rest = &rest[1..];
+    }
+    if let Some(p) = rest
+        .first()
+        .and_then(|w| Percentile::ALL.into_iter().find(|x| x.word() == *w))
+    {
+        percentile = p;
+        rest = &rest[1..];
+    }
+    if let Some(w) = rest.first() {
+        return Err(format!(
+            "unknown latency figure '{w}' in '{lhs}' (rtt, forward or reverse, then median, p90, p99, max, min or mean)"
+        ));
+    }
+    Ok(Subject::Latency {
+        path: path.map(str::to_string),
+        phase,
+        way,
+        percentile,
+    })
+}
+
+/// A time as milliseconds, with half a unit of the last digit written: `20ms`,
+/// `500us`, `0.02s`; a bare number is milliseconds.
+fn parse_time(s: &str) -> Result<(f64, f64), String> {
+    let (value, unit, half) = number_and_unit(s, "a time (e.g. 20ms, 500us, 0.1s)")?;
+    let scale = match unit {
+        "" | "ms" => 1.0,
+        "us" | "µs" => 1e-3,
+        "s" => 1e3,
+        _ => {
+            return Err(format!(
+                "unknown unit '{unit}' in '{s}': a latency is compared with a time in ms, us or s, e.g. 20ms"
+            ));
+        }
+    };
+    Ok((value * scale, half * scale))
 }
 
 /// `wg/raw` as ("wg", "raw"); with more slashes (scenario labels) the middle
@@ -315,6 +423,87 @@ mod tests {
             &e.subject,
             Subject::Ratio { numerator, denominator, .. } if numerator == "fast/wg" && denominator == "fast/raw"
         ));
+    }
+
+    #[test]
+    fn latency_forms_parse() {
+        let lat = |s: &str| {
+            let e = parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            match e.subject {
+                Subject::Latency {
+                    path,
+                    phase,
+                    way,
+                    percentile,
+                } => (path, phase, way, percentile, e.value),
+                other => panic!("{s}: {other:?}"),
+            }
+        };
+        let loaded = Phase::Loaded(cell("ipv4.tcp.sender"));
+        // The issue's form, the path before the cell with a dot, and with ':'.
+        for s in [
+            "fast/raw.ipv4.tcp.sender.latency.p99 <= 20ms",
+            "fast/raw:ipv4.tcp.sender.latency.p99 <= 20ms",
+            "fast/raw:ipv4.tcp.sender.latency.rtt.p99 <= 20",
+        ] {
+            assert_eq!(
+                lat(s),
+                (
+                    Some("fast/raw".into()),
+                    loaded,
+                    Way::Rtt,
+                    Percentile::P99,
+                    20.0
+                ),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            lat("ipv4.tcp.sender.latency < 0.5s"),
+            (None, loaded, Way::Rtt, Percentile::Median, 500.0)
+        );
+        assert_eq!(
+            lat("wg:ipv6.udp.receiver.p6.latency.forward.max <= 1500us"),
+            (
+                Some("wg".into()),
+                Phase::Loaded(cell("ipv6.udp.receiver.p6")),
+                Way::Forward,
+                Percentile::Max,
+                1.5
+            )
+        );
+        assert_eq!(
+            lat("raw:ipv6.idle.latency.reverse >= 0.01ms"),
+            (
+                Some("raw".into()),
+                Phase::Idle(crate::vocab::Family::Ipv6),
+                Way::Reverse,
+                Percentile::Median,
+                0.01
+            )
+        );
+        assert_eq!(
+            parse("ipv4.idle.latency == 40.0ms").unwrap().tolerance,
+            0.05
+        );
+        for (s, what) in [
+            (
+                "ipv4.tcp.sender.latency <= 20M",
+                "unknown unit 'M' in '20M': a latency is compared with a time",
+            ),
+            (
+                "ipv4.tcp.sender.latency.p95 <= 20ms",
+                "unknown latency figure 'p95'",
+            ),
+            ("ipv4.tcp.latency <= 20ms", "'ipv4.tcp' is not a cell"),
+            ("ipv5.idle.latency <= 20ms", "unknown family 'ipv5'"),
+            ("raw:latency <= 20ms", "no cell before '.latency'"),
+            (":ipv4.idle.latency <= 1ms", "no path before the cell"),
+        ] {
+            let e = parse(s).expect_err(s);
+            assert!(e.starts_with(what), "{s}: {e}");
+            assert!(e.contains("CELL.latency[.WAY][.STAT]"), "{s}: {e}");
+        }
     }
 
     #[test]
