@@ -66,6 +66,22 @@ fn matrix_with_udp_search_and_json_results() {
             c["min_bps"].as_f64().unwrap() > 1e6,
             "{key}: a veth moves more than 1 Mbit/s"
         );
+        // The receiving end's rate per second, for charts over time: every run
+        // but a UDP upload's, whose client sees only what it offered.
+        let udp_upload = c["cell"]["protocol"] == "udp" && c["cell"]["direction"] == "sender";
+        for r in c["runs"].as_array().unwrap() {
+            let iv = r["intervals_bps"].as_array();
+            if udp_upload {
+                assert!(iv.is_none(), "{key}: {r}");
+            } else {
+                let iv = iv.unwrap_or_else(|| panic!("{key}: no intervals in {r}"));
+                assert!(
+                    !iv.is_empty() && iv.iter().all(|b| b.as_f64().unwrap() > 1e6),
+                    "{key}: {r}"
+                );
+                assert_eq!(r["interval_seconds"], 1.0, "{key}");
+            }
+        }
         if c["cell"]["protocol"] == "udp" {
             let s = &c["search"];
             let trials = s["trials"].as_array().unwrap();

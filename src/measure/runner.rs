@@ -562,6 +562,7 @@ fn udp_trial(r: &TestReport, asked: f64) -> Trial {
 
 fn to_run(r: &TestReport, offered: Option<f64>, sender_limited: bool) -> Run {
     let d = r.forward();
+    let intervals = receiving_intervals(r);
     let udp = r.protocol == Protocol::Udp;
     Run {
         bits_per_second: d.received_bps,
@@ -575,9 +576,27 @@ fn to_run(r: &TestReport, offered: Option<f64>, sender_limited: bool) -> Run {
         sender_limited,
         cpu_client: r.cpu_local.total,
         cpu_server: r.cpu_remote.total,
-        intervals_bps: Vec::new(),
-        interval_seconds: None,
+        interval_seconds: (!intervals.is_empty()).then_some(1.0),
+        intervals_bps: intervals,
     }
+}
+
+/// The rate per one-second interval at the receiving end, as the client
+/// recorded it: a download's (the client receives) or a TCP upload's (what the
+/// client sent, which TCP holds to what arrives, give or take the socket
+/// buffers). A UDP upload's would be the offered rate, not what arrived: none.
+fn receiving_intervals(r: &TestReport) -> Vec<f64> {
+    if r.protocol == Protocol::Udp && !r.params.reverse {
+        return Vec::new();
+    }
+    r.intervals
+        .iter()
+        .filter(|iv| !iv.omitted && iv.end > iv.start)
+        .map(|iv| {
+            let bytes: u64 = iv.streams.iter().map(|&(_, b, _)| b).sum();
+            bytes as f64 * 8.0 / (iv.end - iv.start)
+        })
+        .collect()
 }
 
 /// Measure every cell of `spec` in the running lab.
@@ -764,7 +783,8 @@ pub fn measure(
             bind: None,
             params,
             connect_timeout: Duration::from_secs(5),
-            intervals: false,
+            // Per-second records, for the reports' charts over time.
+            intervals: true,
             abort: None,
         };
         let result = (|| -> Result<CellResult> {
