@@ -1,6 +1,6 @@
 //! The matrix before it is laid out: the heading line, then rows = cells and
-//! per path best, median, min-max (and the UDP rate with its loss), CPU, and
-//! the ratio columns, with their footnotes and legend, laid out as markdown
+//! per path best, median, min-max (and the UDP rate with its loss), CPU, the
+//! latency probes' round trips where they ran, and the ratio columns, with their footnotes and legend, laid out as markdown
 //! (`--format md`); the text report prints views instead ([`crate::report::views`]).
 
 use crate::measure::model::Results;
@@ -38,14 +38,23 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     let cells = ordered_cells(r);
     let with_udp = cells.iter().any(|c| c.protocol == Proto::Udp);
 
+    // Round trips where the latency probes ran: idle, under the cell's load,
+    // and that load's p99.
+    let with_latency = r
+        .paths
+        .iter()
+        .any(|p| !p.idle_latency.is_empty() || p.cells.iter().any(|c| c.latency.is_some()));
     let mut long_columns = vec!["cell".to_string()];
-    let names: &[&str] = if with_udp {
-        &["best", "median", "min-max", "-b / rcvd (loss)", "cpu c/s"]
+    let mut names: Vec<&str> = if with_udp {
+        vec!["best", "median", "min-max", "-b / rcvd (loss)", "cpu c/s"]
     } else {
-        &["best", "median", "min-max", "cpu c/s"]
+        vec!["best", "median", "min-max", "cpu c/s"]
     };
+    if with_latency {
+        names.push(RTT_COLUMN);
+    }
     for p in &r.paths {
-        for n in names {
+        for n in &names {
             long_columns.push(format!("{} {n}", p.label()));
         }
     }
@@ -107,6 +116,9 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
                     .map(cpu)
                     .unwrap_or_default(),
             );
+            if with_latency {
+                figures.push(round_trips(p, c));
+            }
             row.extend(figures);
         }
         // A baseline that measures only the other family (native IPv6 against
@@ -174,6 +186,11 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     legend.push(
         "cpu c/s: median CPU use of the client and the server, percent of one core.".to_string(),
     );
+    if with_latency {
+        legend.push(format!(
+            "{RTT_COLUMN}: the latency probes' median round trip with the path idle (that family's), under the cell's load, and that load's p99."
+        ));
+    }
     if !others.is_empty() {
         legend.push(format!(
             "Ratios: a path's median divided by {}'s.",
@@ -192,6 +209,32 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
         notes,
         legend,
     }
+}
+
+const RTT_COLUMN: &str = "RTT ms idle / load / p99";
+
+/// "0.22 / 2.28 / 4.63"; "-" for a figure the probes did not give.
+fn round_trips(p: &crate::measure::model::PathResult, c: &Cell) -> String {
+    use crate::report::views::ms;
+    let idle = p
+        .idle_latency
+        .iter()
+        .find(|(f, _)| *f == c.family)
+        .map(|(_, l)| ms(l.rtt_ms.median));
+    let loaded = p
+        .cell(c)
+        .filter(|cr| cr.error.is_none())
+        .and_then(|cr| cr.latency.as_ref());
+    if idle.is_none() && loaded.is_none() {
+        return String::new();
+    }
+    let dash = || "-".to_string();
+    format!(
+        "{} / {} / {}",
+        idle.unwrap_or_else(dash),
+        loaded.map(|l| ms(l.rtt_ms.median)).unwrap_or_else(dash),
+        loaded.map(|l| ms(l.rtt_ms.p99)).unwrap_or_else(dash)
+    )
 }
 
 fn cpu(cr: &crate::measure::model::CellResult) -> String {
@@ -224,7 +267,7 @@ pub(crate) fn heading(r: &Results) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::report::{Format, fixture, render};
 
     /// The markdown table's row for `title`, its non-empty cells unescaped.
@@ -281,7 +324,7 @@ mod tests {
 
     #[test]
     fn matrix_rows_ratios_udp_and_failures() {
-        let text = render(&fixture::results(), Format::Md, None);
+        let text = render(&without_probes(fixture::results()), Format::Md, None);
         assert_eq!(
             row(&text, "IPv4 TCP Sender"),
             [
@@ -393,7 +436,7 @@ mod tests {
 
     #[test]
     fn one_path_has_no_ratio_columns() {
-        let mut r = fixture::results();
+        let mut r = without_probes(fixture::results());
         r.paths.truncate(1);
         let text = render(&r, Format::Md, None);
         assert!(!text.contains("ratio"), "{text}");
@@ -404,5 +447,49 @@ mod tests {
         r.paths.clear();
         assert!(render(&r, Format::Md, None).ends_with("\nno paths measured\n"));
         assert!(render(&r, Format::Text, None).ends_with("\nno paths measured\n"));
+    }
+
+    #[test]
+    fn round_trips_get_a_column_where_the_probes_ran() {
+        use crate::report::fixture;
+        let mut r = fixture::main_job();
+        let p = &mut r.paths[0];
+        let label = p.label();
+        let c = p.cells[0].cell;
+        let idle = p
+            .idle_latency
+            .iter()
+            .find(|(f, _)| *f == c.family)
+            .map(|(_, l)| l.rtt_ms.median)
+            .expect("the fixture's idle round trips");
+        let loaded = p.cells[0].latency.clone().expect("the fixture's loaded ones");
+        let md = render(&r, Format::Md, None);
+        assert!(md.contains(&format!("| {label} RTT ms idle / load / p99 ")), "{md}");
+        let want = format!(
+            "{} / {} / {}",
+            crate::report::views::ms(idle),
+            crate::report::views::ms(loaded.rtt_ms.median),
+            crate::report::views::ms(loaded.rtt_ms.p99)
+        );
+        assert!(
+            md.lines().any(|l| l.starts_with(&format!("| {} ", c.title())) && l.contains(&want)),
+            "no {want} in\n{md}"
+        );
+        assert!(md.contains("\nRTT ms idle / load / p99: the latency probes'"), "{md}");
+        // Results without probes (saved before there were any) have no such column.
+        assert!(!render(&without_probes(r), Format::Md, None).contains("RTT ms"));
+    }
+
+    /// Results as saved before the latency probes: no round-trip column.
+    pub(in crate::report::table) fn without_probes(
+        mut r: crate::measure::model::Results,
+    ) -> crate::measure::model::Results {
+        for p in &mut r.paths {
+            p.idle_latency.clear();
+            for c in &mut p.cells {
+                c.latency = None;
+            }
+        }
+        r
     }
 }
