@@ -17,7 +17,11 @@ fn graph_dot_shows_nodes_links_interfaces_and_addresses() {
     // WireGuard, L2TP/IPsec and IKEv2 tunnels from the PC to the server.
     assert_eq!(s.matches(" -- ").count(), 13);
     // The softwire's datapath is "auto": the kernel's where the kernel can.
-    let dp = if kernel_has_seg6() { "kernel" } else { "userspace" };
+    let dp = if kernel_has_seg6() {
+        "kernel"
+    } else {
+        "userspace"
+    };
     assert!(
         s.contains(&format!(
             "\"openwrt\" -- \"aftr\" [style=dashed, label=\"dslite transix ({dp})\"]"

@@ -817,7 +817,11 @@ fn validate_tells_the_softwire_datapath_this_kernel_gives() {
         text(&o)
     );
     let o = tunbench(&["validate", "--file-only", shipped.to_str().unwrap()]);
-    assert!(o.status.success() && !text(&o).contains("note:"), "{}", text(&o));
+    assert!(
+        o.status.success() && !text(&o).contains("note:"),
+        "{}",
+        text(&o)
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let file = two_b4(dir.path(), "kernel", "userspace", "userspace");

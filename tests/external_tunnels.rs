@@ -511,7 +511,10 @@ fn b4_half_on_the_wire(h: &EmulatedHost, lab: &str, file: &str, dp: &str) {
     assert!(o.status.success(), "up: {}", text(&o));
     // The device takes the AFTR's address, and a raw socket there gets what
     // arrives for it with next header 4 (nothing else in this kernel wants it).
-    ip_in(&h.router, &["addr", "add", "2001:2:0:200::1/128", "dev", "lo"]);
+    ip_in(
+        &h.router,
+        &["addr", "add", "2001:2:0:200::1/128", "dev", "lo"],
+    );
     let (tx, rx) = std::sync::mpsc::channel();
     let router = h.router.clone();
     let listener = std::thread::spawn(move || {
@@ -526,20 +529,45 @@ fn b4_half_on_the_wire(h: &EmulatedHost, lab: &str, file: &str, dp: &str) {
             .unwrap();
         tx.send(()).unwrap();
         let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 2048];
-        let (n, from) = s.recv_from(&mut buf).expect("a softwire packet at the AFTR");
+        let (n, from) = s
+            .recv_from(&mut buf)
+            .expect("a softwire packet at the AFTR");
         // SAFETY: recv_from initialised the first n bytes.
-        let bytes: Vec<u8> = buf[..n].iter().map(|b| unsafe { b.assume_init() }).collect();
+        let bytes: Vec<u8> = buf[..n]
+            .iter()
+            .map(|b| unsafe { b.assume_init() })
+            .collect();
         (bytes, from.as_socket().map(|a| a.ip()))
     });
     rx.recv().unwrap();
     let _ = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-client"), "ping", "-c", "1", "-W", "1"])
+        .args([
+            "netns",
+            "exec",
+            &format!("{lab}-client"),
+            "ping",
+            "-c",
+            "1",
+            "-W",
+            "1",
+        ])
         .arg("198.18.50.10")
         .output();
     let (inner, from) = listener.join().expect("listener");
-    assert_eq!(from, Some("2001:2:0:11::2".parse().unwrap()), "outer source");
-    assert!(inner.len() >= 20 && inner[0] >> 4 == 4, "not IPv4 inside: {inner:?}");
-    assert_eq!(&inner[12..16], &[198, 18, 21, 2], "inner source: the customer");
+    assert_eq!(
+        from,
+        Some("2001:2:0:11::2".parse().unwrap()),
+        "outer source"
+    );
+    assert!(
+        inner.len() >= 20 && inner[0] >> 4 == 4,
+        "not IPv4 inside: {inner:?}"
+    );
+    assert_eq!(
+        &inner[12..16],
+        &[198, 18, 21, 2],
+        "inner source: the customer"
+    );
     assert_eq!(&inner[16..20], &[198, 18, 50, 10], "inner destination: web");
     let d = h.tunbench(&["down", lab]);
     assert!(d.status.success(), "down: {}", text(&d));

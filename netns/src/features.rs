@@ -74,8 +74,20 @@ mod tests {
         assert!(ip(&["netns", "add", &ns]).status.success());
         ip(&["-n", &ns, "link", "set", "lo", "up"]);
         let made = ip(&[
-            "-n", &ns, "-6", "route", "add", "2001:2:0:ff::1/128", "encap", "seg6local",
-            "action", "End.DX4", "nh4", "0.0.0.0", "dev", "lo",
+            "-n",
+            &ns,
+            "-6",
+            "route",
+            "add",
+            "2001:2:0:ff::1/128",
+            "encap",
+            "seg6local",
+            "action",
+            "End.DX4",
+            "nh4",
+            "0.0.0.0",
+            "dev",
+            "lo",
         ]);
         ip(&["netns", "del", &ns]);
         assert_eq!(

@@ -82,7 +82,13 @@ pub fn measure_lab(
     }
     let notes = model_notes(&lab.topology)
         .into_iter()
-        .chain(lab.topology.tunnels.iter().filter_map(|t| t.auto_fallback()).map(|n| n + "."))
+        .chain(
+            lab.topology
+                .tunnels
+                .iter()
+                .filter_map(|t| t.auto_fallback())
+                .map(|n| n + "."),
+        )
         .chain(tunnel_notes(&lab.topology, specs, &mut paths))
         .chain(outside_notes(specs))
         .chain(latency_notes(specs, &mut paths))
@@ -557,10 +563,9 @@ to = { address = "198.18.200.2" }
         assert_eq!((d.bytes_min, d.bytes_max, d.inner_mtu), (40, 40, 1460));
         assert_eq!(cost("native-ipv6"), None);
         assert!(
-            notes
-                .iter()
-                .any(|n| n
-                    .starts_with("path dslite crosses DS-Lite (IPv4 in IPv6) tunnel sw (kernel): 40 bytes")),
+            notes.iter().any(|n| n.starts_with(
+                "path dslite crosses DS-Lite (IPv4 in IPv6) tunnel sw (kernel): 40 bytes"
+            )),
             "{notes:?}"
         );
     }

@@ -292,7 +292,11 @@ ends = [
 "#
         );
         let raw: super::super::raw::RawTopology = toml::from_str(&text).unwrap();
-        let (t, problems) = super::super::resolve::resolve(&raw, Path::new(""), super::super::kernel::KernelFacts::FULL);
+        let (t, problems) = super::super::resolve::resolve(
+            &raw,
+            Path::new(""),
+            super::super::kernel::KernelFacts::FULL,
+        );
         assert!(problems.is_empty(), "{problems:?}");
         t
     }

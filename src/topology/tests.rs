@@ -428,7 +428,11 @@ fn a_softwire_is_auto_by_default_and_auto_follows_the_kernel() {
         assert_eq!(softwire_datapaths(&t), vec![(Kernel, true); 2], "{said:?}");
         assert_eq!(t.tunnels[0].auto_fallback(), None);
         let t = parse_str_for(&text, Path::new("t.toml"), without).unwrap();
-        assert_eq!(softwire_datapaths(&t), vec![(Userspace, true); 2], "{said:?}");
+        assert_eq!(
+            softwire_datapaths(&t),
+            vec![(Userspace, true); 2],
+            "{said:?}"
+        );
         let note = t.tunnels[0].auto_fallback().expect("a note");
         assert!(
             note.contains("tunnel sw runs in tunbench's userspace datapath")
@@ -471,7 +475,9 @@ fn a_kernel_softwire_on_a_kernel_without_seg6_is_refused_where_the_file_asks() {
         .to_string();
     assert!(e.contains("tunnels.sw.aftr.datapath"), "{e}");
     let bad = softwire(Some("fast"));
-    let e = parse_str(&bad, Path::new("t.toml")).unwrap_err().to_string();
+    let e = parse_str(&bad, Path::new("t.toml"))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("datapath \"fast\" is not one of \"auto\", \"kernel\", \"userspace\""),
         "{e}"

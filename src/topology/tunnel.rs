@@ -2,8 +2,8 @@
 //! checked: `dslite` (RFC 6333 softwires), `wireguard`, `esp` and `ikev2`;
 //! each kind is one variant of `RawTunnel` and of `TunnelKind`.
 
-use super::model::{NodeKind, Topology};
 use super::kernel::KernelFacts;
+use super::model::{NodeKind, Topology};
 use super::{KeyPath, Problem, int_in, valid_name};
 use ipnetwork::{IpNetwork, Ipv4Network};
 use serde::Deserialize;
@@ -506,7 +506,14 @@ pub fn resolve(
                 )
                 // An external AFTR is the device's own: nothing of this
                 // kernel's is asked of it.
-                .settle(if aftr_external { KernelFacts::FULL } else { kernel }, p);
+                .settle(
+                    if aftr_external {
+                        KernelFacts::FULL
+                    } else {
+                        kernel
+                    },
+                    p,
+                );
                 use crate::codec::dslite::{DEFAULT_MAX_MAPPINGS, DEFAULT_MAX_MAPPINGS_PER_B4};
                 let per_b4_default = DEFAULT_MAX_MAPPINGS_PER_B4 as i64;
                 // No more than the whole table.

@@ -742,11 +742,26 @@ pub fn kernel_has_seg6() -> bool {
                 .output()
                 .expect("running ip")
         };
-        assert!(ip(&["netns", "add", &ns]).status.success(), "ip netns add {ns}");
+        assert!(
+            ip(&["netns", "add", &ns]).status.success(),
+            "ip netns add {ns}"
+        );
         ip(&["-n", &ns, "link", "set", "lo", "up"]);
         let made = ip(&[
-            "-n", &ns, "-6", "route", "add", "2001:2:0:ff::1/128", "encap", "seg6local",
-            "action", "End.DX4", "nh4", "0.0.0.0", "dev", "lo",
+            "-n",
+            &ns,
+            "-6",
+            "route",
+            "add",
+            "2001:2:0:ff::1/128",
+            "encap",
+            "seg6local",
+            "action",
+            "End.DX4",
+            "nh4",
+            "0.0.0.0",
+            "dev",
+            "lo",
         ]);
         ip(&["netns", "del", &ns]);
         made.status.success()
@@ -763,13 +778,19 @@ pub fn up_kernel_softwire(file: &Path, lab: &str) -> Option<LabGuard> {
         return Some(g);
     }
     let t = text(&o);
-    assert_eq!(o.status.code(), Some(2), "a kernel softwire without seg6: {t}");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a kernel softwire without seg6: {t}"
+    );
     assert!(
         t.contains("datapath = \"kernel\" needs") && t.contains("CONFIG_IPV6_SEG6_LWTUNNEL"),
         "the refusal names what the kernel lacks: {t}"
     );
     drop(g);
     assert_gone(lab);
-    eprintln!("this kernel has no SRv6 lightweight tunnels: checked that the kernel softwire is refused");
+    eprintln!(
+        "this kernel has no SRv6 lightweight tunnels: checked that the kernel softwire is refused"
+    );
     None
 }

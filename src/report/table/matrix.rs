@@ -462,9 +462,15 @@ pub(super) mod tests {
             .find(|(f, _)| *f == c.family)
             .map(|(_, l)| l.rtt_ms.median)
             .expect("the fixture's idle round trips");
-        let loaded = p.cells[0].latency.clone().expect("the fixture's loaded ones");
+        let loaded = p.cells[0]
+            .latency
+            .clone()
+            .expect("the fixture's loaded ones");
         let md = render(&r, Format::Md, None);
-        assert!(md.contains(&format!("| {label} RTT ms idle / load / p99 ")), "{md}");
+        assert!(
+            md.contains(&format!("| {label} RTT ms idle / load / p99 ")),
+            "{md}"
+        );
         let want = format!(
             "{} / {} / {}",
             crate::report::views::ms(idle),
@@ -472,10 +478,14 @@ pub(super) mod tests {
             crate::report::views::ms(loaded.rtt_ms.p99)
         );
         assert!(
-            md.lines().any(|l| l.starts_with(&format!("| {} ", c.title())) && l.contains(&want)),
+            md.lines()
+                .any(|l| l.starts_with(&format!("| {} ", c.title())) && l.contains(&want)),
             "no {want} in\n{md}"
         );
-        assert!(md.contains("\nRTT ms idle / load / p99: the latency probes'"), "{md}");
+        assert!(
+            md.contains("\nRTT ms idle / load / p99: the latency probes'"),
+            "{md}"
+        );
         // Results without probes (saved before there were any) have no such column.
         assert!(!render(&without_probes(r), Format::Md, None).contains("RTT ms"));
     }
