@@ -105,6 +105,19 @@ pub struct CellResult {
     /// Latency under this cell's load (probes during the runs, pooled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latency>,
+    /// The tightest ceiling the lab's device models put on this cell's
+    /// traffic: what the model predicts for it, named so a report can say
+    /// what limits a path nobody published a figure for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_limit: Option<ModelLimit>,
+}
+
+/// A ceiling of a device model on a cell's path, and whose it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelLimit {
+    /// What limits it, for a reader: "nvr500 fast path ipv4 udp upload ceiling".
+    pub what: String,
+    pub bps: f64,
 }
 
 impl CellResult {
@@ -129,6 +142,7 @@ impl CellResult {
             search,
             error: None,
             latency: None,
+            model_limit: None,
         }
     }
 
@@ -143,6 +157,7 @@ impl CellResult {
             search: None,
             error: Some(error),
             latency: None,
+            model_limit: None,
         }
     }
 }
