@@ -13,9 +13,9 @@ fn graph_dot_shows_nodes_links_interfaces_and_addresses() {
     assert!(s.contains("\"nvr500\" [shape=ellipse"), "{s}");
     assert!(s.contains("\"sw\" [shape=box3d"), "{s}");
     assert!(s.contains("\"pc\" -- \"nvr500\" [taillabel=\"eth0\\n198.18.11.2/24\\n2001:2:0:11::2/64\", headlabel=\"lan1\\n198.18.11.250/24"), "{s}");
-    // Nine links, the softwire from the OpenWrt B4 to the AFTR, and the
+    // Ten links, the softwire from the OpenWrt B4 to the AFTR, and the
     // WireGuard, L2TP/IPsec and IKEv2 tunnels from the PC to the server.
-    assert_eq!(s.matches(" -- ").count(), 13);
+    assert_eq!(s.matches(" -- ").count(), 14);
     // The softwire's datapath is "auto": the kernel's where the kernel can.
     let dp = if kernel_has_seg6() {
         "kernel"

@@ -264,7 +264,7 @@ fn status_reports_devices_addresses_and_state() {
     assert!(j.status.success(), "{}", text(&j));
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
     let nodes = v[0]["nodes"].as_array().unwrap();
-    assert_eq!(nodes.len(), 9);
+    assert_eq!(nodes.len(), 10);
     let nvr = nodes.iter().find(|n| n["node"] == "nvr500").unwrap();
     let lan1 = nvr["devices"]
         .as_array()
