@@ -268,7 +268,10 @@ fn results_with_reference(published: &str) -> String {
                 path: "raw".into(),
                 cell,
                 published_bps: published.parse::<f64>().unwrap() * 1e6,
+                calibrated: false,
             }],
+            marks_calibration: false,
+            unpredicted: Vec::new(),
         }),
         notes: vec!["the router is a model".into()],
     };

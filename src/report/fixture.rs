@@ -344,6 +344,7 @@ pub(crate) fn main_job() -> Results {
         path: path.into(),
         cell: cell(key),
         published_bps: mbit * 1e6,
+        calibrated: false,
     };
     let mut figures = Vec::new();
     for (p, f) in [
@@ -372,6 +373,8 @@ pub(crate) fn main_job() -> Results {
             ),
             tolerance: Tolerance::DEFAULT,
             figures,
+            marks_calibration: false,
+            unpredicted: Vec::new(),
         }),
         notes: vec![
             "the NVR500 is a model calibrated from the seed's figures (profiles/nvr500.toml), not the device".into(),

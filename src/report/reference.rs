@@ -369,6 +369,7 @@ mod tests {
             path: path.into(),
             cell: Cell::parse_key(key).unwrap(),
             published_bps: mbit * 1e6,
+            calibrated: false,
         }
     }
 
@@ -391,6 +392,8 @@ mod tests {
                 figure("wg", "ipv6.tcp.sender", 280.0),
                 figure("gre", "ipv4.tcp.sender", 500.0),
             ],
+            marks_calibration: false,
+            unpredicted: Vec::new(),
         });
         r
     }
