@@ -7,13 +7,21 @@
 //! the threshold (the search's result), or the best run when there was no
 //! search.
 //!
-//! [`check`] is `--expect-reference`: every measured cell within tolerance.
+//! Where the reference says which figures the lab's device models were
+//! calibrated from (`calibrated`), each comparison is marked [`Basis`]
+//! `calibrated` (a replay: agreement checks the emulation) or `predicted` (a
+//! test of the model), and the summary counts them apart. Figures the lab does
+//! not predict (`[[reference.unpredicted]]`) are listed with the reason and
+//! compared with nothing.
+//!
+//! [`check`] is `--expect-reference`: every measured cell within tolerance,
+//! calibrated and predicted alike.
 
 use super::expect::Failure;
 use super::md::{md_escape, md_table};
 use super::{loss_within, mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
 use crate::measure::model::{CellResult, Results};
-use crate::topology::reference::{PublishedFigure, Reference, Tolerance};
+use crate::topology::reference::{PublishedFigure, Reference, Tolerance, Unpredicted};
 use crate::vocab::{Cell, Proto};
 use std::fmt::Write;
 
@@ -32,11 +40,42 @@ pub enum Outcome {
     },
 }
 
+/// Whether the lab's device models were set from a published figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The models were calibrated from it: measuring it again replays the
+    /// calibration, so agreement checks the emulation, not the model.
+    Calibrated,
+    /// The models were not set from it: agreement tests their prediction.
+    Predicted,
+}
+
+impl Basis {
+    pub fn word(self) -> &'static str {
+        match self {
+            Basis::Calibrated => "calibrated",
+            Basis::Predicted => "predicted",
+        }
+    }
+
+    /// A figure's basis where the reference marks calibration; `None` where
+    /// the file does not say.
+    pub fn of(reference: &Reference, f: &PublishedFigure) -> Option<Basis> {
+        reference.marks_calibration.then_some(if f.calibrated {
+            Basis::Calibrated
+        } else {
+            Basis::Predicted
+        })
+    }
+}
+
 /// One published figure and what the run measured for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison<'a> {
     pub figure: &'a PublishedFigure,
     pub outcome: Outcome,
+    /// Calibrated or predicted, where the reference says.
+    pub basis: Option<Basis>,
 }
 
 /// A cell's figure as the seed's table has it.
@@ -77,7 +116,11 @@ pub fn compare<'a>(r: &Results, reference: &'a Reference) -> Vec<Comparison<'a>>
                     }
                 },
             };
-            Comparison { figure, outcome }
+            Comparison {
+                figure,
+                outcome,
+                basis: Basis::of(reference, figure),
+            }
         })
         .collect()
 }
@@ -90,9 +133,65 @@ fn measured_cell<'r>(r: &'r Results, figure: &PublishedFigure) -> Option<&'r Cel
         .and_then(|p| p.cell(&figure.cell))
 }
 
+/// The published figure for a path's cell, if there is one.
+pub fn published<'a>(
+    reference: &'a Reference,
+    label: &str,
+    cell: &Cell,
+) -> Option<&'a PublishedFigure> {
+    reference
+        .figures
+        .iter()
+        .find(|f| f.path == label && f.cell == *cell)
+}
+
+/// Every measured cell with no published figure, where the reference marks
+/// calibration (so the lab has a model whose prediction the cell is): (path
+/// index, cell) in the results' path order, cells in the seed's order. Failed
+/// cells predict nothing and are left out. Empty where the reference does not
+/// mark calibration.
+pub fn unpublished(r: &Results) -> Vec<(usize, &CellResult)> {
+    let Some(reference) = r.reference.as_ref().filter(|x| x.marks_calibration) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, p) in r.paths.iter().enumerate() {
+        let label = p.label();
+        let mut cells: Vec<&CellResult> = p
+            .cells
+            .iter()
+            .filter(|c| c.error.is_none() && published(reference, &label, &c.cell).is_none())
+            .collect();
+        cells.sort_by_key(|c| seed_order(&c.cell));
+        out.extend(cells.into_iter().map(|c| (i, c)));
+    }
+    out
+}
+
+/// "not predicted: WHAT, published 300 Mbit/s: WHY", one per unpredicted figure.
+pub(crate) fn unpredicted_lines(reference: &Reference) -> Vec<String> {
+    reference
+        .unpredicted
+        .iter()
+        .map(
+            |Unpredicted {
+                 what,
+                 published_bps,
+                 why,
+             }| {
+                format!(
+                    "not predicted: {what}, published {} Mbit/s: {why}",
+                    plain(published_bps / 1e6)
+                )
+            },
+        )
+        .collect()
+}
+
 /// The section's rows: path (on a group's first row only), cell, published,
-/// measured, ratio, and the verdict.
-fn rows(r: &Results, reference: &Reference) -> Vec<[String; 6]> {
+/// measured, ratio, the verdict, and where the reference marks calibration
+/// the basis.
+fn rows(r: &Results, reference: &Reference) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut last_path = "";
     for c in compare(r, reference) {
@@ -137,29 +236,34 @@ fn rows(r: &Results, reference: &Reference) -> Vec<[String; 6]> {
                 },
             ),
         };
-        out.push([
+        let mut row = vec![
             path,
             f.cell.title(),
             plain(f.published_bps / 1e6),
             measured,
             ratio,
             verdict,
-        ]);
+        ];
+        if let Some(b) = c.basis {
+            row.push(b.word().to_string());
+        }
+        out.push(row);
     }
     out
 }
 
-const HEADER: [&str; 6] = [
+const HEADER: [&str; 7] = [
     "path",
     "cell",
     "published",
     "measured",
     "ratio",
     "tolerance",
+    "basis",
 ];
 
 /// Columns written left-aligned; the figures are right-aligned.
-const LEFT: [bool; 6] = [true, true, false, false, false, true];
+const LEFT: [bool; 7] = [true, true, false, false, false, true, true];
 
 /// The same section as GitHub markdown.
 pub(crate) fn markdown(r: &Results) -> Option<String> {
@@ -169,18 +273,57 @@ pub(crate) fn markdown(r: &Results) -> Option<String> {
     let legend: Vec<String> = legend(r, reference).iter().map(|l| esc(l)).collect();
     out.push_str(&legend.join("\n"));
     out.push_str("\n\n");
-    let table: Vec<Vec<String>> = std::iter::once(HEADER.map(String::from).to_vec())
-        .chain(rows(r, reference).into_iter().map(|row| row.to_vec()))
-        .map(|row| row.iter().map(|s| esc(s)).collect())
-        .collect();
-    out.push_str(&md_table(&table, &LEFT));
+    let n = if reference.marks_calibration { 7 } else { 6 };
+    let table: Vec<Vec<String>> =
+        std::iter::once(HEADER[..n].iter().map(|h| h.to_string()).collect())
+            .chain(rows(r, reference))
+            .map(|row: Vec<String>| row.iter().map(|s| esc(s)).collect())
+            .collect();
+    out.push_str(&md_table(&table, &LEFT[..n]));
     let _ = writeln!(out, "\n{}", esc(&summary(r, reference)));
+    let unpredicted = unpredicted_lines(reference);
+    if !unpredicted.is_empty() {
+        out.push('\n');
+        for l in unpredicted {
+            let _ = writeln!(out, "- {}", esc(&l));
+        }
+    }
     let streams = streams_lines(r);
     if !streams.is_empty() {
         out.push('\n');
         for l in streams {
             let _ = writeln!(out, "- {}", esc(&l));
         }
+    }
+    if let Some(v) = super::views::predictions(r) {
+        let _ = write!(out, "\n### {}\n\n", esc(&v.title));
+        let legend: Vec<String> = v.legend.iter().map(|l| esc(l)).collect();
+        out.push_str(&legend.join("\n"));
+        out.push_str("\n\n");
+        let mut last = String::new();
+        let table: Vec<Vec<String>> =
+            std::iter::once(v.columns.iter().map(|c| c.header().to_string()).collect())
+                .chain(v.rows.iter().map(|row| {
+                    v.columns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let t = c.text(row);
+                            // The path on a group's first row only, as above.
+                            if i == 0 {
+                                if t == last {
+                                    return String::new();
+                                }
+                                last = t.clone();
+                            }
+                            t
+                        })
+                        .collect()
+                }))
+                .map(|row: Vec<String>| row.iter().map(|s| esc(s)).collect())
+                .collect();
+        let left: Vec<bool> = v.columns.iter().map(|c| c.left()).collect();
+        out.push_str(&md_table(&table, &left));
     }
     Some(out)
 }
@@ -207,13 +350,21 @@ pub(crate) fn legend(r: &Results, reference: &Reference) -> Vec<String> {
         );
     }
     measured.push('.');
-    vec![
+    let mut out = vec![
         measured,
         format!(
             "ratio: measured / published; ok within {}.",
             tolerances(&reference.tolerance)
         ),
-    ]
+    ];
+    if reference.marks_calibration {
+        out.push(
+            "basis: calibrated, the lab's device models were set from this figure, so agreeing with it \
+             checks the emulation; predicted, they were not, so agreeing with it tests the model."
+                .to_string(),
+        );
+    }
+    out
 }
 
 /// "TCP +-15 %, UDP +-25 %".
@@ -225,9 +376,54 @@ fn tolerances(t: &Tolerance) -> String {
     )
 }
 
-/// "9 of 11 cells within tolerance (TCP +-15 %, UDP +-25 %); 1 not measured".
+/// "9 of 11 cells within tolerance (TCP +-15 %, UDP +-25 %); 1 not measured";
+/// where the reference marks calibration, calibrated and predicted cells
+/// apart: "14 of 14 calibrated cells reproduced within tolerance; 9 of 10
+/// predicted cells within tolerance (1 failed); tolerance TCP +-15 %, UDP
+/// +-25 %".
 pub(crate) fn summary(r: &Results, reference: &Reference) -> String {
     let all = compare(r, reference);
+    if reference.marks_calibration {
+        let part = |basis: Basis| {
+            let of: Vec<&Outcome> = all
+                .iter()
+                .filter(|c| c.basis == Some(basis))
+                .map(|c| &c.outcome)
+                .collect();
+            let count = |f: &dyn Fn(&Outcome) -> bool| of.iter().filter(|o| f(o)).count();
+            let within = count(&|o| matches!(o, Outcome::Measured { within: true, .. }));
+            let measured = count(&|o| matches!(o, Outcome::Measured { .. }));
+            let missing = count(&|o| *o == Outcome::NotMeasured);
+            let failed = count(&|o| matches!(o, Outcome::Failed(_)));
+            let word = basis.word();
+            if of.is_empty() {
+                return format!("no {word} cells");
+            }
+            let mut s = match basis {
+                Basis::Calibrated => {
+                    format!("{within} of {measured} {word} cells reproduced within tolerance")
+                }
+                Basis::Predicted => format!("{within} of {measured} {word} cells within tolerance"),
+            };
+            let mut rest = Vec::new();
+            if missing > 0 {
+                rest.push(format!("{missing} not measured"));
+            }
+            if failed > 0 {
+                rest.push(format!("{failed} failed"));
+            }
+            if !rest.is_empty() {
+                let _ = write!(s, " ({})", rest.join(", "));
+            }
+            s
+        };
+        return format!(
+            "{}; {}; tolerance {}",
+            part(Basis::Calibrated),
+            part(Basis::Predicted),
+            tolerances(&reference.tolerance)
+        );
+    }
     let count = |f: &dyn Fn(&Outcome) -> bool| all.iter().filter(|c| f(&c.outcome)).count();
     let within = count(&|o| matches!(o, Outcome::Measured { within: true, .. }));
     let measured = count(&|o| matches!(o, Outcome::Measured { .. }));
@@ -299,7 +495,10 @@ pub fn check(r: &Results) -> Vec<Failure> {
     for c in &all {
         let f = c.figure;
         let fail = |measured: Option<f64>, message: String| Failure {
-            expectation: format!("reference {}", f.path),
+            expectation: match c.basis {
+                Some(b) => format!("reference {} ({})", f.path, b.word()),
+                None => format!("reference {}", f.path),
+            },
             cell: Some(f.cell),
             measured,
             message,
