@@ -833,4 +833,221 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
             ["reference: none of the 1 published figures was measured; paths: raw, wg"]
         );
     }
+
+    /// The fixture with published figures, marked: raw's IPv4 TCP cells (one
+    /// within tolerance, one out) and a cell the run did not measure were
+    /// calibrated from; the rest are predictions. A figure the lab does not
+    /// predict, and a model ceiling on a cell nobody published.
+    fn with_calibration() -> Results {
+        let mut r = with_reference();
+        let reference = r.reference.as_mut().unwrap();
+        reference.marks_calibration = true;
+        for f in &mut reference.figures {
+            f.calibrated = f.path == "raw"
+                && matches!(
+                    f.cell.key().as_str(),
+                    "ipv4.tcp.sender" | "ipv4.tcp.receiver" | "ipv6.udp.receiver"
+                );
+        }
+        reference.unpredicted.push(Unpredicted {
+            what: "RBBS speed test".into(),
+            published_bps: 300e6,
+            why: "its limit is the NGN's test server".into(),
+        });
+        let udp = &mut r.paths[1].cells[2];
+        assert_eq!(udp.cell.key(), "ipv4.udp.sender");
+        udp.model_limit = Some(crate::measure::model::ModelLimit {
+            what: "router fast path ipv4 udp upload ceiling".into(),
+            bps: 29.43e6,
+        });
+        r
+    }
+
+    const CALIBRATED_SECTION: &str = "\
+ratio: measured / published; ok within TCP +-15 %, UDP +-25 %.
+basis: calibrated, the lab's device models were set from this figure, so agreeing with it checks the emulation;
+predicted, they were not, so agreeing with it tests the model.
+
+path  cell                published                    measured  ratio  tolerance     basis
+raw   IPv4 TCP Sender           941                         941   1.00  ok            calibrated
+      IPv4 TCP Receiver         790                         940   1.19  OUT (+19 %)   calibrated
+      IPv4 UDP Sender           347  350 (347 rcvd, 0.9 % lost)   1.01  ok            predicted
+      IPv4 UDP Receiver         955  960 (955 rcvd, 0.5 % lost)   1.01  ok            predicted
+      IPv6 UDP Receiver         940                           -      -  not measured  calibrated
+      IPv4 TCP Sender x6     656.69                         941   1.43  OUT (+43 %)   predicted
+wg    IPv4 TCP Sender           300                         292   0.97  ok            predicted
+      IPv6 TCP Sender           280                           -      -  failed [1]    predicted
+gre   IPv4 TCP Sender           500                           -      -  not measured  predicted
+
+[1] wg IPv6 TCP Sender: connecting to [fd00:9::2]:5201: connection refused
+
+1 of 2 calibrated cells reproduced within tolerance (1 not measured); 3 of 4 predicted cells within tolerance (1 not
+measured, 1 failed); tolerance TCP +-15 %, UDP +-25 %
+not predicted: RBBS speed test, published 300 Mbit/s: its limit is the NGN's test server
+raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
+
+Predictions for cells nobody published
+======================================
+What does the lab's model predict where no figure was published?
+Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %
+(the best run where there was no search). Nobody published these cells: each figure is the lab model's prediction, not
+tested against a published one.
+limited by: the tightest ceiling the lab's device models put on the cell's traffic, as the run recorded it; empty where
+it recorded none.
+
+path  cell               measured  limited by
+raw   IPv6 TCP Sender         928
+wg    IPv4 TCP Receiver       470
+      IPv4 UDP Sender         120  router fast path ipv4 udp upload ceiling 29.43 Mbit/s
+      IPv4 UDP Receiver       500
+";
+
+    #[test]
+    fn calibrated_and_predicted_cells_are_marked_and_counted_apart() {
+        let r = with_calibration();
+        let reference = r.reference.as_ref().unwrap();
+        let bases: Vec<String> = compare(&r, reference)
+            .iter()
+            .map(|c| format!("{}:{} {:?}", c.figure.path, c.figure.cell, c.basis))
+            .collect();
+        assert_eq!(
+            bases,
+            [
+                "raw:ipv4.tcp.sender Some(Calibrated)",
+                "raw:ipv4.tcp.receiver Some(Calibrated)",
+                "raw:ipv4.udp.sender Some(Predicted)",
+                "raw:ipv4.udp.receiver Some(Predicted)",
+                "raw:ipv6.udp.receiver Some(Calibrated)",
+                "raw:ipv4.tcp.sender.p6 Some(Predicted)",
+                "wg:ipv4.tcp.sender Some(Predicted)",
+                "wg:ipv6.tcp.sender Some(Predicted)",
+                "gre:ipv4.tcp.sender Some(Predicted)",
+            ]
+        );
+        assert_eq!(
+            summary(&r, reference),
+            "1 of 2 calibrated cells reproduced within tolerance (1 not measured); 3 of 4 predicted cells \
+             within tolerance (1 not measured, 1 failed); tolerance TCP +-15 %, UDP +-25 %"
+        );
+        // Nothing calibrated, or nothing predicted, is said so.
+        let mut all = r.clone();
+        for f in &mut all.reference.as_mut().unwrap().figures {
+            f.calibrated = true;
+        }
+        assert_eq!(
+            summary(&all, all.reference.as_ref().unwrap()),
+            "4 of 6 calibrated cells reproduced within tolerance (2 not measured, 1 failed); no predicted cells; \
+             tolerance TCP +-15 %, UDP +-25 %"
+        );
+        // Without marks, no cell has a basis and the summary is as before.
+        let plain = with_reference();
+        assert!(
+            compare(&plain, plain.reference.as_ref().unwrap())
+                .iter()
+                .all(|c| c.basis.is_none())
+        );
+
+        // The text report: the published view with its basis column, the
+        // summary, what the lab does not predict, then the predictions.
+        let text = render(&r, Format::Text, None);
+        let at = text.find("ratio: measured / published").unwrap();
+        let end = text.find("\nraw across").unwrap_or(text.len());
+        let section = &text[at..end];
+        assert!(section.starts_with(CALIBRATED_SECTION), "{section}");
+    }
+
+    #[test]
+    fn markdown_marks_the_basis_and_lists_predictions() {
+        let md = render(&with_calibration(), Format::Md, None);
+        for want in [
+            "| path | cell               | published |                   measured | ratio | tolerance    | basis      |\n\
+             | :--- | :----------------- | --------: | -------------------------: | ----: | :----------- | :--------- |\n\
+             | raw  | IPv4 TCP Sender    |       941 |                        941 |  1.00 | ok           | calibrated |\n",
+            "|      | IPv4 TCP Sender x6 |    656.69 |                        941 |  1.43 | OUT (+43 %)  | predicted  |\n",
+            "\n1 of 2 calibrated cells reproduced within tolerance (1 not measured); 3 of 4 predicted cells \
+             within tolerance (1 not measured, 1 failed); tolerance TCP +-15 %, UDP +-25 %\n\n\
+             - not predicted: RBBS speed test, published 300 Mbit/s: its limit is the NGN's test server\n",
+            "\n### Predictions for cells nobody published\n\n",
+            "| path | cell              | measured | limited by                                            |\n\
+             | :--- | :---------------- | -------: | :---------------------------------------------------- |\n\
+             | raw  | IPv6 TCP Sender   |      928 |                                                       |\n\
+             | wg   | IPv4 TCP Receiver |      470 |                                                       |\n\
+             |      | IPv4 UDP Sender   |      120 | router fast path ipv4 udp upload ceiling 29.43 Mbit/s |\n",
+        ] {
+            assert!(md.contains(want), "{want}\nnot in\n{md}");
+        }
+        // Unmarked: no basis column and no predictions, however many ceilings.
+        let mut r = with_reference();
+        r.paths[1].cells[2].model_limit = with_calibration().paths[1].cells[2].model_limit.clone();
+        let md = render(&r, Format::Md, None);
+        assert!(!md.contains("basis") && !md.contains("Predictions"), "{md}");
+    }
+
+    #[test]
+    fn unpredicted_figures_without_calibration_marks() {
+        let mut r = with_reference();
+        r.reference.as_mut().unwrap().unpredicted.push(Unpredicted {
+            what: "RBBS speed test".into(),
+            published_bps: 300e6,
+            why: "the NGN's test server".into(),
+        });
+        let text = render(&r, Format::Text, None);
+        let line = "not predicted: RBBS speed test, published 300 Mbit/s: the NGN's test server\n";
+        assert!(
+            text.contains(&format!("1 failed\n{line}raw IPv4 TCP Sender: 6 streams")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("basis") && !text.contains("Predictions"),
+            "{text}"
+        );
+        // Otherwise it is the report without them.
+        let plain = render(&with_reference(), Format::Text, None);
+        assert_eq!(text.replacen(line, "", 1), plain);
+    }
+
+    #[test]
+    fn expect_reference_checks_both_kinds_and_names_the_basis() {
+        let f: Vec<String> = check(&with_calibration())
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        assert_eq!(
+            f,
+            [
+                "reference raw (calibrated): ipv4.tcp.receiver: measured 940.0 Mbit/s against published \
+                 790.0 Mbit/s (ratio 1.19, +19 %, outside +-15 %)",
+                "reference raw (predicted): ipv4.tcp.sender.p6: measured 941.0 Mbit/s against published \
+                 656.7 Mbit/s (ratio 1.43, +43 %, outside +-15 %)",
+                "reference wg (predicted): ipv6.tcp.sender: failed: connecting to [fd00:9::2]:5201: connection refused",
+            ]
+        );
+    }
+
+    #[test]
+    fn json_keeps_the_marks_the_limits_and_the_unpredicted() {
+        let r = with_calibration();
+        let s = render(&r, Format::Json, None);
+        for want in [
+            "\"calibrated\": true",
+            "\"marks_calibration\": true",
+            "\"unpredicted\": [",
+            "\"why\": \"its limit is the NGN's test server\"",
+            "\"model_limit\": {\n",
+            "\"what\": \"router fast path ipv4 udp upload ceiling\"",
+        ] {
+            assert!(s.contains(want), "{want} not in {s}");
+        }
+        assert_eq!(parse_json(&s, Path::new("r.json")).unwrap(), r);
+        // Unmarked results say nothing of it.
+        let s = render(&with_reference(), Format::Json, None);
+        for absent in [
+            "\"calibrated\"",
+            "marks_calibration",
+            "unpredicted",
+            "model_limit",
+        ] {
+            assert!(!s.contains(absent), "{absent} in {s}");
+        }
+    }
 }

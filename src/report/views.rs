@@ -263,7 +263,7 @@ impl Column {
             Column::LimitedBy => opt(f
                 .model_limit
                 .as_ref()
-                .map(|l| format!("{} {}", l.what, super::rate(l.bps, 4)))),
+                .map(|l| format!("{} {}", l.what, ceiling(l.bps)))),
             Column::Udp => opt(f.udp.filter(|_| f.failed.is_none()).map(|u| {
                 format!(
                     "{}{} ({} %)",
@@ -1216,6 +1216,19 @@ pub(crate) fn ms(x: f64) -> String {
     } else {
         format!("{x:.0}")
     }
+}
+
+/// A model's ceiling as its profile would write it: four significant digits
+/// without trailing zeros ("29.43 Mbit/s", "824 Mbit/s").
+fn ceiling(bps: f64) -> String {
+    let (v, unit) = super::rate_unit(bps.abs());
+    let n = super::sig(bps / v, 4);
+    let n = if n.contains('.') {
+        n.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &n
+    };
+    format!("{n} {unit}")
 }
 
 /// A published figure as written: no trailing zeros ("941", "656.69").
