@@ -230,4 +230,60 @@ mod tests {
         let rows = parse(&render(&r, Format::Csv, None));
         assert_eq!(rows[1][1], "fast, default");
     }
+
+    #[test]
+    fn model_columns_where_the_reference_marks_calibration() {
+        let csv = render(&fixture::calibrated(), Format::Csv, None);
+        let rows = parse(&csv);
+        let header = format!("{HEADER},{MODEL_HEADER}");
+        assert_eq!(rows[0].join(","), header);
+        let n = header.split(',').count();
+        assert!(
+            rows.iter().all(|r| r.len() == n),
+            "every row has {n} fields"
+        );
+        let find = |path: &str, scenario: &str, key: &str| {
+            rows.iter()
+                .find(|r| r[0] == path && r[1] == scenario && r[2] == key)
+                .unwrap_or_else(|| panic!("no row {scenario}/{path} {key}"))[n - 6..]
+                .join(",")
+        };
+        // Calibrated within, calibrated out, a prediction, and cells nobody
+        // published with and without a model ceiling.
+        assert_eq!(
+            find("raw", "fast", "ipv4.tcp.sender"),
+            "824000000,1.0000,true,calibrated,,"
+        );
+        assert_eq!(
+            find("raw", "fast", "ipv4.tcp.receiver"),
+            "939000000,0.7455,false,calibrated,,"
+        );
+        assert_eq!(
+            find("speedtest", "fast", "ipv6.tcp.receiver"),
+            "262000000,0.9504,true,predicted,,"
+        );
+        assert_eq!(
+            find("dslite", "fast", "ipv4.udp.sender"),
+            ",,,unpublished,nvr500 fast path ipv4 udp upload ceiling,30120000"
+        );
+        assert_eq!(
+            find("dslite", "fast", "ipv4.udp.receiver"),
+            ",,,unpublished,,"
+        );
+
+        // A reference that does not mark calibration keeps the old columns;
+        // a model ceiling alone brings them, with no basis.
+        let mut r = fixture::main_job();
+        assert_eq!(render(&r, Format::Csv, None).lines().next(), Some(HEADER));
+        r.paths[0].cells[0].model_limit = Some(crate::measure::model::ModelLimit {
+            what: "host, receive".into(),
+            bps: 941e6,
+        });
+        let rows = parse(&render(&r, Format::Csv, None));
+        assert_eq!(rows[0].join(","), header);
+        assert_eq!(
+            rows[1][n - 6..].join("|"),
+            "941000000|1.0000|true||host, receive|941000000"
+        );
+    }
 }

@@ -1383,7 +1383,96 @@ mod tests {
     }
 
     #[test]
+    fn predictions_for_the_cells_nobody_published() {
+        let r = fixture::calibrated();
+        let v = views(&r);
+        // The predictions right after the published figures; the other views
+        // as without marks.
+        let mut without = ids(&views(&fixture::main_job()))
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        without.insert(1, "predictions".into());
+        assert_eq!(ids(&v), without);
+        let p = &v[1];
+        assert_eq!(p.kind, ViewKind::Predictions);
+        assert_eq!(
+            p.columns,
+            [
+                Column::Path,
+                Column::Cell,
+                Column::Measured,
+                Column::LimitedBy
+            ]
+        );
+        // Every measured cell without a published figure, none with one.
+        let published = r.reference.as_ref().unwrap();
+        let want: usize = r
+            .paths
+            .iter()
+            .map(|x| {
+                x.cells
+                    .iter()
+                    .filter(|c| {
+                        !published
+                            .figures
+                            .iter()
+                            .any(|f| f.path == x.label() && f.cell == c.cell)
+                    })
+                    .count()
+            })
+            .sum();
+        assert_eq!(p.rows.len(), want);
+        assert_eq!(want, 28, "the fixture's unpublished cells");
+        let dslite = row(p, "fast/dslite", "ipv4.udp.sender");
+        assert_eq!(dslite.figures.rate_bps, Some(30e6), "the searched rate");
+        assert_eq!(
+            Column::LimitedBy.text(dslite),
+            "nvr500 fast path ipv4 udp upload ceiling 30.12 Mbit/s"
+        );
+        assert_eq!(
+            Column::LimitedBy.text(row(p, "fast/wireguard", "ipv4.tcp.sender")),
+            "nvr500 fast path ipv4 tcp upload ceiling 824 Mbit/s"
+        );
+        assert_eq!(
+            Column::LimitedBy.text(row(p, "fast/ikev2", "ipv4.tcp.sender")),
+            ""
+        );
+        // One bar series per path.
+        assert_eq!(p.series.len(), 7);
+        assert!(p.series.iter().all(|s| s.metric == Metric::Rate));
+
+        // The published view says the basis of each row.
+        let pb = &v[0];
+        assert_eq!(pb.columns.last(), Some(&Column::Basis));
+        assert_eq!(
+            Column::Basis.text(row(pb, "fast/raw", "ipv4.tcp.sender")),
+            "calibrated"
+        );
+        assert_eq!(
+            Column::Basis.text(row(pb, "fast/raw", "ipv4.udp.sender")),
+            "predicted"
+        );
+
+        // No calibration marks, no predictions: a cell's ceiling alone says
+        // nothing about a model it was predicted by.
+        let mut unmarked = r.clone();
+        unmarked.reference.as_mut().unwrap().marks_calibration = false;
+        let v = views(&unmarked);
+        assert!(!ids(&v).contains(&"predictions"));
+        assert!(!v[0].columns.contains(&Column::Basis));
+    }
+
+    #[test]
     fn every_line_of_the_main_jobs_text_fits_120_columns() {
+        let calibrated = render(&fixture::calibrated(), Format::Text, None);
+        for l in calibrated.lines() {
+            assert!(
+                l.chars().count() <= WIDTH,
+                "{} chars: {l}",
+                l.chars().count()
+            );
+        }
         let r = fixture::main_job();
         let text = render(&r, Format::Text, None);
         for l in text.lines() {
