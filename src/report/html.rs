@@ -555,7 +555,9 @@ mod browser {
     #[test]
     fn chromium_renders_every_chart_without_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let r = fixture::main_job();
+        // The main job with its calibration marked: every view, the
+        // predictions' included.
+        let r = fixture::calibrated();
         let html = page(
             &r,
             None,
