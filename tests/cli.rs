@@ -268,7 +268,10 @@ fn results_with_reference(published: &str) -> String {
                 path: "raw".into(),
                 cell,
                 published_bps: published.parse::<f64>().unwrap() * 1e6,
+                calibrated: false,
             }],
+            marks_calibration: false,
+            unpredicted: Vec::new(),
         }),
         notes: vec!["the router is a model".into()],
     };
@@ -329,6 +332,54 @@ fn expect_reference_gates_on_the_published_figures() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("--expect-reference: no published figures to check against"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Saved results whose reference marks the cell calibrated: every format of
+/// `report` says so, and `--expect-reference` names the basis of a failure.
+#[test]
+fn report_marks_a_calibrated_cell_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let mut r: serde_json::Value = serde_json::from_str(&results_with_reference("1200")).unwrap();
+    r["reference"]["marks_calibration"] = true.into();
+    r["reference"]["figures"][0]["calibrated"] = true.into();
+    std::fs::write(path("cal.json"), r.to_string()).unwrap();
+    let report = |format: &str| {
+        let o = tunbench(&["report", &path("cal.json"), "--format", format]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = report("text");
+    assert!(
+        out.contains(
+            "\nraw   IPv4 TCP Sender       1200       900   0.75  OUT (-25 %)  calibrated\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n0 of 1 calibrated cells reproduced within tolerance; no predicted cells; tolerance TCP +-15 %, UDP +-25 %\n"),
+        "{out}"
+    );
+    assert!(report("md").contains("| OUT (-25 %) | calibrated |"));
+    assert!(report("html").contains("<td>calibrated</td>"));
+    let csv = report("csv");
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(",1200000000,0.7500,false,calibrated,,"),
+        "{csv}"
+    );
+    assert!(report("json").contains("\"calibrated\": true"));
+    let o = tunbench(&["report", &path("cal.json"), "--expect-reference"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "tunbench: expectation failed: reference raw (calibrated): ipv4.tcp.sender: measured 900.0 Mbit/s"
+        ),
         "{}",
         text(&o)
     );

@@ -1,7 +1,15 @@
 //! One row per (path, cell), every rate in bit/s, for spreadsheets and scripts.
 //! Fields are quoted as RFC 4180 says: when they hold a comma, a quote or a line
 //! break, with quotes doubled. A failed cell has empty figures and its error.
+//!
+//! Results whose reference marks calibration, or whose cells carry a device
+//! model's limit, get [`MODEL_HEADER`]'s columns after the others: the
+//! published figure, the ratio and verdict, the basis (`calibrated`,
+//! `predicted`, or `unpublished` for a cell nobody published: the model's
+//! prediction, untested) and the model's ceiling on the cell. Other results
+//! keep the columns they always had.
 
+use super::reference::{Basis, Outcome, compare, published};
 use super::{ordered_cells, udp_figure, udp_rate};
 use crate::measure::model::Results;
 
@@ -10,11 +18,28 @@ best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,\
 sender_limited,error,idle_rtt_median_ms,rtt_median_ms,rtt_p90_ms,rtt_p99_ms,rtt_max_ms,\
 forward_median_ms,reverse_median_ms,probe_lost_percent";
 
+/// The columns about the lab's model, after [`HEADER`]'s where they apply.
+pub(crate) const MODEL_HEADER: &str =
+    "published_bps,ratio,within_tolerance,basis,model_limit,model_limit_bps";
+
 pub(crate) fn render(r: &Results) -> String {
+    let reference = r.reference.as_ref();
+    let marks = reference.is_some_and(|x| x.marks_calibration);
+    let model = marks
+        || r.paths
+            .iter()
+            .flat_map(|p| &p.cells)
+            .any(|c| c.model_limit.is_some());
+    let comparisons = reference.map(|x| compare(r, x)).unwrap_or_default();
     let mut out = String::from(HEADER);
+    if model {
+        out.push(',');
+        out.push_str(MODEL_HEADER);
+    }
     out.push('\n');
     let order = ordered_cells(r);
     for p in &r.paths {
+        let label = p.label();
         let mut cells: Vec<_> = p.cells.iter().collect();
         cells.sort_by_key(|c| order.iter().position(|o| *o == c.cell));
         for c in cells {
@@ -71,7 +96,42 @@ pub(crate) fn render(r: &Results) -> String {
                     .map(|l| l.lost_percent.to_string())
                     .unwrap_or_default(),
             ];
-            let line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+            let mut line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+            if model {
+                let figure = reference.and_then(|x| published(x, &label, &c.cell));
+                let compared = figure.and_then(|f| {
+                    comparisons
+                        .iter()
+                        .find(|x| std::ptr::eq(x.figure, f))
+                        .map(|x| &x.outcome)
+                });
+                let (ratio, within) = match compared {
+                    Some(Outcome::Measured { ratio, within, .. }) => {
+                        (format!("{ratio:.4}"), within.to_string())
+                    }
+                    _ => (String::new(), String::new()),
+                };
+                let basis = match (figure, reference) {
+                    (Some(f), Some(x)) => Basis::of(x, f).map(Basis::word).unwrap_or_default(),
+                    (None, _) if marks => "unpublished",
+                    _ => "",
+                };
+                let limit = c.model_limit.as_ref();
+                line.extend(
+                    [
+                        figure
+                            .map(|f| format!("{:.0}", f.published_bps))
+                            .unwrap_or_default(),
+                        ratio,
+                        within,
+                        basis.to_string(),
+                        limit.map(|l| l.what.clone()).unwrap_or_default(),
+                        limit.map(|l| format!("{:.0}", l.bps)).unwrap_or_default(),
+                    ]
+                    .iter()
+                    .map(|f| quote(f)),
+                );
+            }
             out.push_str(&line.join(","));
             out.push('\n');
         }
@@ -169,5 +229,61 @@ mod tests {
         r.paths[0].scenario = Some("fast, default".into());
         let rows = parse(&render(&r, Format::Csv, None));
         assert_eq!(rows[1][1], "fast, default");
+    }
+
+    #[test]
+    fn model_columns_where_the_reference_marks_calibration() {
+        let csv = render(&fixture::calibrated(), Format::Csv, None);
+        let rows = parse(&csv);
+        let header = format!("{HEADER},{MODEL_HEADER}");
+        assert_eq!(rows[0].join(","), header);
+        let n = header.split(',').count();
+        assert!(
+            rows.iter().all(|r| r.len() == n),
+            "every row has {n} fields"
+        );
+        let find = |path: &str, scenario: &str, key: &str| {
+            rows.iter()
+                .find(|r| r[0] == path && r[1] == scenario && r[2] == key)
+                .unwrap_or_else(|| panic!("no row {scenario}/{path} {key}"))[n - 6..]
+                .join(",")
+        };
+        // Calibrated within, calibrated out, a prediction, and cells nobody
+        // published with and without a model ceiling.
+        assert_eq!(
+            find("raw", "fast", "ipv4.tcp.sender"),
+            "824000000,1.0000,true,calibrated,,"
+        );
+        assert_eq!(
+            find("raw", "fast", "ipv4.tcp.receiver"),
+            "939000000,0.7455,false,calibrated,,"
+        );
+        assert_eq!(
+            find("speedtest", "fast", "ipv6.tcp.receiver"),
+            "262000000,0.9504,true,predicted,,"
+        );
+        assert_eq!(
+            find("dslite", "fast", "ipv4.udp.sender"),
+            ",,,unpublished,nvr500 fast path ipv4 udp upload ceiling,30120000"
+        );
+        assert_eq!(
+            find("dslite", "fast", "ipv4.udp.receiver"),
+            ",,,unpublished,,"
+        );
+
+        // A reference that does not mark calibration keeps the old columns;
+        // a model ceiling alone brings them, with no basis.
+        let mut r = fixture::main_job();
+        assert_eq!(render(&r, Format::Csv, None).lines().next(), Some(HEADER));
+        r.paths[0].cells[0].model_limit = Some(crate::measure::model::ModelLimit {
+            what: "host, receive".into(),
+            bps: 941e6,
+        });
+        let rows = parse(&render(&r, Format::Csv, None));
+        assert_eq!(rows[0].join(","), header);
+        assert_eq!(
+            rows[1][n - 6..].join("|"),
+            "941000000|1.0000|true||host, receive|941000000"
+        );
     }
 }

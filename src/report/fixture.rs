@@ -344,6 +344,7 @@ pub(crate) fn main_job() -> Results {
         path: path.into(),
         cell: cell(key),
         published_bps: mbit * 1e6,
+        calibrated: false,
     };
     let mut figures = Vec::new();
     for (p, f) in [
@@ -372,6 +373,8 @@ pub(crate) fn main_job() -> Results {
             ),
             tolerance: Tolerance::DEFAULT,
             figures,
+            marks_calibration: false,
+            unpredicted: Vec::new(),
         }),
         notes: vec![
             "the NVR500 is a model calibrated from the seed's figures (profiles/nvr500.toml), not the device".into(),
@@ -379,4 +382,67 @@ pub(crate) fn main_job() -> Results {
             "path dslite crosses DS-Lite tunnel transix: 40 bytes per packet over IPv6 (IPv6 40); inner MTU 1460, TCP MSS 1420 (IPv4) / 1400 (IPv6).".into(),
         ],
     }
+}
+
+/// The main job as it reads once its reference says what calibrated the
+/// NVR500 model: the router's TCP cells per direction and family in fast and
+/// normal, and none/raw's IPv4 UDP upload (the server's own limit); every
+/// other published figure a prediction, one of them (the single-connection
+/// speed test) newly published, one for a path the run did not measure; a
+/// figure the lab does not predict; and model ceilings on two cells nobody
+/// published.
+pub(crate) fn calibrated() -> Results {
+    use crate::measure::model::ModelLimit;
+    use crate::topology::reference::{PublishedFigure, Unpredicted};
+    let mut r = main_job();
+    let reference = r.reference.as_mut().expect("the main job has a reference");
+    reference.marks_calibration = true;
+    for f in &mut reference.figures {
+        let key = f.cell.key();
+        f.calibrated = (f.path == "none/raw" && key == "ipv4.udp.sender")
+            || (matches!(f.path.as_str(), "fast/raw" | "normal/raw") && key.contains(".tcp."));
+    }
+    for (path, key, mbit) in [
+        ("fast/speedtest", "ipv6.tcp.receiver", 262.0),
+        ("fast/l2tp-server", "ipv4.tcp.sender", 150.0),
+    ] {
+        reference.figures.push(PublishedFigure {
+            path: path.into(),
+            cell: cell(key),
+            published_bps: mbit * 1e6,
+            calibrated: false,
+        });
+    }
+    reference.unpredicted.push(Unpredicted {
+        what: "RBBS multi-session speed test (FLET'S), with or without the NVR500".into(),
+        published_bps: 300e6,
+        why: "its limit is the NGN's test server, which the lab does not model".into(),
+    });
+    let limit = |r: &mut Results, label: &str, key: &str, what: &str, bps: f64| {
+        let c = r
+            .paths
+            .iter_mut()
+            .find(|p| p.label() == label)
+            .and_then(|p| p.cells.iter_mut().find(|c| c.cell.key() == key))
+            .expect("the main job has the cell");
+        c.model_limit = Some(ModelLimit {
+            what: what.into(),
+            bps,
+        });
+    };
+    limit(
+        &mut r,
+        "fast/dslite",
+        "ipv4.udp.sender",
+        "nvr500 fast path ipv4 udp upload ceiling",
+        30.12e6,
+    );
+    limit(
+        &mut r,
+        "fast/wireguard",
+        "ipv4.tcp.sender",
+        "nvr500 fast path ipv4 tcp upload ceiling",
+        824e6,
+    );
+    r
 }

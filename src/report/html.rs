@@ -327,6 +327,50 @@ mod tests {
     }
 
     #[test]
+    fn calibrated_predicted_and_the_models_predictions() {
+        let r = fixture::calibrated();
+        let html = page(&r, None, Err("not given".into()));
+        let section = |id: &str| {
+            let start = html
+                .find(&format!("<section class=\"view\" id=\"view-{id}\""))
+                .unwrap_or_else(|| panic!("no section {id}"));
+            html[start..start + html[start..].find("</section>").unwrap()].to_string()
+        };
+        let published = section("published");
+        assert!(
+            published.contains("<th>tolerance</th><th>basis</th></tr>"),
+            "{published}"
+        );
+        assert!(
+            published.contains("<td class=\"out\">OUT (-25 %)</td><td>calibrated</td></tr>"),
+            "{published}"
+        );
+        assert_eq!(published.matches("<td>calibrated</td>").count(), 9);
+        assert_eq!(published.matches("<td>predicted</td>").count(), 18);
+        assert!(published.contains(
+            "<li>8 of 9 calibrated cells reproduced within tolerance; 17 of 17 predicted cells within \
+             tolerance (1 not measured); tolerance TCP +-15 %, UDP +-25 %</li>"
+        ));
+        assert!(published.contains(
+            "<li>not predicted: RBBS multi-session speed test (FLET&apos;S), with or without the NVR500, \
+             published 300 Mbit/s: its limit is the NGN&apos;s test server, which the lab does not model</li>"
+        ));
+        let predictions = section("predictions");
+        assert!(predictions.contains("<h2>Predictions for cells nobody published</h2>"));
+        assert!(
+            predictions.contains("data-charts=\"1\""),
+            "a throughput chart"
+        );
+        assert!(predictions.contains(
+            "<td class=\"num\">30.0</td><td>nvr500 fast path ipv4 udp upload ceiling 30.12 Mbit/s</td>"
+        ));
+        assert!(html.find("id=\"view-predictions\"") > html.find("id=\"view-published\""));
+        // Unmarked, the page has neither.
+        let html = page(&fixture::main_job(), None, Err("not given".into()));
+        assert!(!html.contains("<th>basis</th>") && !html.contains("view-predictions"));
+    }
+
+    #[test]
     fn a_failed_cell_is_footnoted_and_a_missing_topology_said() {
         let html = page(
             &fixture::results(),
@@ -511,7 +555,9 @@ mod browser {
     #[test]
     fn chromium_renders_every_chart_without_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let r = fixture::main_job();
+        // The main job with its calibration marked: every view, the
+        // predictions' included.
+        let r = fixture::calibrated();
         let html = page(
             &r,
             None,

@@ -3,14 +3,18 @@
 //! saved measurement exactly as the measuring run would have.
 //!
 //! - `text`: where each path goes, then one view per question the paths
-//!   answer ([`views`]: published vs measured, a path across scenarios, tunnels
-//!   against the raw path, IPv4 against IPv6, the other paths), each within
+//!   answer ([`views`]: published vs measured, the model's predictions for
+//!   cells nobody published, a path across scenarios, tunnels against the raw
+//!   path, IPv4 against IPv6, the other paths), each within
 //!   120 columns, then the results' notes.
 //! - `md`: the full matrix as GitHub markdown: rows = cells, per path the best,
 //!   median and min-max (and for UDP the searched rate and its loss), then
 //!   ratio columns `PATH/BASELINE` of the medians; then the published figures
-//!   ([`mod@reference`]) and the notes.
-//! - `csv`: one row per (path, cell), every figure in bit/s.
+//!   ([`mod@reference`]), the model's predictions where the reference marks
+//!   calibration, and the notes.
+//! - `csv`: one row per (path, cell), every figure in bit/s; with the
+//!   published figure, its basis (calibrated or predicted) and the model's
+//!   ceiling where the reference marks calibration or cells carry a ceiling.
 //! - `json`: [`Results`] itself; [`load`] reads it back.
 //! - `svg`: a grouped bar chart of the medians with min-max whiskers.
 //! - `html`: one self-contained page ([`html`]): every view with its charts

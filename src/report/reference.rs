@@ -7,13 +7,21 @@
 //! the threshold (the search's result), or the best run when there was no
 //! search.
 //!
-//! [`check`] is `--expect-reference`: every measured cell within tolerance.
+//! Where the reference says which figures the lab's device models were
+//! calibrated from (`calibrated`), each comparison is marked [`Basis`]
+//! `calibrated` (a replay: agreement checks the emulation) or `predicted` (a
+//! test of the model), and the summary counts them apart. Figures the lab does
+//! not predict (`[[reference.unpredicted]]`) are listed with the reason and
+//! compared with nothing.
+//!
+//! [`check`] is `--expect-reference`: every measured cell within tolerance,
+//! calibrated and predicted alike.
 
 use super::expect::Failure;
 use super::md::{md_escape, md_table};
 use super::{loss_within, mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
 use crate::measure::model::{CellResult, Results};
-use crate::topology::reference::{PublishedFigure, Reference, Tolerance};
+use crate::topology::reference::{PublishedFigure, Reference, Tolerance, Unpredicted};
 use crate::vocab::{Cell, Proto};
 use std::fmt::Write;
 
@@ -32,11 +40,42 @@ pub enum Outcome {
     },
 }
 
+/// Whether the lab's device models were set from a published figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The models were calibrated from it: measuring it again replays the
+    /// calibration, so agreement checks the emulation, not the model.
+    Calibrated,
+    /// The models were not set from it: agreement tests their prediction.
+    Predicted,
+}
+
+impl Basis {
+    pub fn word(self) -> &'static str {
+        match self {
+            Basis::Calibrated => "calibrated",
+            Basis::Predicted => "predicted",
+        }
+    }
+
+    /// A figure's basis where the reference marks calibration; `None` where
+    /// the file does not say.
+    pub fn of(reference: &Reference, f: &PublishedFigure) -> Option<Basis> {
+        reference.marks_calibration.then_some(if f.calibrated {
+            Basis::Calibrated
+        } else {
+            Basis::Predicted
+        })
+    }
+}
+
 /// One published figure and what the run measured for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison<'a> {
     pub figure: &'a PublishedFigure,
     pub outcome: Outcome,
+    /// Calibrated or predicted, where the reference says.
+    pub basis: Option<Basis>,
 }
 
 /// A cell's figure as the seed's table has it.
@@ -77,7 +116,11 @@ pub fn compare<'a>(r: &Results, reference: &'a Reference) -> Vec<Comparison<'a>>
                     }
                 },
             };
-            Comparison { figure, outcome }
+            Comparison {
+                figure,
+                outcome,
+                basis: Basis::of(reference, figure),
+            }
         })
         .collect()
 }
@@ -90,9 +133,65 @@ fn measured_cell<'r>(r: &'r Results, figure: &PublishedFigure) -> Option<&'r Cel
         .and_then(|p| p.cell(&figure.cell))
 }
 
+/// The published figure for a path's cell, if there is one.
+pub fn published<'a>(
+    reference: &'a Reference,
+    label: &str,
+    cell: &Cell,
+) -> Option<&'a PublishedFigure> {
+    reference
+        .figures
+        .iter()
+        .find(|f| f.path == label && f.cell == *cell)
+}
+
+/// Every measured cell with no published figure, where the reference marks
+/// calibration (so the lab has a model whose prediction the cell is): (path
+/// index, cell) in the results' path order, cells in the seed's order. Failed
+/// cells predict nothing and are left out. Empty where the reference does not
+/// mark calibration.
+pub fn unpublished(r: &Results) -> Vec<(usize, &CellResult)> {
+    let Some(reference) = r.reference.as_ref().filter(|x| x.marks_calibration) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, p) in r.paths.iter().enumerate() {
+        let label = p.label();
+        let mut cells: Vec<&CellResult> = p
+            .cells
+            .iter()
+            .filter(|c| c.error.is_none() && published(reference, &label, &c.cell).is_none())
+            .collect();
+        cells.sort_by_key(|c| seed_order(&c.cell));
+        out.extend(cells.into_iter().map(|c| (i, c)));
+    }
+    out
+}
+
+/// "not predicted: WHAT, published 300 Mbit/s: WHY", one per unpredicted figure.
+pub(crate) fn unpredicted_lines(reference: &Reference) -> Vec<String> {
+    reference
+        .unpredicted
+        .iter()
+        .map(
+            |Unpredicted {
+                 what,
+                 published_bps,
+                 why,
+             }| {
+                format!(
+                    "not predicted: {what}, published {} Mbit/s: {why}",
+                    plain(published_bps / 1e6)
+                )
+            },
+        )
+        .collect()
+}
+
 /// The section's rows: path (on a group's first row only), cell, published,
-/// measured, ratio, and the verdict.
-fn rows(r: &Results, reference: &Reference) -> Vec<[String; 6]> {
+/// measured, ratio, the verdict, and where the reference marks calibration
+/// the basis.
+fn rows(r: &Results, reference: &Reference) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut last_path = "";
     for c in compare(r, reference) {
@@ -137,29 +236,34 @@ fn rows(r: &Results, reference: &Reference) -> Vec<[String; 6]> {
                 },
             ),
         };
-        out.push([
+        let mut row = vec![
             path,
             f.cell.title(),
             plain(f.published_bps / 1e6),
             measured,
             ratio,
             verdict,
-        ]);
+        ];
+        if let Some(b) = c.basis {
+            row.push(b.word().to_string());
+        }
+        out.push(row);
     }
     out
 }
 
-const HEADER: [&str; 6] = [
+const HEADER: [&str; 7] = [
     "path",
     "cell",
     "published",
     "measured",
     "ratio",
     "tolerance",
+    "basis",
 ];
 
 /// Columns written left-aligned; the figures are right-aligned.
-const LEFT: [bool; 6] = [true, true, false, false, false, true];
+const LEFT: [bool; 7] = [true, true, false, false, false, true, true];
 
 /// The same section as GitHub markdown.
 pub(crate) fn markdown(r: &Results) -> Option<String> {
@@ -169,18 +273,57 @@ pub(crate) fn markdown(r: &Results) -> Option<String> {
     let legend: Vec<String> = legend(r, reference).iter().map(|l| esc(l)).collect();
     out.push_str(&legend.join("\n"));
     out.push_str("\n\n");
-    let table: Vec<Vec<String>> = std::iter::once(HEADER.map(String::from).to_vec())
-        .chain(rows(r, reference).into_iter().map(|row| row.to_vec()))
-        .map(|row| row.iter().map(|s| esc(s)).collect())
-        .collect();
-    out.push_str(&md_table(&table, &LEFT));
+    let n = if reference.marks_calibration { 7 } else { 6 };
+    let table: Vec<Vec<String>> =
+        std::iter::once(HEADER[..n].iter().map(|h| h.to_string()).collect())
+            .chain(rows(r, reference))
+            .map(|row: Vec<String>| row.iter().map(|s| esc(s)).collect())
+            .collect();
+    out.push_str(&md_table(&table, &LEFT[..n]));
     let _ = writeln!(out, "\n{}", esc(&summary(r, reference)));
+    let unpredicted = unpredicted_lines(reference);
+    if !unpredicted.is_empty() {
+        out.push('\n');
+        for l in unpredicted {
+            let _ = writeln!(out, "- {}", esc(&l));
+        }
+    }
     let streams = streams_lines(r);
     if !streams.is_empty() {
         out.push('\n');
         for l in streams {
             let _ = writeln!(out, "- {}", esc(&l));
         }
+    }
+    if let Some(v) = super::views::predictions(r) {
+        let _ = write!(out, "\n### {}\n\n", esc(&v.title));
+        let legend: Vec<String> = v.legend.iter().map(|l| esc(l)).collect();
+        out.push_str(&legend.join("\n"));
+        out.push_str("\n\n");
+        let mut last = String::new();
+        let table: Vec<Vec<String>> =
+            std::iter::once(v.columns.iter().map(|c| c.header().to_string()).collect())
+                .chain(v.rows.iter().map(|row| {
+                    v.columns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            let t = c.text(row);
+                            // The path on a group's first row only, as above.
+                            if i == 0 {
+                                if t == last {
+                                    return String::new();
+                                }
+                                last = t.clone();
+                            }
+                            t
+                        })
+                        .collect()
+                }))
+                .map(|row: Vec<String>| row.iter().map(|s| esc(s)).collect())
+                .collect();
+        let left: Vec<bool> = v.columns.iter().map(|c| c.left()).collect();
+        out.push_str(&md_table(&table, &left));
     }
     Some(out)
 }
@@ -207,13 +350,21 @@ pub(crate) fn legend(r: &Results, reference: &Reference) -> Vec<String> {
         );
     }
     measured.push('.');
-    vec![
+    let mut out = vec![
         measured,
         format!(
             "ratio: measured / published; ok within {}.",
             tolerances(&reference.tolerance)
         ),
-    ]
+    ];
+    if reference.marks_calibration {
+        out.push(
+            "basis: calibrated, the lab's device models were set from this figure, so agreeing with it \
+             checks the emulation; predicted, they were not, so agreeing with it tests the model."
+                .to_string(),
+        );
+    }
+    out
 }
 
 /// "TCP +-15 %, UDP +-25 %".
@@ -225,9 +376,54 @@ fn tolerances(t: &Tolerance) -> String {
     )
 }
 
-/// "9 of 11 cells within tolerance (TCP +-15 %, UDP +-25 %); 1 not measured".
+/// "9 of 11 cells within tolerance (TCP +-15 %, UDP +-25 %); 1 not measured";
+/// where the reference marks calibration, calibrated and predicted cells
+/// apart: "14 of 14 calibrated cells reproduced within tolerance; 9 of 10
+/// predicted cells within tolerance (1 failed); tolerance TCP +-15 %, UDP
+/// +-25 %".
 pub(crate) fn summary(r: &Results, reference: &Reference) -> String {
     let all = compare(r, reference);
+    if reference.marks_calibration {
+        let part = |basis: Basis| {
+            let of: Vec<&Outcome> = all
+                .iter()
+                .filter(|c| c.basis == Some(basis))
+                .map(|c| &c.outcome)
+                .collect();
+            let count = |f: &dyn Fn(&Outcome) -> bool| of.iter().filter(|o| f(o)).count();
+            let within = count(&|o| matches!(o, Outcome::Measured { within: true, .. }));
+            let measured = count(&|o| matches!(o, Outcome::Measured { .. }));
+            let missing = count(&|o| *o == Outcome::NotMeasured);
+            let failed = count(&|o| matches!(o, Outcome::Failed(_)));
+            let word = basis.word();
+            if of.is_empty() {
+                return format!("no {word} cells");
+            }
+            let mut s = match basis {
+                Basis::Calibrated => {
+                    format!("{within} of {measured} {word} cells reproduced within tolerance")
+                }
+                Basis::Predicted => format!("{within} of {measured} {word} cells within tolerance"),
+            };
+            let mut rest = Vec::new();
+            if missing > 0 {
+                rest.push(format!("{missing} not measured"));
+            }
+            if failed > 0 {
+                rest.push(format!("{failed} failed"));
+            }
+            if !rest.is_empty() {
+                let _ = write!(s, " ({})", rest.join(", "));
+            }
+            s
+        };
+        return format!(
+            "{}; {}; tolerance {}",
+            part(Basis::Calibrated),
+            part(Basis::Predicted),
+            tolerances(&reference.tolerance)
+        );
+    }
     let count = |f: &dyn Fn(&Outcome) -> bool| all.iter().filter(|c| f(&c.outcome)).count();
     let within = count(&|o| matches!(o, Outcome::Measured { within: true, .. }));
     let measured = count(&|o| matches!(o, Outcome::Measured { .. }));
@@ -299,7 +495,10 @@ pub fn check(r: &Results) -> Vec<Failure> {
     for c in &all {
         let f = c.figure;
         let fail = |measured: Option<f64>, message: String| Failure {
-            expectation: format!("reference {}", f.path),
+            expectation: match c.basis {
+                Some(b) => format!("reference {} ({})", f.path, b.word()),
+                None => format!("reference {}", f.path),
+            },
             cell: Some(f.cell),
             measured,
             message,
@@ -369,6 +568,7 @@ mod tests {
             path: path.into(),
             cell: Cell::parse_key(key).unwrap(),
             published_bps: mbit * 1e6,
+            calibrated: false,
         }
     }
 
@@ -391,6 +591,8 @@ mod tests {
                 figure("wg", "ipv6.tcp.sender", 280.0),
                 figure("gre", "ipv4.tcp.sender", 500.0),
             ],
+            marks_calibration: false,
+            unpredicted: Vec::new(),
         });
         r
     }
@@ -630,5 +832,222 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
             f,
             ["reference: none of the 1 published figures was measured; paths: raw, wg"]
         );
+    }
+
+    /// The fixture with published figures, marked: raw's IPv4 TCP cells (one
+    /// within tolerance, one out) and a cell the run did not measure were
+    /// calibrated from; the rest are predictions. A figure the lab does not
+    /// predict, and a model ceiling on a cell nobody published.
+    fn with_calibration() -> Results {
+        let mut r = with_reference();
+        let reference = r.reference.as_mut().unwrap();
+        reference.marks_calibration = true;
+        for f in &mut reference.figures {
+            f.calibrated = f.path == "raw"
+                && matches!(
+                    f.cell.key().as_str(),
+                    "ipv4.tcp.sender" | "ipv4.tcp.receiver" | "ipv6.udp.receiver"
+                );
+        }
+        reference.unpredicted.push(Unpredicted {
+            what: "RBBS speed test".into(),
+            published_bps: 300e6,
+            why: "its limit is the NGN's test server".into(),
+        });
+        let udp = &mut r.paths[1].cells[2];
+        assert_eq!(udp.cell.key(), "ipv4.udp.sender");
+        udp.model_limit = Some(crate::measure::model::ModelLimit {
+            what: "router fast path ipv4 udp upload ceiling".into(),
+            bps: 29.43e6,
+        });
+        r
+    }
+
+    const CALIBRATED_SECTION: &str = "\
+ratio: measured / published; ok within TCP +-15 %, UDP +-25 %.
+basis: calibrated, the lab's device models were set from this figure, so agreeing with it checks the emulation;
+predicted, they were not, so agreeing with it tests the model.
+
+path  cell                published                    measured  ratio  tolerance     basis
+raw   IPv4 TCP Sender           941                         941   1.00  ok            calibrated
+      IPv4 TCP Receiver         790                         940   1.19  OUT (+19 %)   calibrated
+      IPv4 UDP Sender           347  350 (347 rcvd, 0.9 % lost)   1.01  ok            predicted
+      IPv4 UDP Receiver         955  960 (955 rcvd, 0.5 % lost)   1.01  ok            predicted
+      IPv6 UDP Receiver         940                           -      -  not measured  calibrated
+      IPv4 TCP Sender x6     656.69                         941   1.43  OUT (+43 %)   predicted
+wg    IPv4 TCP Sender           300                         292   0.97  ok            predicted
+      IPv6 TCP Sender           280                           -      -  failed [1]    predicted
+gre   IPv4 TCP Sender           500                           -      -  not measured  predicted
+
+[1] wg IPv6 TCP Sender: connecting to [fd00:9::2]:5201: connection refused
+
+1 of 2 calibrated cells reproduced within tolerance (1 not measured); 3 of 4 predicted cells within tolerance (1 not
+measured, 1 failed); tolerance TCP +-15 %, UDP +-25 %
+not predicted: RBBS speed test, published 300 Mbit/s: its limit is the NGN's test server
+raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
+
+Predictions for cells nobody published
+======================================
+What does the lab's model predict where no figure was published?
+Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %
+(the best run where there was no search). Nobody published these cells: each figure is the lab model's prediction, not
+tested against a published one.
+limited by: the tightest ceiling the lab's device models put on the cell's traffic, as the run recorded it; empty where
+it recorded none.
+
+path  cell               measured  limited by
+raw   IPv6 TCP Sender         928
+wg    IPv4 TCP Receiver       470
+      IPv4 UDP Sender         120  router fast path ipv4 udp upload ceiling 29.43 Mbit/s
+      IPv4 UDP Receiver       500
+";
+
+    #[test]
+    fn calibrated_and_predicted_cells_are_marked_and_counted_apart() {
+        let r = with_calibration();
+        let reference = r.reference.as_ref().unwrap();
+        let bases: Vec<String> = compare(&r, reference)
+            .iter()
+            .map(|c| format!("{}:{} {:?}", c.figure.path, c.figure.cell, c.basis))
+            .collect();
+        assert_eq!(
+            bases,
+            [
+                "raw:ipv4.tcp.sender Some(Calibrated)",
+                "raw:ipv4.tcp.receiver Some(Calibrated)",
+                "raw:ipv4.udp.sender Some(Predicted)",
+                "raw:ipv4.udp.receiver Some(Predicted)",
+                "raw:ipv6.udp.receiver Some(Calibrated)",
+                "raw:ipv4.tcp.sender.p6 Some(Predicted)",
+                "wg:ipv4.tcp.sender Some(Predicted)",
+                "wg:ipv6.tcp.sender Some(Predicted)",
+                "gre:ipv4.tcp.sender Some(Predicted)",
+            ]
+        );
+        assert_eq!(
+            summary(&r, reference),
+            "1 of 2 calibrated cells reproduced within tolerance (1 not measured); 3 of 4 predicted cells \
+             within tolerance (1 not measured, 1 failed); tolerance TCP +-15 %, UDP +-25 %"
+        );
+        // Nothing calibrated, or nothing predicted, is said so.
+        let mut all = r.clone();
+        for f in &mut all.reference.as_mut().unwrap().figures {
+            f.calibrated = true;
+        }
+        assert_eq!(
+            summary(&all, all.reference.as_ref().unwrap()),
+            "4 of 6 calibrated cells reproduced within tolerance (2 not measured, 1 failed); no predicted cells; \
+             tolerance TCP +-15 %, UDP +-25 %"
+        );
+        // Without marks, no cell has a basis and the summary is as before.
+        let plain = with_reference();
+        assert!(
+            compare(&plain, plain.reference.as_ref().unwrap())
+                .iter()
+                .all(|c| c.basis.is_none())
+        );
+
+        // The text report: the published view with its basis column, the
+        // summary, what the lab does not predict, then the predictions.
+        let text = render(&r, Format::Text, None);
+        let at = text.find("ratio: measured / published").unwrap();
+        let end = text.find("\nraw across").unwrap_or(text.len());
+        let section = &text[at..end];
+        assert!(section.starts_with(CALIBRATED_SECTION), "{section}");
+    }
+
+    #[test]
+    fn markdown_marks_the_basis_and_lists_predictions() {
+        let md = render(&with_calibration(), Format::Md, None);
+        for want in [
+            "| path | cell               | published |                   measured | ratio | tolerance    | basis      |\n\
+             | :--- | :----------------- | --------: | -------------------------: | ----: | :----------- | :--------- |\n\
+             | raw  | IPv4 TCP Sender    |       941 |                        941 |  1.00 | ok           | calibrated |\n",
+            "|      | IPv4 TCP Sender x6 |    656.69 |                        941 |  1.43 | OUT (+43 %)  | predicted  |\n",
+            "\n1 of 2 calibrated cells reproduced within tolerance (1 not measured); 3 of 4 predicted cells \
+             within tolerance (1 not measured, 1 failed); tolerance TCP +-15 %, UDP +-25 %\n\n\
+             - not predicted: RBBS speed test, published 300 Mbit/s: its limit is the NGN's test server\n",
+            "\n### Predictions for cells nobody published\n\n",
+            "| path | cell              | measured | limited by                                            |\n\
+             | :--- | :---------------- | -------: | :---------------------------------------------------- |\n\
+             | raw  | IPv6 TCP Sender   |      928 |                                                       |\n\
+             | wg   | IPv4 TCP Receiver |      470 |                                                       |\n\
+             |      | IPv4 UDP Sender   |      120 | router fast path ipv4 udp upload ceiling 29.43 Mbit/s |\n",
+        ] {
+            assert!(md.contains(want), "{want}\nnot in\n{md}");
+        }
+        // Unmarked: no basis column and no predictions, however many ceilings.
+        let mut r = with_reference();
+        r.paths[1].cells[2].model_limit = with_calibration().paths[1].cells[2].model_limit.clone();
+        let md = render(&r, Format::Md, None);
+        assert!(!md.contains("basis") && !md.contains("Predictions"), "{md}");
+    }
+
+    #[test]
+    fn unpredicted_figures_without_calibration_marks() {
+        let mut r = with_reference();
+        r.reference.as_mut().unwrap().unpredicted.push(Unpredicted {
+            what: "RBBS speed test".into(),
+            published_bps: 300e6,
+            why: "the NGN's test server".into(),
+        });
+        let text = render(&r, Format::Text, None);
+        let line = "not predicted: RBBS speed test, published 300 Mbit/s: the NGN's test server\n";
+        assert!(
+            text.contains(&format!("1 failed\n{line}raw IPv4 TCP Sender: 6 streams")),
+            "{text}"
+        );
+        assert!(
+            !text.contains("basis") && !text.contains("Predictions"),
+            "{text}"
+        );
+        // Otherwise it is the report without them.
+        let plain = render(&with_reference(), Format::Text, None);
+        assert_eq!(text.replacen(line, "", 1), plain);
+    }
+
+    #[test]
+    fn expect_reference_checks_both_kinds_and_names_the_basis() {
+        let f: Vec<String> = check(&with_calibration())
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        assert_eq!(
+            f,
+            [
+                "reference raw (calibrated): ipv4.tcp.receiver: measured 940.0 Mbit/s against published \
+                 790.0 Mbit/s (ratio 1.19, +19 %, outside +-15 %)",
+                "reference raw (predicted): ipv4.tcp.sender.p6: measured 941.0 Mbit/s against published \
+                 656.7 Mbit/s (ratio 1.43, +43 %, outside +-15 %)",
+                "reference wg (predicted): ipv6.tcp.sender: failed: connecting to [fd00:9::2]:5201: connection refused",
+            ]
+        );
+    }
+
+    #[test]
+    fn json_keeps_the_marks_the_limits_and_the_unpredicted() {
+        let r = with_calibration();
+        let s = render(&r, Format::Json, None);
+        for want in [
+            "\"calibrated\": true",
+            "\"marks_calibration\": true",
+            "\"unpredicted\": [",
+            "\"why\": \"its limit is the NGN's test server\"",
+            "\"model_limit\": {\n",
+            "\"what\": \"router fast path ipv4 udp upload ceiling\"",
+        ] {
+            assert!(s.contains(want), "{want} not in {s}");
+        }
+        assert_eq!(parse_json(&s, Path::new("r.json")).unwrap(), r);
+        // Unmarked results say nothing of it.
+        let s = render(&with_reference(), Format::Json, None);
+        for absent in [
+            "\"calibrated\"",
+            "marks_calibration",
+            "unpredicted",
+            "model_limit",
+        ] {
+            assert!(!s.contains(absent), "{absent} in {s}");
+        }
     }
 }

@@ -15,6 +15,12 @@
 //! - **Published** ([`ViewKind::Published`]): the topology's `[reference]`
 //!   figures beside the measured ones (the seed's table), per path and cell,
 //!   with the ratio and the verdict against the tolerance.
+//!   Where the reference marks calibration, each row is also `calibrated` or
+//!   `predicted` ([`Column::Basis`]).
+//! - **Predictions** ([`ViewKind::Predictions`]): where the reference marks
+//!   calibration (the lab has a model), every measured cell nobody published
+//!   a figure for: the model's prediction, untested, with the device-model
+//!   ceiling that limits it where the run recorded one ([`Column::LimitedBy`]).
 //! - **Scenarios** ([`ViewKind::Scenarios`]): a path name measured in two
 //!   scenarios or more (`raw` in `none`, `fast` and `normal`), each scenario
 //!   against the first; path names measured in the same scenarios share a view.
@@ -32,15 +38,16 @@
 //!
 //! A topology cannot name its own views yet; these rules decide.
 
-use super::reference::{Outcome, compare};
+use super::reference::{Basis, Outcome, compare, measured_bps, unpublished};
 use super::{UdpFigure, mbit, percent, seed_order, udp_figure};
-use crate::measure::model::{CellResult, Latency, PathResult, Results, Spread};
+use crate::measure::model::{CellResult, Latency, ModelLimit, PathResult, Results, Spread};
 use crate::vocab::{Cell, Family};
 
 /// Which question a view answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViewKind {
     Published,
+    Predictions,
     Scenarios,
     Tunnels,
     Families,
@@ -118,6 +125,12 @@ pub struct Figures {
     /// Bytes per packet the path's tunnel adds (least, most: padding and
     /// options make a range), where the run's notes say.
     pub overhead_bytes: Option<(u32, u32)>,
+    /// Whether the lab's models were calibrated from the published figure,
+    /// where the reference says.
+    pub basis: Option<Basis>,
+    /// The tightest device-model ceiling on the cell's traffic, where the run
+    /// recorded one (the predictions view).
+    pub model_limit: Option<ModelLimit>,
     /// Round-trip time with the path idle (this cell's family), ms.
     pub idle_rtt: Option<Spread>,
     /// Round-trip time under this cell's load, ms.
@@ -158,6 +171,10 @@ pub enum Column {
     Rate,
     Ratio,
     Verdict,
+    /// `calibrated` or `predicted`.
+    Basis,
+    /// The device-model ceiling that limits the cell: what it is and its rate.
+    LimitedBy,
     /// UDP: offered rate (loss).
     Udp,
     Overhead,
@@ -177,6 +194,8 @@ impl Column {
             Column::Rate => "Mbit/s",
             Column::Ratio => "ratio",
             Column::Verdict => "tolerance",
+            Column::Basis => "basis",
+            Column::LimitedBy => "limited by",
             Column::Udp => "-b (loss)",
             Column::Overhead => "B/pkt",
             Column::IdleMs => "idle",
@@ -188,7 +207,10 @@ impl Column {
 
     /// Text columns are left-aligned; figures right-aligned.
     pub fn left(self) -> bool {
-        matches!(self, Column::Cell | Column::Path | Column::Verdict)
+        matches!(
+            self,
+            Column::Cell | Column::Path | Column::Verdict | Column::Basis | Column::LimitedBy
+        )
     }
 
     /// The row's value in this column as the text report writes it; a failed
@@ -237,6 +259,11 @@ impl Column {
                 Some(Verdict::NotMeasured) => "not measured".into(),
                 Some(Verdict::Failed) => "failed".into(),
             },
+            Column::Basis => opt(f.basis.map(|b| b.word().to_string())),
+            Column::LimitedBy => opt(f
+                .model_limit
+                .as_ref()
+                .map(|l| format!("{} {}", l.what, ceiling(l.bps)))),
             Column::Udp => opt(f.udp.filter(|_| f.failed.is_none()).map(|u| {
                 format!(
                     "{}{} ({} %)",
@@ -365,6 +392,9 @@ pub fn views_with_baseline(r: &Results, baseline: Option<&str>) -> Vec<View> {
     if let Some(v) = published(r) {
         out.push(v);
     }
+    if let Some(v) = predictions(r) {
+        out.push(v);
+    }
     let mut covered = vec![false; r.paths.len()];
     let mut compared = Vec::new();
     compared.extend(scenarios(r));
@@ -405,6 +435,7 @@ fn published(r: &Results) -> Option<View> {
         let cell = path.and_then(|i| r.paths[i].cell(&f.cell));
         let mut figures = Figures {
             published_bps: Some(f.published_bps),
+            basis: c.basis,
             ..Figures::default()
         };
         match &c.outcome {
@@ -487,26 +518,117 @@ fn published(r: &Results) -> Option<View> {
     }
 
     let mut notes = vec![super::reference::summary(r, reference)];
+    notes.extend(super::reference::unpredicted_lines(reference));
     notes.extend(super::reference::streams_lines(r));
+    let mut columns = vec![
+        Column::Path,
+        Column::Cell,
+        Column::Published,
+        Column::Measured,
+        Column::Ratio,
+        Column::Verdict,
+    ];
+    if reference.marks_calibration {
+        columns.push(Column::Basis);
+    }
     Some(View {
         kind: ViewKind::Published,
         id: "published".into(),
         title: super::reference::title(reference),
         question: "Does each measured figure agree with the published one?".into(),
-        columns: vec![
-            Column::Path,
-            Column::Cell,
-            Column::Published,
-            Column::Measured,
-            Column::Ratio,
-            Column::Verdict,
-        ],
+        columns,
         categories,
         rows,
         series,
         legend: super::reference::legend(r, reference),
         notes,
         timelines: Vec::new(),
+    })
+}
+
+/// Every measured cell nobody published a figure for, where the reference
+/// marks calibration: the lab model's predictions, each with the ceiling that
+/// limits it where the run recorded one. `None` where there are none.
+pub(crate) fn predictions(r: &Results) -> Option<View> {
+    let cells = unpublished(r);
+    if cells.is_empty() {
+        return None;
+    }
+    let mut categories: Vec<String> = Vec::new();
+    let mut order: Vec<Cell> = cells.iter().map(|(_, c)| c.cell).collect();
+    order.sort_by_key(seed_order);
+    order.dedup();
+    for c in &order {
+        index_of(&mut categories, c.title());
+    }
+    let mut rows = Vec::new();
+    for &(i, c) in &cells {
+        let label = r.paths[i].label();
+        rows.push(Row {
+            category: index_of(&mut categories, c.cell.title()),
+            path: Some(i),
+            short: label.clone(),
+            label,
+            cell: c.cell,
+            baseline: None,
+            figures: Figures {
+                rate_bps: Some(measured_bps(c)),
+                model_limit: c.model_limit.clone(),
+                ..Figures::default()
+            },
+        });
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for row in &rows {
+        let s = match series.iter_mut().find(|s| s.label == row.label) {
+            Some(s) => s,
+            None => {
+                series.push(Series {
+                    label: row.label.clone(),
+                    path: row.path,
+                    metric: Metric::Rate,
+                    points: vec![None; categories.len()],
+                });
+                series.last_mut().expect("just pushed")
+            }
+        };
+        s.points[row.category] = row.figures.rate_bps.map(|value| Point {
+            value,
+            low: value,
+            high: value,
+            spread: None,
+        });
+    }
+    let mut columns = vec![Column::Path, Column::Cell, Column::Measured];
+    let limited = rows.iter().any(|x| x.figures.model_limit.is_some());
+    if limited {
+        columns.push(Column::LimitedBy);
+    }
+    let mut legend = vec![format!(
+        "Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss{} \
+         (the best run where there was no search). Nobody published these cells: each figure is the lab model's \
+         prediction, not tested against a published one.",
+        super::loss_within(r)
+    )];
+    if limited {
+        legend.push(
+            "limited by: the tightest ceiling the lab's device models put on the cell's traffic, as the run \
+             recorded it; empty where it recorded none."
+                .to_string(),
+        );
+    }
+    Some(View {
+        kind: ViewKind::Predictions,
+        id: "predictions".into(),
+        title: "Predictions for cells nobody published".into(),
+        question: "What does the lab's model predict where no figure was published?".into(),
+        columns,
+        categories,
+        rows,
+        series,
+        timelines: Vec::new(),
+        legend,
+        notes: Vec::new(),
     })
 }
 
@@ -1096,6 +1218,19 @@ pub(crate) fn ms(x: f64) -> String {
     }
 }
 
+/// A model's ceiling as its profile would write it: four significant digits
+/// without trailing zeros ("29.43 Mbit/s", "824 Mbit/s").
+fn ceiling(bps: f64) -> String {
+    let (v, unit) = super::rate_unit(bps.abs());
+    let n = super::sig(bps / v, 4);
+    let n = if n.contains('.') {
+        n.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &n
+    };
+    format!("{n} {unit}")
+}
+
 /// A published figure as written: no trailing zeros ("941", "656.69").
 fn plain(x: f64) -> String {
     let s = format!("{x:.3}");
@@ -1248,7 +1383,96 @@ mod tests {
     }
 
     #[test]
+    fn predictions_for_the_cells_nobody_published() {
+        let r = fixture::calibrated();
+        let v = views(&r);
+        // The predictions right after the published figures; the other views
+        // as without marks.
+        let mut without = ids(&views(&fixture::main_job()))
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        without.insert(1, "predictions".into());
+        assert_eq!(ids(&v), without);
+        let p = &v[1];
+        assert_eq!(p.kind, ViewKind::Predictions);
+        assert_eq!(
+            p.columns,
+            [
+                Column::Path,
+                Column::Cell,
+                Column::Measured,
+                Column::LimitedBy
+            ]
+        );
+        // Every measured cell without a published figure, none with one.
+        let published = r.reference.as_ref().unwrap();
+        let want: usize = r
+            .paths
+            .iter()
+            .map(|x| {
+                x.cells
+                    .iter()
+                    .filter(|c| {
+                        !published
+                            .figures
+                            .iter()
+                            .any(|f| f.path == x.label() && f.cell == c.cell)
+                    })
+                    .count()
+            })
+            .sum();
+        assert_eq!(p.rows.len(), want);
+        assert_eq!(want, 28, "the fixture's unpublished cells");
+        let dslite = row(p, "fast/dslite", "ipv4.udp.sender");
+        assert_eq!(dslite.figures.rate_bps, Some(30e6), "the searched rate");
+        assert_eq!(
+            Column::LimitedBy.text(dslite),
+            "nvr500 fast path ipv4 udp upload ceiling 30.12 Mbit/s"
+        );
+        assert_eq!(
+            Column::LimitedBy.text(row(p, "fast/wireguard", "ipv4.tcp.sender")),
+            "nvr500 fast path ipv4 tcp upload ceiling 824 Mbit/s"
+        );
+        assert_eq!(
+            Column::LimitedBy.text(row(p, "fast/ikev2", "ipv4.tcp.sender")),
+            ""
+        );
+        // One bar series per path.
+        assert_eq!(p.series.len(), 7);
+        assert!(p.series.iter().all(|s| s.metric == Metric::Rate));
+
+        // The published view says the basis of each row.
+        let pb = &v[0];
+        assert_eq!(pb.columns.last(), Some(&Column::Basis));
+        assert_eq!(
+            Column::Basis.text(row(pb, "fast/raw", "ipv4.tcp.sender")),
+            "calibrated"
+        );
+        assert_eq!(
+            Column::Basis.text(row(pb, "fast/raw", "ipv4.udp.sender")),
+            "predicted"
+        );
+
+        // No calibration marks, no predictions: a cell's ceiling alone says
+        // nothing about a model it was predicted by.
+        let mut unmarked = r.clone();
+        unmarked.reference.as_mut().unwrap().marks_calibration = false;
+        let v = views(&unmarked);
+        assert!(!ids(&v).contains(&"predictions"));
+        assert!(!v[0].columns.contains(&Column::Basis));
+    }
+
+    #[test]
     fn every_line_of_the_main_jobs_text_fits_120_columns() {
+        let calibrated = render(&fixture::calibrated(), Format::Text, None);
+        for l in calibrated.lines() {
+            assert!(
+                l.chars().count() <= WIDTH,
+                "{} chars: {l}",
+                l.chars().count()
+            );
+        }
         let r = fixture::main_job();
         let text = render(&r, Format::Text, None);
         for l in text.lines() {

@@ -385,6 +385,27 @@ pub struct RawReference {
     /// Path label -> cell key -> published rate, in the file's order.
     #[serde(default)]
     pub figures: InOrder<InOrder<toml::Value>>,
+    /// The published cells the lab's device models were calibrated from, as
+    /// "PATH:CELL"; absent means the file does not say.
+    #[serde(default)]
+    pub calibrated: Option<Vec<toml::Value>>,
+    /// `[[reference.unpredicted]]`: published figures the lab does not predict.
+    #[serde(default)]
+    pub unpredicted: Vec<RawUnpredicted>,
+}
+
+/// One `[[reference.unpredicted]]`: what was published, its figure, and why
+/// the lab cannot predict it. Every key is optional here so that a missing
+/// one is reported where it is missing, with what to write.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUnpredicted {
+    #[serde(default)]
+    pub what: Option<String>,
+    #[serde(default)]
+    pub figure: Option<toml::Value>,
+    #[serde(default)]
+    pub why: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

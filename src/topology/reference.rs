@@ -5,14 +5,32 @@
 //! [reference]
 //! source = "the seed document: Yamaha NVR500 study, Jan/Feb 2020, best of 5 iperf3 runs"
 //! tolerance = { tcp = 15, udp = 25 }      # percent either way; these are the defaults
+//! # The published cells the lab's device models were calibrated from
+//! # ("PATH:CELL", PATH as in [reference.figures]); every other published
+//! # figure is a prediction. Optional: without it, reports mark neither.
+//! calibrated = ["none/raw:ipv4.tcp.sender"]
 //! [reference.figures."none/raw"]           # a path as reports name it: SCENARIO/PATH or PATH
 //! "ipv4.tcp.sender" = "941M"               # a cell as --expect names it; a rate in bit/s
+//! "ipv4.udp.sender" = "347M"
+//!
+//! # Published figures the lab does not predict: printed with the reason,
+//! # never compared.
+//! [[reference.unpredicted]]
+//! what = "RBBS multi-session speed test (FLET'S), with or without the NVR500"
+//! figure = "300M"                          # a rate, as in [reference.figures]
+//! why = "its limit is the NGN's test server, which the lab does not model"
 //! ```
 //!
 //! The section belongs to the whole file: scenarios cannot change it, and a
 //! path label names the scenario it was published for.
+//!
+//! `calibrated` is what keeps a replay apart from a prediction: a device
+//! model whose ceilings were set from a published figure reproduces that
+//! figure by construction, so agreement there checks the emulation, and only
+//! agreement on the other figures tests the model. Each entry must name a
+//! cell that has a figure in `[reference.figures]`, once.
 
-use super::raw::{RawReference, RawTopology};
+use super::raw::{RawReference, RawTopology, RawUnpredicted};
 use super::{KeyPath, Problem};
 use crate::vocab::{Cell, Proto};
 use serde::{Deserialize, Serialize};
@@ -26,6 +44,26 @@ pub struct Reference {
     pub tolerance: Tolerance,
     /// In the order the topology file lists them.
     pub figures: Vec<PublishedFigure>,
+    /// The file says which figures the lab's device models were calibrated
+    /// from (its `calibrated` key, even empty): every figure not marked
+    /// [`PublishedFigure::calibrated`] is then a prediction. False: the file
+    /// does not say, and reports mark neither.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub marks_calibration: bool,
+    /// Published figures the lab does not predict, in the file's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpredicted: Vec<Unpredicted>,
+}
+
+/// A published figure the lab does not predict, and why: reports print it,
+/// and compare nothing with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unpredicted {
+    /// What was measured, in the publisher's words.
+    pub what: String,
+    pub published_bps: f64,
+    /// Why the lab has no prediction for it.
+    pub why: String,
 }
 
 /// How far, in percent either way, a measured figure may be from the
@@ -59,6 +97,11 @@ pub struct PublishedFigure {
     pub path: String,
     pub cell: Cell,
     pub published_bps: f64,
+    /// A device model of the lab was calibrated from this figure (listed in
+    /// `calibrated`), so measuring it again checks the emulation, not the
+    /// model. Results saved before there were calibration marks read false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub calibrated: bool,
 }
 
 /// A published rate below this is a figure written without its unit ("941"
@@ -126,6 +169,9 @@ pub fn resolve(
         ));
     }
     let mut figures = Vec::new();
+    // Every cell the file publishes, rate valid or not: what `calibrated` may
+    // name (a bad rate is its own problem, not the calibration's).
+    let mut published: Vec<(&str, Cell)> = Vec::new();
     for (label, cells) in &r.figures.0 {
         let lat = figures_at.key(label);
         if !labels.contains(label) {
@@ -152,20 +198,161 @@ pub fn resolve(
                 continue;
             }
             seen.push((cell, key));
+            published.push((label, cell));
             if let Some(bps) = rate(value, &cat, p) {
                 figures.push(PublishedFigure {
                     path: label.clone(),
                     cell,
                     published_bps: bps as f64,
+                    calibrated: false,
                 });
             }
         }
     }
+    if let Some(list) = &r.calibrated {
+        for (path, cell) in calibrated(list, &published, &at.key("calibrated"), p) {
+            for f in figures.iter_mut() {
+                if f.path == path && f.cell == cell {
+                    f.calibrated = true;
+                }
+            }
+        }
+    }
+    let unpredicted_at = at.key("unpredicted");
+    let unpredicted = r
+        .unpredicted
+        .iter()
+        .enumerate()
+        .filter_map(|(i, u)| unpredicted(u, &unpredicted_at.index(i), p))
+        .collect();
     Reference {
         source: r.source.clone(),
         tolerance,
         figures,
+        marks_calibration: r.calibrated.is_some(),
+        unpredicted,
     }
+}
+
+/// The cells `calibrated` names, each one that has a published figure, once;
+/// a problem at `calibrated[i]` for every other entry.
+fn calibrated(
+    list: &[toml::Value],
+    published: &[(&str, Cell)],
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> Vec<(String, Cell)> {
+    const FORM: &str = "a calibrated cell is \"PATH:CELL\" with PATH as in [reference.figures], \
+                        e.g. \"fast/raw:ipv4.tcp.sender\"";
+    let mut out: Vec<(String, Cell)> = Vec::new();
+    let mut first_at: Vec<usize> = Vec::new();
+    for (i, v) in list.iter().enumerate() {
+        let eat = at.index(i);
+        let Some(s) = v.as_str() else {
+            p.push(Problem::new(&eat, format!("{v} is not a string; {FORM}")));
+            continue;
+        };
+        let Some((path, key)) = s.rsplit_once(':') else {
+            p.push(Problem::new(&eat, format!("\"{s}\" has no ':'; {FORM}")));
+            continue;
+        };
+        let Some(cell) = Cell::parse_key(key) else {
+            p.push(Problem::new(
+                &eat,
+                format!(
+                    "{} in \"{s}\"; a cell is FAMILY.PROTOCOL.DIRECTION[.pSTREAMS], e.g. ipv4.tcp.sender",
+                    Cell::key_problem(key)
+                ),
+            ));
+            continue;
+        };
+        if let Some(j) = out.iter().position(|(q, c)| q == path && *c == cell) {
+            p.push(Problem::new(
+                &eat,
+                format!(
+                    "\"{s}\" is the same cell as {}: list each calibrated cell once",
+                    at.index(first_at[j])
+                ),
+            ));
+            continue;
+        }
+        if !published.contains(&(path, cell)) {
+            p.push(Problem::new(&eat, no_figure(path, &cell, published)));
+            continue;
+        }
+        out.push((path.to_string(), cell));
+        first_at.push(i);
+    }
+    out
+}
+
+/// Why a calibrated entry names nothing published, with what it could name.
+fn no_figure(path: &str, cell: &Cell, published: &[(&str, Cell)]) -> String {
+    let of_path: Vec<String> = published
+        .iter()
+        .filter(|(q, _)| *q == path)
+        .map(|(_, c)| c.key())
+        .collect();
+    if !of_path.is_empty() {
+        return format!(
+            "{path} has no published figure for {}; a calibrated cell must be one of [reference.figures.\"{path}\"]: {}",
+            cell.key(),
+            of_path.join(", ")
+        );
+    }
+    let mut paths: Vec<&str> = Vec::new();
+    for (q, _) in published {
+        if !paths.contains(q) {
+            paths.push(q);
+        }
+    }
+    format!(
+        "no published figures for path \"{path}\"; a calibrated cell must be one of [reference.figures]; its paths: {}",
+        if paths.is_empty() {
+            "(none)".to_string()
+        } else {
+            paths.join(", ")
+        }
+    )
+}
+
+/// One `[[reference.unpredicted]]`, with a problem for each key it lacks or
+/// has wrong.
+fn unpredicted(u: &RawUnpredicted, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Unpredicted> {
+    let text = |v: &Option<String>, key: &str, what: &str, p: &mut Vec<Problem>| match v {
+        Some(s) if !s.trim().is_empty() => Some(s.clone()),
+        Some(_) => {
+            p.push(Problem::new(
+                &at.key(key),
+                format!("{key} is empty; say {what}"),
+            ));
+            None
+        }
+        None => {
+            p.push(Problem::new(
+                at,
+                format!("an unpredicted figure needs {key}: {what}"),
+            ));
+            None
+        }
+    };
+    let what = text(&u.what, "what", "what was measured", p);
+    let figure = match &u.figure {
+        Some(v) => rate(v, &at.key("figure"), p),
+        None => {
+            p.push(Problem::new(
+                at,
+                "an unpredicted figure needs figure: the published rate, e.g. \"300M\"",
+            ));
+            None
+        }
+    };
+    let why = text(&u.why, "why", "why the lab does not predict it", p);
+    Some(Unpredicted {
+        what: what?,
+        published_bps: figure? as f64,
+        why: why?,
+    })
 }
 
 fn unknown_path(label: &str, labels: &[String]) -> String {
@@ -405,6 +592,156 @@ source = "the seed"
         assert!(
             p[0].contains("scenarios.fast.reference: a scenario cannot change reference"),
             "{p:?}"
+        );
+    }
+
+    const CALIBRATED: &str = r#"
+[reference]
+source = "the seed"
+calibrated = ["fast/raw:ipv4.tcp.sender", "normal/raw:ipv4.tcp.sender.p1"]
+[reference.figures."fast/raw"]
+"ipv4.tcp.sender" = "824M"
+"ipv4.tcp.receiver" = "939M"
+[reference.figures."normal/raw"]
+"ipv4.tcp.sender" = "384M"
+
+[[reference.unpredicted]]
+what = "RBBS multi-session speed test (FLET'S), with or without the NVR500"
+figure = "300M"
+why = "its limit is the NGN's test server, which the lab does not model"
+"#;
+
+    fn scenarios_and(reference: &str) -> String {
+        format!("{BASE}\n[scenarios.fast]\n[scenarios.normal]\n{reference}")
+    }
+
+    #[test]
+    fn calibrated_cells_are_marked_and_unpredicted_figures_kept() {
+        let text = scenarios_and(CALIBRATED);
+        let t = parse_str(&text, Path::new("r.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let r = t.reference.unwrap();
+        assert!(r.marks_calibration);
+        let marks: Vec<(String, bool)> = r
+            .figures
+            .iter()
+            .map(|f| (format!("{}:{}", f.path, f.cell), f.calibrated))
+            .collect();
+        // ".p1" is the one-stream cell: the same as writing none.
+        assert_eq!(
+            marks,
+            [
+                ("fast/raw:ipv4.tcp.sender".into(), true),
+                ("fast/raw:ipv4.tcp.receiver".into(), false),
+                ("normal/raw:ipv4.tcp.sender".into(), true),
+            ]
+        );
+        assert_eq!(
+            r.unpredicted,
+            [super::Unpredicted {
+                what: "RBBS multi-session speed test (FLET'S), with or without the NVR500".into(),
+                published_bps: 300e6,
+                why: "its limit is the NGN's test server, which the lab does not model".into(),
+            }]
+        );
+
+        // An empty list still says the file marks calibration: every figure a
+        // prediction.
+        let none = scenarios_and(&CALIBRATED.replace(
+            "calibrated = [\"fast/raw:ipv4.tcp.sender\", \"normal/raw:ipv4.tcp.sender.p1\"]",
+            "calibrated = []",
+        ));
+        let r = parse_str(&none, Path::new("r.toml"))
+            .unwrap()
+            .reference
+            .unwrap();
+        assert!(r.marks_calibration);
+        assert!(r.figures.iter().all(|f| !f.calibrated));
+
+        // Without the key nothing is marked, and the saved form is as before.
+        let unmarked = format!("{BASE}{SCENARIOS}");
+        let r = parse_str(&unmarked, Path::new("r.toml"))
+            .unwrap()
+            .reference
+            .unwrap();
+        assert!(!r.marks_calibration);
+        assert!(r.figures.iter().all(|f| !f.calibrated));
+        assert!(r.unpredicted.is_empty());
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            !json.contains("calibrat") && !json.contains("unpredicted"),
+            "{json}"
+        );
+        // A reference saved before calibration marks existed still reads.
+        let old: super::Reference = serde_json::from_str(&json).unwrap();
+        assert_eq!(old, r);
+    }
+
+    #[test]
+    fn bad_calibrated_entries_are_located() {
+        let bad = CALIBRATED.replace(
+            "calibrated = [\"fast/raw:ipv4.tcp.sender\", \"normal/raw:ipv4.tcp.sender.p1\"]",
+            "calibrated = [\"fast/raw:ipv4.tcp.sender\", \"fast/raw\", 7, \"fast/raw:ipv4.tcp.upload\",\n\
+             \"fast/raw:ipv4.udp.sender\", \"none/raw:ipv4.tcp.sender\", \"fast/raw:ipv4.tcp.sender.p1\"]",
+        );
+        let text = scenarios_and(&bad);
+        assert_eq!(
+            problems(&text),
+            [
+                "20:43: reference.calibrated[1]: \"fast/raw\" has no ':'; a calibrated cell is \"PATH:CELL\" \
+                 with PATH as in [reference.figures], e.g. \"fast/raw:ipv4.tcp.sender\"",
+                "20:55: reference.calibrated[2]: 7 is not a string; a calibrated cell is \"PATH:CELL\" \
+                 with PATH as in [reference.figures], e.g. \"fast/raw:ipv4.tcp.sender\"",
+                "20:58: reference.calibrated[3]: unknown direction 'upload' in 'ipv4.tcp.upload' (sender or receiver) \
+                 in \"fast/raw:ipv4.tcp.upload\"; a cell is FAMILY.PROTOCOL.DIRECTION[.pSTREAMS], e.g. ipv4.tcp.sender",
+                "21:1: reference.calibrated[4]: fast/raw has no published figure for ipv4.udp.sender; a calibrated \
+                 cell must be one of [reference.figures.\"fast/raw\"]: ipv4.tcp.sender, ipv4.tcp.receiver",
+                "21:29: reference.calibrated[5]: no published figures for path \"none/raw\"; a calibrated cell \
+                 must be one of [reference.figures]; its paths: fast/raw, normal/raw",
+                "21:57: reference.calibrated[6]: \"fast/raw:ipv4.tcp.sender.p1\" is the same cell as \
+                 reference.calibrated[0]: list each calibrated cell once",
+            ]
+        );
+        // A figure whose rate is wrong is still a published cell: its rate is
+        // the one problem.
+        let text = scenarios_and(&CALIBRATED.replace("\"824M\"", "\"fast\""));
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].contains("reference.figures.\"fast/raw\".\"ipv4.tcp.sender\""),
+            "{p:?}"
+        );
+        let text = scenarios_and(&CALIBRATED.replace("calibrated = [", "calibrated = \"x\"\n#["));
+        let p = problems(&text);
+        assert!(
+            p[0].contains("reference.calibrated") && p[0].contains("expected a sequence"),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn unpredicted_figures_need_what_figure_and_why() {
+        let entries = "\n[[reference.unpredicted]]\nwhat = \"speed test\"\nfigure = \"300\"\n\
+                       \n[[reference.unpredicted]]\nfigure = \"300M\"\nwhy = \"\"\n\
+                       \n[[reference.unpredicted]]\nwhat = \"x\"\nwhy = \"y\"\nfgure = 1\n";
+        let text = format!(
+            "{BASE}\n[reference]\n[reference.figures.raw]\n\"ipv4.tcp.sender\" = \"941M\"\n{entries}"
+        );
+        let p = problems(&text);
+        assert_eq!(p.len(), 1, "unknown keys are reported first: {p:?}");
+        assert!(
+            p[0].starts_with("30:1: reference.unpredicted[2].fgure: unknown field `fgure`"),
+            "{p:?}"
+        );
+        let text = text.replace("fgure = 1\n", "");
+        assert_eq!(
+            problems(&text),
+            [
+                "21:10: reference.unpredicted[0].figure: 300 bit/s is below 1K; write the unit, e.g. \"300M\" for Mbit/s",
+                "20:1: reference.unpredicted[0]: an unpredicted figure needs why: why the lab does not predict it",
+                "24:1: reference.unpredicted[1]: an unpredicted figure needs what: what was measured",
+                "25:7: reference.unpredicted[1].why: why is empty; say why the lab does not predict it",
+                "28:1: reference.unpredicted[2]: an unpredicted figure needs figure: the published rate, e.g. \"300M\"",
+            ]
         );
     }
 }
