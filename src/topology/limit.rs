@@ -31,7 +31,7 @@ use super::model::{Node, Topology};
 use super::routing::{Arrival, Hop, Router};
 use super::tunnel::Tunnel;
 use crate::codec::overhead::Encapsulation;
-use crate::codec::profile::{Ceiling, DeviceModel, Way};
+use crate::codec::profile::{Ceiling, DeviceModel, Way, way_to};
 use crate::vocab::{Cell, Direction, Family, Proto};
 use std::net::IpAddr;
 
@@ -196,15 +196,12 @@ fn consider(
     traffic: &Traffic,
     best: &mut Option<Limit>,
 ) {
-    let way = if m.lan.iter().any(|n| n.contains(traffic.dst)) {
-        Way::Download
-    } else {
-        Way::Upload
-    };
-    let matches = c.direction.is_none_or(|d| d == way)
-        && c.family.is_none_or(|f| f == traffic.family)
-        && c.protocol.is_none_or(|p| Some(p) == traffic.protocol);
-    if !matches {
+    // The slow path's own sorting (crate::codec::device_model).
+    if !c.matches(
+        way_to(&m.lan, traffic.dst),
+        traffic.family,
+        traffic.protocol,
+    ) {
         return;
     }
     let aggregate = c.aggregate_bps.map(|b| b as f64);
