@@ -602,6 +602,35 @@ b = { port = "c:eth0", ipv4 = "198.18.3.2/24" }
         );
     }
 
+    /// A trace lists the source, each router and the destination's holder,
+    /// each with how it got there; a dropped packet is the reason.
+    #[test]
+    fn a_trace_names_every_hop_and_how_it_was_reached() {
+        use super::{Arrival, Hop};
+        let t = parse_str(RIM, Path::new("rim.toml")).unwrap();
+        let r = super::Router::new(&t);
+        let n = |s: &str| t.node_index(s).unwrap();
+        assert_eq!(
+            r.trace(n("a"), "198.18.2.2".parse().unwrap()),
+            Ok(vec![
+                Hop {
+                    node: n("a"),
+                    by: None
+                },
+                Hop {
+                    node: n("r"),
+                    by: Some(Arrival::Link)
+                },
+                Hop {
+                    node: n("b"),
+                    by: Some(Arrival::Link)
+                },
+            ])
+        );
+        let e = r.trace(n("b"), "198.18.3.2".parse().unwrap()).unwrap_err();
+        assert!(e.contains("b has no route"), "{e}");
+    }
+
     /// A WireGuard peer and a DS-Lite AFTR outside the lab: the inner
     /// addresses of the external peer are reached through the tunnel, and IPv4
     /// beyond the external AFTR through the softwire, on to what its links and
