@@ -6,7 +6,7 @@
 //! anything else): the profile's figures are what iperf3 counted through the
 //! real device, so the model counts the same thing.
 
-use crate::codec::profile::{DeviceModel, Way};
+use crate::codec::profile::{DeviceModel, Way, way_to};
 use crate::codec::shape::{Limits, Offer, Shaper};
 use crate::vocab::{Family, Proto};
 use ipnetwork::IpNetwork;
@@ -137,10 +137,7 @@ fn class_limits(model: &DeviceModel) -> Vec<Limits> {
             for protocol in PROTOCOLS {
                 let l = &mut out[class_index(way, family, protocol)];
                 for c in &model.ceilings {
-                    let matches = c.direction.is_none_or(|d| d == way)
-                        && c.family.is_none_or(|f| f == family)
-                        && c.protocol.is_none_or(|p| Some(p) == protocol);
-                    if matches {
+                    if c.matches(way, family, protocol) {
                         l.aggregate_bps = tighter(l.aggregate_bps, c.aggregate_bps);
                         l.flow_bps = tighter(l.flow_bps, c.flow_bps);
                     }
@@ -169,11 +166,7 @@ impl DeviceShaper {
     }
 
     fn way(&self, dst: IpAddr) -> Way {
-        if self.lan.iter().any(|n| n.contains(dst)) {
-            Way::Download
-        } else {
-            Way::Upload
-        }
+        way_to(&self.lan, dst)
     }
 
     /// Offers one forwarded packet; on `Queued` the model has taken it.

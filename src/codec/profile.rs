@@ -37,6 +37,24 @@ pub struct Ceiling {
     pub flow_bps: Option<u64>,
 }
 
+impl Ceiling {
+    /// Whether this entry holds the class (a field left out matches all).
+    pub fn matches(&self, way: Way, family: Family, protocol: Option<Proto>) -> bool {
+        self.direction.is_none_or(|d| d == way)
+            && self.family.is_none_or(|f| f == family)
+            && self.protocol.is_none_or(|p| Some(p) == protocol)
+    }
+}
+
+/// Which way a packet to `dst` crosses a router whose LAN side is `lan`.
+pub fn way_to(lan: &[IpNetwork], dst: std::net::IpAddr) -> Way {
+    if lan.iter().any(|n| n.contains(dst)) {
+        Way::Download
+    } else {
+        Way::Upload
+    }
+}
+
 /// A router's device model: the ceilings of one mode of one profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceModel {

@@ -626,6 +626,7 @@ pub fn measure(
         }
     };
     let cells = spec.cells();
+    let from = lab.topology.node_index(&spec.from);
     let started = Instant::now();
     let estimate = Duration::from_secs_f64(spec.estimated_seconds());
     let mut out = PathResult {
@@ -722,12 +723,23 @@ pub fn measure(
             progress(&done(&out, i));
             continue;
         };
+        // What the lab's device models predict for the cell, whatever the
+        // measurement makes of it.
+        let model_limit = from.and_then(|f| {
+            crate::topology::limit::model_limit(&lab.topology, f, addr, cell).map(|l| ModelLimit {
+                what: l.what,
+                bps: l.bps,
+            })
+        });
         // A dead datapath on the way fails the cell by name, before the client
         // would meet it as a timeout (or, after the cell, as a suspect figure).
         let dead_datapath =
             || crate::lab::liveness::dead_on_path(&lab.naming.lab, &lab.topology, addr);
         if let Some(why) = dead_datapath() {
-            out.cells.push(CellResult::failed(*cell, why));
+            out.cells.push(CellResult {
+                model_limit,
+                ..CellResult::failed(*cell, why)
+            });
             progress(&done(&out, i));
             continue;
         }
@@ -928,11 +940,14 @@ pub fn measure(
         let result = result.map(|r| CellResult { latency, ..r });
         match result {
             Err(e) if e.to_string() == "interrupted" => return Err(e),
-            result => out.cells.push(match (dead_datapath(), result) {
-                (Some(why), _) => CellResult::failed(*cell, format!("during this cell, {why}")),
-                (None, Ok(r)) => r,
-                // One cell failing (a refused connection, say) is that cell's result.
-                (None, Err(e)) => CellResult::failed(*cell, format!("{e:#}")),
+            result => out.cells.push(CellResult {
+                model_limit,
+                ..match (dead_datapath(), result) {
+                    (Some(why), _) => CellResult::failed(*cell, format!("during this cell, {why}")),
+                    (None, Ok(r)) => r,
+                    // One cell failing (a refused connection, say) is that cell's result.
+                    (None, Err(e)) => CellResult::failed(*cell, format!("{e:#}")),
+                }
             }),
         }
         progress(&done(&out, i));

@@ -8,6 +8,7 @@ pub mod ikev2;
 pub mod impair;
 pub mod kernel;
 pub mod l2tp;
+pub mod limit;
 pub mod locate;
 pub mod model;
 pub mod profile_file;

@@ -16,7 +16,10 @@ struct Nat {
     /// The softwire's index in the topology's tunnels.
     tunnel: usize,
     b4: usize,
+    /// The softwire's IPv6 endpoints.
+    b4_address: std::net::Ipv6Addr,
     aftr: usize,
+    aftr_address: std::net::Ipv6Addr,
     /// None: an external AFTR whose pool the file does not give; its own
     /// network routes the pool back to it.
     pool: Option<IpAddr>,
@@ -31,6 +34,30 @@ pub struct NextHop {
     pub iface: String,
     /// None: the destination is on the link itself.
     pub gateway: Option<IpAddr>,
+}
+
+/// One node on the way a packet takes, and how it got there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hop {
+    pub node: usize,
+    /// None at the source; otherwise the link or tunnel it arrived by.
+    pub by: Option<Arrival>,
+}
+
+/// How a packet reached a node on its way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrival {
+    /// Over a link (through switches on the way, if any): it arrives on one of
+    /// the node's interfaces.
+    Link,
+    /// Out of a tunnel entered at the hop before: the underlay carried it,
+    /// encapsulated, from `outer_src` to `outer_dst` (endpoint addresses).
+    Tunnel {
+        /// The tunnel's index in the topology's tunnels.
+        tunnel: usize,
+        outer_src: IpAddr,
+        outer_dst: IpAddr,
+    },
 }
 
 /// The hop limit Linux puts on IPv6 packets a node sends out of `dev`: the
@@ -221,11 +248,17 @@ impl<'t> Router<'t> {
         node: usize,
         iface: &str,
         dst: IpAddr,
-    ) -> Option<Result<usize, String>> {
+    ) -> Option<Result<(usize, Arrival), String>> {
         let &(tun, w, i) = self
             .wireguard_peers(node)
             .iter()
             .find(|(t, _, _)| t.tun_name() == iface)?;
+        let tunnel = self
+            .topo
+            .tunnels
+            .iter()
+            .position(|t| std::ptr::eq(t, tun))
+            .unwrap_or(0);
         let Some(j) = w.peer_for(i, dst) else {
             return Some(Err(format!(
                 "{dst} is in no allowed IPs of a peer of {} in tunnel {}",
@@ -243,7 +276,14 @@ impl<'t> Router<'t> {
                 })
                 .and_then(|n| {
                     if n == there {
-                        Ok(there)
+                        Ok((
+                            there,
+                            Arrival::Tunnel {
+                                tunnel,
+                                outer_src: w.peers[i].endpoint,
+                                outer_dst: w.peers[j].endpoint,
+                            },
+                        ))
                     } else {
                         Err(format!(
                             "WireGuard {}: {} is not held by the peer",
@@ -285,12 +325,20 @@ impl<'t> Router<'t> {
         if pool.is_none() && !d.aftr.external {
             return Err(format!("softwire {tunnel} has an empty pool"));
         }
+        let b4 = d.b4s.iter().find(|b| b.node == node).ok_or_else(|| {
+            format!(
+                "{} is no B4 of softwire {tunnel}",
+                self.topo.nodes[node].name
+            )
+        })?;
         Ok((
             there,
             Nat {
                 tunnel: index,
                 b4: node,
+                b4_address: b4.address,
                 aftr: there,
+                aftr_address: d.aftr.address,
                 pool,
             },
         ))
@@ -329,13 +377,36 @@ impl<'t> Router<'t> {
     /// the way (the reply then goes to the pool address and back through the
     /// softwire).
     fn deliver_nat(&self, from: usize, dst: IpAddr) -> Result<(usize, Option<Nat>), String> {
+        self.follow(from, dst, None)
+    }
+
+    /// The way a packet from `from` to `dst` takes: the source first, then each
+    /// node it reaches, the one that holds `dst` last (switches, which only
+    /// bridge, are not hops). Err: the reason it is dropped.
+    pub fn trace(&self, from: usize, dst: IpAddr) -> Result<Vec<Hop>, String> {
+        let mut hops = Vec::new();
+        self.follow(from, dst, Some(&mut hops))?;
+        Ok(hops)
+    }
+
+    /// `deliver_nat`, recording each node reached in `trace` if given.
+    fn follow(
+        &self,
+        from: usize,
+        dst: IpAddr,
+        mut trace: Option<&mut Vec<Hop>>,
+    ) -> Result<(usize, Option<Nat>), String> {
         let name = |n: usize| self.topo.nodes[n].name.clone();
         let mut nat = None;
         let ttl = self.initial_ttl(from, dst)?;
         let mut cur = from;
+        let mut by = None;
         // `hop` is how many links the packet has crossed; a router forwards only
         // while the TTL it received is above 1.
         for hop in 0..=ttl {
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(Hop { node: cur, by });
+            }
             if self.owns(cur, dst) {
                 return Ok((cur, nat));
             }
@@ -354,18 +425,26 @@ impl<'t> Router<'t> {
                 .ok_or_else(|| format!("{} has no route to {dst}", name(cur)))?;
             if let Some(tunnel) = nh.iface.strip_prefix(SOFTWIRE) {
                 let (there, n) = self.through_softwire(cur, tunnel)?;
+                by = Some(Arrival::Tunnel {
+                    tunnel: n.tunnel,
+                    outer_src: IpAddr::V6(n.b4_address),
+                    outer_dst: IpAddr::V6(n.aftr_address),
+                });
                 nat = Some(n);
                 cur = there;
                 continue;
             }
             if let Some(r) = self.through_wireguard(cur, &nh.iface, dst) {
-                cur = r?;
+                let (there, arrival) = r?;
+                by = Some(arrival);
+                cur = there;
                 continue;
             }
             let target = nh.gateway.unwrap_or(dst);
             cur = self.neighbour(cur, &nh.iface, target).ok_or_else(|| {
                 format!("nothing on {}:{} answers for {target}", name(cur), nh.iface)
             })?;
+            by = Some(Arrival::Link);
         }
         Err(format!("the TTL of {} runs out toward {dst}", name(from)))
     }
@@ -391,16 +470,26 @@ impl<'t> Router<'t> {
     }
 
     /// The source address `node` uses toward `dst`: an address of the egress
-    /// interface, else any address of the family on the node.
+    /// interface, else, into a tunnel, the node's inner address (charon's
+    /// routes for IKEv2, whose inner addresses sit on `lo`, carry it as their
+    /// `src`), else any address of the family on the node.
     pub fn source_for(&self, node: usize, dst: IpAddr) -> Option<IpAddr> {
         let nh = self.lookup(node, dst)?;
         let addrs = &self.addresses[node];
         let same = |a: &IpNetwork| a.is_ipv4() == dst.is_ipv4();
+        let inner = || {
+            self.wireguard_peers(node)
+                .iter()
+                .filter(|(t, _, _)| t.tun_name() == nh.iface)
+                .find_map(|(_, w, i)| w.peers[*i].addresses.iter().find(|a| same(a)))
+                .map(|a| a.ip())
+        };
         addrs
             .iter()
             .find(|(d, a)| *d == nh.iface && same(a))
-            .or_else(|| addrs.iter().find(|(_, a)| same(a)))
             .map(|(_, a)| a.ip())
+            .or_else(inner)
+            .or_else(|| addrs.iter().find(|(_, a)| same(a)).map(|(_, a)| a.ip()))
     }
 
     /// Whether an ICMP echo from `from` to `dst` gets its reply.
@@ -511,6 +600,35 @@ b = { port = "c:eth0", ipv4 = "198.18.3.2/24" }
                 .unwrap_err()
                 .contains("c has no route")
         );
+    }
+
+    /// A trace lists the source, each router and the destination's holder,
+    /// each with how it got there; a dropped packet is the reason.
+    #[test]
+    fn a_trace_names_every_hop_and_how_it_was_reached() {
+        use super::{Arrival, Hop};
+        let t = parse_str(RIM, Path::new("rim.toml")).unwrap();
+        let r = super::Router::new(&t);
+        let n = |s: &str| t.node_index(s).unwrap();
+        assert_eq!(
+            r.trace(n("a"), "198.18.2.2".parse().unwrap()),
+            Ok(vec![
+                Hop {
+                    node: n("a"),
+                    by: None
+                },
+                Hop {
+                    node: n("r"),
+                    by: Some(Arrival::Link)
+                },
+                Hop {
+                    node: n("b"),
+                    by: Some(Arrival::Link)
+                },
+            ])
+        );
+        let e = r.trace(n("b"), "198.18.3.2".parse().unwrap()).unwrap_err();
+        assert!(e.contains("b has no route"), "{e}");
     }
 
     /// A WireGuard peer and a DS-Lite AFTR outside the lab: the inner
