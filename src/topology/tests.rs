@@ -89,8 +89,8 @@ fn switch_segments_join_all_ports() {
     assert_eq!(lan2.len(), 4 + 5);
     assert_eq!(
         segs.len(),
-        6,
-        "LAN1, LAN2, the WAN link, the NGN to the AFTR, and the AFTR's and the ISP's links to the internet server"
+        7,
+        "LAN1, LAN2, the WAN link, the NGN to the AFTR, the AFTR's and the ISP's links to the internet server, and the AFTR's to the NGN's server"
     );
 }
 
