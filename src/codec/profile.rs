@@ -51,6 +51,45 @@ pub struct DeviceModel {
     pub ceilings: Vec<Ceiling>,
     /// Packets a class (and a flow) may hold waiting before it drops.
     pub queue_packets: u32,
+    /// Sources and destinations whose packets the forwarding ceilings leave
+    /// alone: the router's own addresses (what is for the router itself is not
+    /// forwarded) and the inner traffic of tunnels it terminates with
+    /// ceilings of their own (a `TerminationModel` already meters it).
+    #[serde(default)]
+    pub bypass: Vec<IpNetwork>,
+}
+
+/// What a router's own end of a tunnel gets through (`[terminations.KIND]`
+/// of its profile): ceilings on the inner packets, applied by the end's
+/// userspace datapath, whichever mode the router forwards in.
+///
+/// Directions are seen from the router's LAN, as its forwarding ceilings
+/// are: for a DS-Lite B4, upload is what it encapsulates toward the AFTR;
+/// for a VPN kind the router is the server its LAN-side clients reach, so
+/// upload is what it decapsulates from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TerminationModel {
+    /// The profile's name (`nvr500`).
+    pub profile: String,
+    /// The tunnel kind (`l2tp`, `dslite`).
+    pub kind: String,
+    pub description: Option<String>,
+    /// Metered as forwarding ceilings are: transport payload of the inner
+    /// packets.
+    pub ceilings: Vec<Ceiling>,
+    pub queue_packets: u32,
+}
+
+impl TerminationModel {
+    /// The direction of the inner packets the end reads from its TUN (to
+    /// encapsulate): upload at a B4, download at a VPN server.
+    pub fn tun_way(&self) -> Way {
+        if self.kind == "dslite" {
+            Way::Upload
+        } else {
+            Way::Download
+        }
+    }
 }
 
 /// A host's limits from a host profile (the seed blames its server's own UDP
@@ -96,6 +135,7 @@ impl HostModel {
             lan: Vec::new(),
             ceilings,
             queue_packets: HOST_QUEUE_PACKETS,
+            bypass: Vec::new(),
         }
     }
 }

@@ -18,7 +18,16 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "seed-server",
         include_str!("../../profiles/seed-server.toml"),
     ),
+    (
+        "openwrt-b4",
+        include_str!("../../profiles/openwrt-b4.toml"),
+    ),
 ];
+
+/// The tunnel kinds a router profile may give termination ceilings for: those
+/// whose end runs in tunbench's own datapath, where the ceilings are applied.
+/// (An IKEv2 end is strongSwan's, which tunbench cannot shape.)
+pub const TERMINATION_KINDS: &[&str] = &["l2tp", "esp", "wireguard", "dslite"];
 
 pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
 const MAX_QUEUE_PACKETS: i64 = 1_000_000;
@@ -38,6 +47,16 @@ pub struct RouterProfile {
     pub description: Option<String>,
     pub queue_packets: u32,
     pub modes: BTreeMap<String, Mode>,
+    /// `[terminations.KIND]`: what the device's own end of a tunnel of that
+    /// kind gets through, whichever mode it forwards in.
+    pub terminations: BTreeMap<String, Termination>,
+}
+
+/// The ceilings of the tunnels of one kind the device itself terminates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Termination {
+    pub description: Option<String>,
+    pub ceilings: Vec<Ceiling>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -109,6 +128,8 @@ struct RawRouter {
     queue_packets: Option<i64>,
     #[serde(default)]
     modes: BTreeMap<String, RawMode>,
+    #[serde(default)]
+    terminations: BTreeMap<String, RawMode>,
 }
 
 #[derive(Deserialize)]
@@ -255,10 +276,10 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             DEFAULT_QUEUE_PACKETS
         }
     };
-    if raw.modes.is_empty() {
+    if raw.modes.is_empty() && raw.terminations.is_empty() {
         p.push(Problem::new(
             &root,
-            "a router profile needs at least one [modes.NAME] table",
+            "a router profile needs at least one [modes.NAME] table (forwarding ceilings) or [terminations.KIND] table (tunnels it terminates)",
         ));
     }
     let mut modes = BTreeMap::new();
@@ -284,11 +305,52 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             },
         );
     }
+    let mut terminations = BTreeMap::new();
+    for (kind, t) in &raw.terminations {
+        let at = root.key("terminations").key(kind);
+        if !TERMINATION_KINDS.contains(&kind.as_str()) {
+            let known: Vec<String> = TERMINATION_KINDS.iter().map(|k| format!("\"{k}\"")).collect();
+            let why = if kind == "ikev2" {
+                "an IKEv2 end runs in strongSwan, where tunbench cannot apply ceilings; "
+            } else {
+                ""
+            };
+            p.push(Problem::new(
+                &at,
+                format!(
+                    "\"{kind}\" is no tunnel kind a device's termination ceilings apply to; {why}known kinds: {}",
+                    known.join(", ")
+                ),
+            ));
+            continue;
+        }
+        let cat = at.key("ceilings");
+        if t.ceilings.is_empty() {
+            p.push(Problem::new(
+                &at,
+                "a termination needs ceilings = [ ... ]: without them it would limit nothing; remove the table or give its ceilings",
+            ));
+        }
+        let ceilings = t
+            .ceilings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| ceiling(c, &cat.index(i), p))
+            .collect();
+        terminations.insert(
+            kind.clone(),
+            Termination {
+                description: t.description.clone(),
+                ceilings,
+            },
+        );
+    }
     Some(RouterProfile {
         name: raw.name.clone(),
         description: raw.description.clone(),
         queue_packets,
         modes,
+        terminations,
     })
 }
 
