@@ -46,7 +46,10 @@ fn a_router_terminating_l2tp_ipsec_holds_each_direction_to_its_ceiling() {
         "no slow path on r"
     );
     assert!(state_dir(&lab).join("datapath-vpn-r.json").exists());
-    for (to, fam, port) in [("198.18.99.10", "IPv4", 5501), ("2001:2:0:99::10", "IPv6", 5503)] {
+    for (to, fam, port) in [
+        ("198.18.99.10", "IPv4", 5501),
+        ("2001:2:0:99::10", "IPv6", 5503),
+    ] {
         let up = about(
             || bps(&lab, "pc", "srv", to, port, &[]),
             40e6,

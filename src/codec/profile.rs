@@ -139,3 +139,36 @@ impl HostModel {
         }
     }
 }
+
+/// Ceilings in a line, for logs and notes: `upload ipv4 350M, download 100M`.
+pub fn describe_ceilings(c: &[crate::codec::profile::Ceiling]) -> String {
+    c.iter()
+        .map(|c| {
+            let mut s = Vec::new();
+            s.push(match c.direction {
+                Some(Way::Upload) => "upload",
+                Some(Way::Download) => "download",
+                None => "both ways",
+            });
+            let f;
+            if let Some(fam) = c.family {
+                f = format!("{fam:?}").to_lowercase();
+                s.push(&f);
+            }
+            let pr;
+            if let Some(p) = c.protocol {
+                pr = format!("{p:?}").to_lowercase();
+                s.push(&pr);
+            }
+            let a = c
+                .aggregate_bps
+                .map(|b| format!("aggregate {} Mbit/s", b as f64 / 1e6));
+            let fl = c
+                .flow_bps
+                .map(|b| format!("flow {} Mbit/s", b as f64 / 1e6));
+            let rates: Vec<String> = a.into_iter().chain(fl).collect();
+            format!("{} {}", s.join(" "), rates.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

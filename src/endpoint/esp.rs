@@ -6,6 +6,7 @@
 use crate::codec::esp::{Encap, Esp, EspConfig, KeyMaterial};
 use crate::codec::esp_transport;
 use crate::codec::l2tp::{L2tp, L2tpConfig};
+use crate::codec::terminate::Terminated;
 use crate::driver::{DriverConfig, Transport};
 use crate::endpoint::{Who, serve_with};
 use crate::keys::LabKeys;
@@ -13,8 +14,6 @@ use crate::plan::datapath::Job;
 use crate::topology::Topology;
 use crate::topology::esp::{EspTunnel, Sas};
 use crate::topology::l2tp::L2tpTunnel;
-use crate::codec::terminate::Terminated;
-use crate::endpoint::describe_ceilings;
 use crate::topology::tunnel::{Role, Tunnel};
 use crate::topology::wireguard::Wireguard;
 use anyhow::{Context, Result};
@@ -84,7 +83,7 @@ fn serve<C: crate::codec::Codec + 'static>(
             "tunbench datapath: {node} terminates {} with profile {}'s ceilings ({})",
             tun.name,
             m.profile,
-            describe_ceilings(&m.ceilings)
+            crate::codec::profile::describe_ceilings(&m.ceilings)
         ));
     }
     let codec = Terminated::new(codec, model, std::time::Instant::now());

@@ -211,7 +211,7 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, role: Role, node: &str) -> Res
                 process_log::line(&format!(
                     "tunbench datapath: B4 {node} terminates {tunnel} with profile {}'s ceilings ({})",
                     m.profile,
-                    describe_ceilings(&m.ceilings)
+                    crate::codec::profile::describe_ceilings(&m.ceilings)
                 ));
             }
             let codec = crate::codec::terminate::Terminated::new(
@@ -224,36 +224,6 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, role: Role, node: &str) -> Res
         Role::Peer(_) => unreachable!("handled above"),
     }
     Ok(())
-}
-
-/// A termination's ceilings for the log: `upload ipv4 350M, download 100M`.
-pub fn describe_ceilings(c: &[crate::codec::profile::Ceiling]) -> String {
-    use crate::codec::profile::Way;
-    c.iter()
-        .map(|c| {
-            let mut s = Vec::new();
-            s.push(match c.direction {
-                Some(Way::Upload) => "upload",
-                Some(Way::Download) => "download",
-                None => "both ways",
-            });
-            let f;
-            if let Some(fam) = c.family {
-                f = format!("{fam:?}").to_lowercase();
-                s.push(&f);
-            }
-            let pr;
-            if let Some(p) = c.protocol {
-                pr = format!("{p:?}").to_lowercase();
-                s.push(&pr);
-            }
-            let a = c.aggregate_bps.map(|b| format!("aggregate {} Mbit/s", b as f64 / 1e6));
-            let fl = c.flow_bps.map(|b| format!("flow {} Mbit/s", b as f64 / 1e6));
-            let rates: Vec<String> = a.into_iter().chain(fl).collect();
-            format!("{} {}", s.join(" "), rates.join(" "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn driver_config(tun: &Tunnel, d: &Dslite, role: Role) -> DriverConfig {

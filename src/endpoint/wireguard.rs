@@ -144,11 +144,10 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, w: &Wireguard, i: usize) -> Re
             "tunbench datapath: {node} terminates {} with profile {}'s ceilings ({})",
             tun.name,
             m.profile,
-            crate::endpoint::describe_ceilings(&m.ceilings)
+            crate::codec::profile::describe_ceilings(&m.ceilings)
         ));
     }
-    let codec =
-        crate::codec::terminate::Terminated::new(codec, model, std::time::Instant::now());
+    let codec = crate::codec::terminate::Terminated::new(codec, model, std::time::Instant::now());
     let who = Who {
         tunnel: &tun.name,
         node: &node,

@@ -18,10 +18,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "seed-server",
         include_str!("../../profiles/seed-server.toml"),
     ),
-    (
-        "openwrt-b4",
-        include_str!("../../profiles/openwrt-b4.toml"),
-    ),
+    ("openwrt-b4", include_str!("../../profiles/openwrt-b4.toml")),
 ];
 
 /// The tunnel kinds a router profile may give termination ceilings for: those
@@ -309,7 +306,10 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
     for (kind, t) in &raw.terminations {
         let at = root.key("terminations").key(kind);
         if !TERMINATION_KINDS.contains(&kind.as_str()) {
-            let known: Vec<String> = TERMINATION_KINDS.iter().map(|k| format!("\"{k}\"")).collect();
+            let known: Vec<String> = TERMINATION_KINDS
+                .iter()
+                .map(|k| format!("\"{k}\""))
+                .collect();
             let why = if kind == "ikev2" {
                 "an IKEv2 end runs in strongSwan, where tunbench cannot apply ceilings; "
             } else {
@@ -680,7 +680,9 @@ mod tests {
                 "{got}\n  does not start with\n{want}"
             );
         }
-        let e = errors("kind = \"router\"\nname = \"r\"\n[terminations.l2tp]\nceilings = [{ aggregate = \"1M\", burst = 1 }]\n");
+        let e = errors(
+            "kind = \"router\"\nname = \"r\"\n[terminations.l2tp]\nceilings = [{ aggregate = \"1M\", burst = 1 }]\n",
+        );
         assert!(
             e[0].contains("terminations.l2tp.ceilings[0].burst: unknown field `burst`"),
             "{e:?}"

@@ -3,10 +3,10 @@
 //! which end applies which ceilings, the softwire datapath they need, and
 //! what the router's forwarding ceilings must then leave alone. Pure.
 
+use super::Problem;
 use super::model::Node;
 use super::tunnel::{Datapath, Role, Tunnel, TunnelKind};
 use super::wireguard::Implementation;
-use super::Problem;
 use crate::codec::profile::TerminationModel;
 use ipnetwork::IpNetwork;
 
@@ -120,4 +120,3 @@ pub fn settle(nodes: &mut [Node], tunnels: &mut [Tunnel], p: &mut Vec<Problem>) 
 fn tun_overlay(t: &Tunnel) -> &super::wireguard::Wireguard {
     t.overlay().expect("a point-to-point kind has an overlay")
 }
-

@@ -529,17 +529,31 @@ fn terminations_reach_their_ends_and_the_softwire_goes_to_userspace() {
     let t = parse_str_for(TERMINATING, Path::new("t.toml"), kernel::KernelFacts::FULL)
         .unwrap_or_else(|e| panic!("{e}"));
     let n = |name: &str| &t.nodes[t.node_index(name).unwrap()];
-    assert_eq!(n("b4").datapath, tunnel::Datapath::Kernel, "no forwarding ceilings");
+    assert_eq!(
+        n("b4").datapath,
+        tunnel::Datapath::Kernel,
+        "no forwarding ceilings"
+    );
     assert!(n("b4").model.is_none());
     let sw = t.tunnels.iter().find(|x| x.name == "sw").unwrap();
     let tunnel::TunnelKind::Dslite(d) = &sw.kind else {
         panic!("sw is a softwire")
     };
     assert_eq!(d.b4s[0].datapath, tunnel::Datapath::Userspace);
-    assert_eq!(d.aftr.datapath, tunnel::Datapath::Kernel, "the AFTR keeps auto's choice");
-    assert!(sw.auto_fallback().is_none(), "the profile chose, not the kernel's lack");
+    assert_eq!(
+        d.aftr.datapath,
+        tunnel::Datapath::Kernel,
+        "the AFTR keeps auto's choice"
+    );
+    assert!(
+        sw.auto_fallback().is_none(),
+        "the profile chose, not the kernel's lack"
+    );
     let b4 = crate::plan::datapath::termination(&t, sw, tunnel::Role::B4(0)).unwrap();
-    assert_eq!((b4.profile.as_str(), b4.kind.as_str()), ("openwrt-b4", "dslite"));
+    assert_eq!(
+        (b4.profile.as_str(), b4.kind.as_str()),
+        ("openwrt-b4", "dslite")
+    );
     assert!(crate::plan::datapath::termination(&t, sw, tunnel::Role::Aftr).is_none());
     let vpn = t.tunnels.iter().find(|x| x.name == "vpn").unwrap();
     assert!(crate::plan::datapath::termination(&t, vpn, tunnel::Role::Peer(0)).is_none());
@@ -547,8 +561,16 @@ fn terminations_reach_their_ends_and_the_softwire_goes_to_userspace() {
     assert_eq!(nvr.ceilings.len(), 2);
     // The NVR500's forwarding ceilings leave its own and the VPN's inner traffic.
     let bypass = &n("nvr").model.as_ref().unwrap().bypass;
-    for net in ["198.18.11.250/32", "198.18.1.2/32", "2001:2:0:1::2/128", "198.18.94.0/24"] {
-        assert!(bypass.contains(&net.parse().unwrap()), "{net} in {bypass:?}");
+    for net in [
+        "198.18.11.250/32",
+        "198.18.1.2/32",
+        "2001:2:0:1::2/128",
+        "198.18.94.0/24",
+    ] {
+        assert!(
+            bypass.contains(&net.parse().unwrap()),
+            "{net} in {bypass:?}"
+        );
     }
     assert!(!bypass.contains(&"198.18.11.0/24".parse().unwrap()));
 }
@@ -571,9 +593,14 @@ fn termination_conflicts_point_at_the_file() {
         e[0].starts_with("t.toml:27:92:") && e[0].contains(": tunnels.sw.b4.datapath: B4 b4's profile \"openwrt-b4\" has termination ceilings for \"dslite\""),
         "{e:?}"
     );
-    let e = bad("profile = \"openwrt-b4\"\n", "profile = \"openwrt-b4\"\nmode = \"fast\"\n");
+    let e = bad(
+        "profile = \"openwrt-b4\"\n",
+        "profile = \"openwrt-b4\"\nmode = \"fast\"\n",
+    );
     assert!(
-        e[0].contains("nodes.b4.mode: mode belongs to forwarding ceilings; profile \"openwrt-b4\" has none"),
+        e[0].contains(
+            "nodes.b4.mode: mode belongs to forwarding ceilings; profile \"openwrt-b4\" has none"
+        ),
         "{e:?}"
     );
 }
