@@ -6,7 +6,7 @@
 //! anything else): the profile's figures are what iperf3 counted through the
 //! real device, so the model counts the same thing.
 
-use crate::codec::profile::{DeviceModel, Way, way_to};
+use crate::codec::profile::{Ceiling, DeviceModel, TerminationModel, Way, way_to};
 use crate::codec::shape::{Limits, Offer, Shaper};
 use crate::vocab::{Family, Proto};
 use ipnetwork::IpNetwork;
@@ -126,7 +126,7 @@ fn class_index(way: Way, family: Family, protocol: Option<Proto>) -> usize {
 }
 
 /// The limits of every class: the tightest of the ceilings that match it.
-fn class_limits(model: &DeviceModel) -> Vec<Limits> {
+fn class_limits(ceilings: &[Ceiling]) -> Vec<Limits> {
     let mut out = vec![Limits::default(); WAYS.len() * FAMILIES.len() * PROTOCOLS.len()];
     let tighter = |a: Option<f64>, b: Option<u64>| match (a, b.map(|b| b as f64)) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -136,7 +136,7 @@ fn class_limits(model: &DeviceModel) -> Vec<Limits> {
         for family in FAMILIES {
             for protocol in PROTOCOLS {
                 let l = &mut out[class_index(way, family, protocol)];
-                for c in &model.ceilings {
+                for c in ceilings {
                     if c.matches(way, family, protocol) {
                         l.aggregate_bps = tighter(l.aggregate_bps, c.aggregate_bps);
                         l.flow_bps = tighter(l.flow_bps, c.flow_bps);
@@ -154,6 +154,7 @@ pub const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 pub struct DeviceShaper {
     lan: Vec<IpNetwork>,
+    bypass: Vec<IpNetwork>,
     shaper: Shaper<FlowKey>,
 }
 
@@ -161,8 +162,39 @@ impl DeviceShaper {
     pub fn new(model: &DeviceModel, now: Instant) -> DeviceShaper {
         DeviceShaper {
             lan: model.lan.clone(),
-            shaper: Shaper::new(class_limits(model), model.queue_packets, MAX_WAIT, now),
+            bypass: model.bypass.clone(),
+            shaper: Shaper::new(
+                class_limits(&model.ceilings),
+                model.queue_packets,
+                MAX_WAIT,
+                now,
+            ),
         }
+    }
+
+    /// The shaper of a tunnel end's termination ceilings: its caller says
+    /// which way each packet goes (`offer_way`).
+    pub fn for_termination(model: &TerminationModel, now: Instant) -> DeviceShaper {
+        DeviceShaper {
+            lan: Vec::new(),
+            bypass: Vec::new(),
+            shaper: Shaper::new(
+                class_limits(&model.ceilings),
+                model.queue_packets,
+                MAX_WAIT,
+                now,
+            ),
+        }
+    }
+
+    /// Offers one packet going `way`; on `Queued` the model has taken it.
+    pub fn offer_way(&mut self, now: Instant, way: Way, packet: &mut Vec<u8>) -> Offer {
+        let Some(c) = classify(packet) else {
+            return Offer::Pass;
+        };
+        let class = class_index(way, c.family, c.protocol);
+        let bits = c.payload_bytes as f64 * 8.0;
+        self.shaper.offer(now, class, c.flow, bits, packet)
     }
 
     fn way(&self, dst: IpAddr) -> Way {
@@ -174,6 +206,13 @@ impl DeviceShaper {
         let Some(c) = classify(packet) else {
             return Offer::Pass;
         };
+        if self
+            .bypass
+            .iter()
+            .any(|n| n.contains(c.flow.src) || n.contains(c.flow.dst))
+        {
+            return Offer::Pass;
+        }
         let class = class_index(self.way(c.flow.dst), c.family, c.protocol);
         let bits = c.payload_bytes as f64 * 8.0;
         self.shaper.offer(now, class, c.flow, bits, packet)
@@ -257,6 +296,7 @@ mod tests {
             ],
             ceilings,
             queue_packets: 10,
+            bypass: vec!["198.18.94.0/24".parse().unwrap()],
         }
     }
 
@@ -278,7 +318,7 @@ mod tests {
                 flow_bps: Some(250),
             },
         ]);
-        let l = class_limits(&m);
+        let l = class_limits(&m.ceilings);
         let at = |w, f, p| l[class_index(w, f, p)];
         assert_eq!(
             at(Way::Download, Family::Ipv6, Some(Proto::Tcp)),
@@ -334,5 +374,32 @@ mod tests {
         );
         // IPv4 TCP upload has no ceiling here.
         assert_eq!(d.offer(t0, &mut v4_tcp(1448)), Offer::Pass);
+    }
+
+    #[test]
+    fn bypassed_traffic_is_not_metered() {
+        // Every IPv4 TCP packet limited to 8000 bit/s, but those to or from
+        // 198.18.94.0/24 (a terminated tunnel's inner traffic) pass.
+        let m = model(vec![Ceiling {
+            direction: None,
+            family: Some(Family::Ipv4),
+            protocol: Some(Proto::Tcp),
+            aggregate_bps: Some(8000),
+            flow_bps: None,
+        }]);
+        let t0 = Instant::now();
+        let mut d = DeviceShaper::new(&m, t0);
+        let inner = |to: bool| {
+            let mut p = v4_tcp(1000);
+            let at = if to { 16 } else { 12 };
+            p[at..at + 4].copy_from_slice(&[198, 18, 94, 2]);
+            p
+        };
+        for _ in 0..3 {
+            assert_eq!(d.offer(t0, &mut inner(true)), Offer::Pass);
+            assert_eq!(d.offer(t0, &mut inner(false)), Offer::Pass);
+        }
+        assert_eq!(d.offer(t0, &mut v4_tcp(1000)), Offer::Pass);
+        assert_eq!(d.offer(t0, &mut v4_tcp(1000)), Offer::Queued);
     }
 }

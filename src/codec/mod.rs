@@ -13,6 +13,7 @@ pub mod overhead;
 pub mod profile;
 pub mod shape;
 pub mod slowpath;
+pub mod terminate;
 pub mod wireguard;
 
 use std::net::{IpAddr, SocketAddr};

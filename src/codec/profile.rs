@@ -69,6 +69,45 @@ pub struct DeviceModel {
     pub ceilings: Vec<Ceiling>,
     /// Packets a class (and a flow) may hold waiting before it drops.
     pub queue_packets: u32,
+    /// Sources and destinations whose packets the forwarding ceilings leave
+    /// alone: the router's own addresses (what is for the router itself is not
+    /// forwarded) and the inner traffic of tunnels it terminates with
+    /// ceilings of their own (a `TerminationModel` already meters it).
+    #[serde(default)]
+    pub bypass: Vec<IpNetwork>,
+}
+
+/// What a router's own end of a tunnel gets through (`[terminations.KIND]`
+/// of its profile): ceilings on the inner packets, applied by the end's
+/// userspace datapath, whichever mode the router forwards in.
+///
+/// Directions are seen from the router's LAN, as its forwarding ceilings
+/// are: for a DS-Lite B4, upload is what it encapsulates toward the AFTR;
+/// for a VPN kind the router is the server its LAN-side clients reach, so
+/// upload is what it decapsulates from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TerminationModel {
+    /// The profile's name (`nvr500`).
+    pub profile: String,
+    /// The tunnel kind (`l2tp`, `dslite`).
+    pub kind: String,
+    pub description: Option<String>,
+    /// Metered as forwarding ceilings are: transport payload of the inner
+    /// packets.
+    pub ceilings: Vec<Ceiling>,
+    pub queue_packets: u32,
+}
+
+impl TerminationModel {
+    /// The direction of the inner packets the end reads from its TUN (to
+    /// encapsulate): upload at a B4, download at a VPN server.
+    pub fn tun_way(&self) -> Way {
+        if self.kind == "dslite" {
+            Way::Upload
+        } else {
+            Way::Download
+        }
+    }
 }
 
 /// A host's limits from a host profile (the seed blames its server's own UDP
@@ -114,6 +153,40 @@ impl HostModel {
             lan: Vec::new(),
             ceilings,
             queue_packets: HOST_QUEUE_PACKETS,
+            bypass: Vec::new(),
         }
     }
+}
+
+/// Ceilings in a line, for logs and notes: `upload ipv4 350M, download 100M`.
+pub fn describe_ceilings(c: &[crate::codec::profile::Ceiling]) -> String {
+    c.iter()
+        .map(|c| {
+            let mut s = Vec::new();
+            s.push(match c.direction {
+                Some(Way::Upload) => "upload",
+                Some(Way::Download) => "download",
+                None => "both ways",
+            });
+            let f;
+            if let Some(fam) = c.family {
+                f = format!("{fam:?}").to_lowercase();
+                s.push(&f);
+            }
+            let pr;
+            if let Some(p) = c.protocol {
+                pr = format!("{p:?}").to_lowercase();
+                s.push(&pr);
+            }
+            let a = c
+                .aggregate_bps
+                .map(|b| format!("aggregate {} Mbit/s", b as f64 / 1e6));
+            let fl = c
+                .flow_bps
+                .map(|b| format!("flow {} Mbit/s", b as f64 / 1e6));
+            let rates: Vec<String> = a.into_iter().chain(fl).collect();
+            format!("{} {}", s.join(" "), rates.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -6,6 +6,7 @@
 use crate::codec::esp::{Encap, Esp, EspConfig, KeyMaterial};
 use crate::codec::esp_transport;
 use crate::codec::l2tp::{L2tp, L2tpConfig};
+use crate::codec::terminate::Terminated;
 use crate::driver::{DriverConfig, Transport};
 use crate::endpoint::{Who, serve_with};
 use crate::keys::LabKeys;
@@ -13,7 +14,7 @@ use crate::plan::datapath::Job;
 use crate::topology::Topology;
 use crate::topology::esp::{EspTunnel, Sas};
 use crate::topology::l2tp::L2tpTunnel;
-use crate::topology::tunnel::Tunnel;
+use crate::topology::tunnel::{Role, Tunnel};
 use crate::topology::wireguard::Wireguard;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
@@ -76,6 +77,16 @@ fn serve<C: crate::codec::Codec + 'static>(
 ) -> Result<()> {
     let End { lab, t, tun, w, i } = end;
     let node = t.nodes[w.peers[i].node].name.clone();
+    let model = crate::plan::datapath::termination(t, tun, Role::Peer(i));
+    if let Some(m) = model {
+        crate::driver::process_log::line(&format!(
+            "tunbench datapath: {node} terminates {} with profile {}'s ceilings ({})",
+            tun.name,
+            m.profile,
+            crate::codec::profile::describe_ceilings(&m.ceilings)
+        ));
+    }
+    let codec = Terminated::new(codec, model, std::time::Instant::now());
     let mut config = DriverConfig::new(tun.tun_name(), transport(w, i));
     config.queues = w.queues as usize;
     let stats_path = crate::plan::datapath::stats_path(lab, &Job::Tunnel(tun.name.clone()), &node);
@@ -85,7 +96,7 @@ fn serve<C: crate::codec::Codec + 'static>(
         role,
     };
     serve_with(config, codec, &stats_path, who, |d| {
-        for n in d.with_codec(&mut notes) {
+        for n in d.with_codec(|c| notes(c.inner_mut())) {
             crate::driver::process_log::line(&format!("tunbench datapath: {n}"));
         }
     })

@@ -206,7 +206,20 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, role: Role, node: &str) -> Res
             serve(config, codec, &stats_path, who)?;
         }
         Role::B4(i) => {
-            serve(config, B4::new(b4_config(d, i)), &stats_path, who)?;
+            let model = crate::plan::datapath::termination(t, tun, role);
+            if let Some(m) = model {
+                process_log::line(&format!(
+                    "tunbench datapath: B4 {node} terminates {tunnel} with profile {}'s ceilings ({})",
+                    m.profile,
+                    crate::codec::profile::describe_ceilings(&m.ceilings)
+                ));
+            }
+            let codec = crate::codec::terminate::Terminated::new(
+                B4::new(b4_config(d, i)),
+                model,
+                std::time::Instant::now(),
+            );
+            serve(config, codec, &stats_path, who)?;
         }
         Role::Peer(_) => unreachable!("handled above"),
     }

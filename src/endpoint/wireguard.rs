@@ -138,13 +138,26 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, w: &Wireguard, i: usize) -> Re
         private: StaticSecret::from(s.private),
         peers: s.peers,
     });
+    let model = crate::plan::datapath::termination(t, tun, crate::topology::tunnel::Role::Peer(i));
+    if let Some(m) = model {
+        crate::driver::process_log::line(&format!(
+            "tunbench datapath: {node} terminates {} with profile {}'s ceilings ({})",
+            tun.name,
+            m.profile,
+            crate::codec::profile::describe_ceilings(&m.ceilings)
+        ));
+    }
+    let codec = crate::codec::terminate::Terminated::new(codec, model, std::time::Instant::now());
     let who = Who {
         tunnel: &tun.name,
         node: &node,
         role: "peer",
     };
     serve_with(config, codec, &stats_path, who, |d| {
-        let (notes, status) = d.with_codec(|c| (c.take_notes(), c.status()));
+        let (notes, status) = d.with_codec(|c| {
+            let c = c.inner_mut();
+            (c.take_notes(), c.status())
+        });
         for n in notes {
             crate::driver::process_log::line(&format!("tunbench datapath: {n}"));
         }

@@ -285,6 +285,20 @@ fn model_notes(t: &Topology) -> Vec<String> {
             ));
         }
     }
+    for tun in &t.tunnels {
+        for (role, node, _) in tun.endpoints() {
+            if let Some(m) = crate::plan::datapath::termination(t, tun, role) {
+                out.push(format!(
+                    "{} terminates tunnel {} as a model: profile {}'s [terminations.{}] ceilings ({}), calibrated from published figures, applied by tunbench's userspace datapath at that end.",
+                    t.nodes[node].name,
+                    tun.name,
+                    m.profile,
+                    m.kind,
+                    crate::codec::profile::describe_ceilings(&m.ceilings)
+                ));
+            }
+        }
+    }
     out
 }
 

@@ -70,6 +70,18 @@ pub fn userspace_endpoints(t: &Topology) -> Vec<(&Tunnel, Role, String)> {
     out
 }
 
+/// The termination ceilings end `role` of `tun` applies to its inner
+/// packets: its node's profile's `[terminations.KIND]` for the tunnel's kind
+/// (none for an AFTR, or a node without them).
+pub fn termination<'t>(
+    t: &'t Topology,
+    tun: &Tunnel,
+    role: Role,
+) -> Option<&'t crate::codec::profile::TerminationModel> {
+    let node = tun.endpoints().into_iter().find(|(r, _, _)| *r == role)?.1;
+    crate::topology::termination::of(tun, role, &t.nodes[node])
+}
+
 /// Every datapath process a lab runs: (job, node name).
 pub fn jobs(t: &Topology) -> Vec<(Job, String)> {
     let mut out: Vec<(Job, String)> = userspace_endpoints(t)

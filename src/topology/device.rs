@@ -13,9 +13,13 @@ use super::model::{Node, NodeKind};
 use super::profile_file::{self, LoadError, Profile};
 use super::raw::RawNode;
 use super::{KeyPath, Problem};
-use crate::codec::profile::{DeviceModel, HostModel};
+use crate::codec::profile::{DeviceModel, HostModel, TerminationModel};
 use ipnetwork::IpNetwork;
+use std::collections::BTreeMap;
 use std::path::Path;
+
+/// A router's termination ceilings per tunnel kind.
+pub type Terminations = BTreeMap<String, TerminationModel>;
 
 /// The models of `node` (resolved up to its interfaces) from what `raw` says;
 /// `dir` is the topology file's directory, where profile paths start.
@@ -24,7 +28,7 @@ pub fn resolve(
     raw: &RawNode,
     dir: &Path,
     p: &mut Vec<Problem>,
-) -> (Option<DeviceModel>, Option<HostModel>) {
+) -> (Option<DeviceModel>, Option<HostModel>, Terminations) {
     let at = &node.at;
     let Some(value) = &raw.profile else {
         for (key, given) in [("mode", &raw.mode), ("lan", &raw.lan)] {
@@ -35,7 +39,7 @@ pub fn resolve(
                 ));
             }
         }
-        return (None, None);
+        return (None, None, Terminations::new());
     };
     let pat = at.key("profile");
     if matches!(node.kind, NodeKind::Switch | NodeKind::External) {
@@ -51,17 +55,48 @@ pub fn resolve(
                 }
             ),
         ));
-        return (None, None);
+        return (None, None, Terminations::new());
     }
     let profile = match profile_file::load(value, dir) {
         Ok(profile) => profile,
         Err(e) => {
             report_load_error(value, e, &pat, p);
-            return (None, None);
+            return (None, None, Terminations::new());
         }
     };
     match (profile, node.kind) {
         (Profile::Router(r), NodeKind::Router) => {
+            let terminations: Terminations = r
+                .terminations
+                .iter()
+                .map(|(kind, t)| {
+                    (
+                        kind.clone(),
+                        TerminationModel {
+                            profile: r.name.clone(),
+                            kind: kind.clone(),
+                            description: t.description.clone(),
+                            ceilings: t.ceilings.clone(),
+                            queue_packets: r.queue_packets,
+                        },
+                    )
+                })
+                .collect();
+            if r.modes.is_empty() {
+                // Termination ceilings only: nothing the forwarding path limits.
+                for (key, given) in [("mode", &raw.mode), ("lan", &raw.lan)] {
+                    if given.is_some() {
+                        p.push(Problem::new(
+                            &at.key(key),
+                            format!(
+                                "{key} belongs to forwarding ceilings; profile \"{}\" has none (no [modes.NAME], only [terminations.KIND]): remove {key}",
+                                r.name
+                            ),
+                        ));
+                    }
+                }
+                return (None, None, terminations);
+            }
             let mode = mode(&r, raw.mode.as_deref(), at, p);
             let lan = lan(node, raw.lan.as_deref(), at, p);
             match (mode, lan) {
@@ -73,10 +108,12 @@ pub fn resolve(
                         lan,
                         ceilings: m.ceilings.clone(),
                         queue_packets: r.queue_packets,
+                        bypass: Vec::new(),
                     }),
                     None,
+                    terminations,
                 ),
-                _ => (None, None),
+                _ => (None, None, terminations),
             }
         }
         (Profile::Host(h), NodeKind::Host) => {
@@ -88,7 +125,7 @@ pub fn resolve(
                     ));
                 }
             }
-            (None, Some(h))
+            (None, Some(h), Terminations::new())
         }
         (Profile::Router(_), kind) => {
             p.push(Problem::new(
@@ -98,7 +135,7 @@ pub fn resolve(
                     node.name
                 ),
             ));
-            (None, None)
+            (None, None, Terminations::new())
         }
         (Profile::Host(_), kind) => {
             p.push(Problem::new(
@@ -108,7 +145,7 @@ pub fn resolve(
                     node.name
                 ),
             ));
-            (None, None)
+            (None, None, Terminations::new())
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod reference;
 mod resolve;
 pub mod routing;
 pub mod scenario;
+pub mod termination;
 pub mod tunnel;
 mod validate;
 pub mod wireguard;

@@ -136,6 +136,9 @@ pub struct Node {
     pub model: Option<crate::codec::profile::DeviceModel>,
     /// A host's limits, from its profile (applied in its namespace's kernel).
     pub host_model: Option<crate::codec::profile::HostModel>,
+    /// A router's termination ceilings per tunnel kind, from its profile
+    /// (applied by its own ends' userspace datapaths).
+    pub terminations: BTreeMap<String, crate::codec::profile::TerminationModel>,
     pub interfaces: Vec<Interface>,
     #[serde(skip)]
     pub at: KeyPath,

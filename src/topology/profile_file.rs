@@ -18,7 +18,13 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "seed-server",
         include_str!("../../profiles/seed-server.toml"),
     ),
+    ("openwrt-b4", include_str!("../../profiles/openwrt-b4.toml")),
 ];
+
+/// The tunnel kinds a router profile may give termination ceilings for: those
+/// whose end runs in tunbench's own datapath, where the ceilings are applied.
+/// (An IKEv2 end is strongSwan's, which tunbench cannot shape.)
+pub const TERMINATION_KINDS: &[&str] = &["l2tp", "esp", "wireguard", "dslite"];
 
 pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
 const MAX_QUEUE_PACKETS: i64 = 1_000_000;
@@ -38,6 +44,16 @@ pub struct RouterProfile {
     pub description: Option<String>,
     pub queue_packets: u32,
     pub modes: BTreeMap<String, Mode>,
+    /// `[terminations.KIND]`: what the device's own end of a tunnel of that
+    /// kind gets through, whichever mode it forwards in.
+    pub terminations: BTreeMap<String, Termination>,
+}
+
+/// The ceilings of the tunnels of one kind the device itself terminates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Termination {
+    pub description: Option<String>,
+    pub ceilings: Vec<Ceiling>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -109,6 +125,8 @@ struct RawRouter {
     queue_packets: Option<i64>,
     #[serde(default)]
     modes: BTreeMap<String, RawMode>,
+    #[serde(default)]
+    terminations: BTreeMap<String, RawMode>,
 }
 
 #[derive(Deserialize)]
@@ -255,10 +273,10 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             DEFAULT_QUEUE_PACKETS
         }
     };
-    if raw.modes.is_empty() {
+    if raw.modes.is_empty() && raw.terminations.is_empty() {
         p.push(Problem::new(
             &root,
-            "a router profile needs at least one [modes.NAME] table",
+            "a router profile needs at least one [modes.NAME] table (forwarding ceilings) or [terminations.KIND] table (tunnels it terminates)",
         ));
     }
     let mut modes = BTreeMap::new();
@@ -284,11 +302,55 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             },
         );
     }
+    let mut terminations = BTreeMap::new();
+    for (kind, t) in &raw.terminations {
+        let at = root.key("terminations").key(kind);
+        if !TERMINATION_KINDS.contains(&kind.as_str()) {
+            let known: Vec<String> = TERMINATION_KINDS
+                .iter()
+                .map(|k| format!("\"{k}\""))
+                .collect();
+            let why = if kind == "ikev2" {
+                "an IKEv2 end runs in strongSwan, where tunbench cannot apply ceilings; "
+            } else {
+                ""
+            };
+            p.push(Problem::new(
+                &at,
+                format!(
+                    "\"{kind}\" is no tunnel kind a device's termination ceilings apply to; {why}known kinds: {}",
+                    known.join(", ")
+                ),
+            ));
+            continue;
+        }
+        let cat = at.key("ceilings");
+        if t.ceilings.is_empty() {
+            p.push(Problem::new(
+                &at,
+                "a termination needs ceilings = [ ... ]: without them it would limit nothing; remove the table or give its ceilings",
+            ));
+        }
+        let ceilings = t
+            .ceilings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| ceiling(c, &cat.index(i), p))
+            .collect();
+        terminations.insert(
+            kind.clone(),
+            Termination {
+                description: t.description.clone(),
+                ceilings,
+            },
+        );
+    }
     Some(RouterProfile {
         name: raw.name.clone(),
         description: raw.description.clone(),
         queue_packets,
         modes,
+        terminations,
     })
 }
 
@@ -545,6 +607,86 @@ mod tests {
                 "{got}\n  does not start with\n{want}"
             );
         }
+    }
+
+    #[test]
+    fn terminations_parse_with_their_ceilings() {
+        let text = "kind = \"router\"\nname = \"vpn\"\n[terminations.l2tp]\ndescription = \"server\"\nceilings = [\n  { direction = \"upload\", aggregate = \"40M\" },\n  { direction = \"download\", family = \"ipv6\", protocol = \"tcp\", aggregate = \"20M\", flow = \"10M\" },\n]\n";
+        let Ok(Profile::Router(r)) = parse(text, Path::new("p.toml")) else {
+            panic!("a router profile with only a termination")
+        };
+        assert!(r.modes.is_empty());
+        let t = &r.terminations["l2tp"];
+        assert_eq!(t.description.as_deref(), Some("server"));
+        assert_eq!(
+            t.ceilings,
+            vec![
+                Ceiling {
+                    direction: Some(Way::Upload),
+                    family: None,
+                    protocol: None,
+                    aggregate_bps: Some(40_000_000),
+                    flow_bps: None,
+                },
+                Ceiling {
+                    direction: Some(Way::Download),
+                    family: Some(Family::Ipv6),
+                    protocol: Some(Proto::Tcp),
+                    aggregate_bps: Some(20_000_000),
+                    flow_bps: Some(10_000_000),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn built_in_terminations_have_the_seeds_figures() {
+        let agg = |r: &RouterProfile, kind: &str, way| {
+            r.terminations[kind]
+                .ceilings
+                .iter()
+                .find(|c| c.direction == Some(way))
+                .and_then(|c| c.aggregate_bps)
+        };
+        let Ok(Profile::Router(r)) = load("nvr500", Path::new("")) else {
+            panic!("nvr500 is a router profile")
+        };
+        assert_eq!(agg(&r, "l2tp", Way::Upload), Some(150_000_000));
+        assert_eq!(agg(&r, "l2tp", Way::Download), Some(100_000_000));
+        let Ok(Profile::Router(r)) = load("openwrt-b4", Path::new("")) else {
+            panic!("openwrt-b4 is a router profile")
+        };
+        assert!(r.modes.is_empty(), "the B4 forwards without ceilings");
+        assert_eq!(agg(&r, "dslite", Way::Download), Some(350_000_000));
+        assert_eq!(agg(&r, "dslite", Way::Upload), Some(350_000_000));
+    }
+
+    #[test]
+    fn termination_problems_are_located_in_the_profile() {
+        let e = errors(
+            "kind = \"router\"\nname = \"r\"\n[terminations.gre]\nceilings = [{ aggregate = \"1M\" }]\n[terminations.ikev2]\nceilings = [{ aggregate = \"1M\" }]\n[terminations.l2tp]\nceilings = [\n  { direction = \"in\", aggregate = \"1M\" },\n  { family = \"ipv4\" },\n]\n[terminations.dslite]\ndescription = \"nothing\"\n",
+        );
+        let want = [
+            "p.toml:12:15: terminations.dslite: a termination needs ceilings",
+            "p.toml:3:15: terminations.gre: \"gre\" is no tunnel kind a device's termination ceilings apply to; known kinds: \"l2tp\", \"esp\", \"wireguard\", \"dslite\"",
+            "p.toml:5:15: terminations.ikev2: \"ikev2\" is no tunnel kind a device's termination ceilings apply to; an IKEv2 end runs in strongSwan",
+            "p.toml:9:17: terminations.l2tp.ceilings[0].direction: \"in\" is not one of \"upload\", \"download\"",
+            "p.toml:10:3: terminations.l2tp.ceilings[1]: a ceiling needs aggregate",
+        ];
+        assert_eq!(e.len(), want.len(), "{e:#?}");
+        for (got, want) in e.iter().zip(want) {
+            assert!(
+                got.starts_with(want),
+                "{got}\n  does not start with\n{want}"
+            );
+        }
+        let e = errors(
+            "kind = \"router\"\nname = \"r\"\n[terminations.l2tp]\nceilings = [{ aggregate = \"1M\", burst = 1 }]\n",
+        );
+        assert!(
+            e[0].contains("terminations.l2tp.ceilings[0].burst: unknown field `burst`"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -169,6 +169,7 @@ pub fn resolve(
             datapath,
             model: None,
             host_model: None,
+            terminations: Default::default(),
             interfaces: Vec::new(),
             at,
         });
@@ -232,8 +233,18 @@ pub fn resolve(
     // Profiles look at a node's interfaces and routes, so they come last.
     for n in &mut nodes {
         if let Some(rn) = raw.nodes.get(&n.name) {
-            let (model, host_model) = super::device::resolve(n, rn, dir, &mut p);
+            let (model, host_model, terminations) = super::device::resolve(n, rn, dir, &mut p);
+            // A profile with only termination ceilings leaves forwarding to
+            // the kernel, unless the file says otherwise.
+            if n.kind == NodeKind::Router
+                && model.is_none()
+                && !terminations.is_empty()
+                && rn.datapath.is_none()
+            {
+                n.datapath = super::tunnel::Datapath::Kernel;
+            }
             n.model = model;
+            n.terminations = terminations;
             // A host's limits run in its own slow path.
             if let Some(h) = &host_model {
                 n.model = Some(h.device_model());
@@ -251,7 +262,7 @@ pub fn resolve(
         .collect();
 
     let known: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
-    let tunnels = super::tunnel::resolve(
+    let mut tunnels = super::tunnel::resolve(
         &raw.tunnels,
         |n| nodes.iter().position(|x| x.name == n),
         |i| !nodes[i].kind.is_built(),
@@ -261,6 +272,7 @@ pub fn resolve(
     );
 
     hubs_forward(raw, &mut nodes, &tunnels, &root, &mut p);
+    super::termination::settle(&mut nodes, &mut tunnels, &mut p);
 
     let reference = raw.reference.as_ref().map(|r| {
         super::reference::resolve(

@@ -247,6 +247,7 @@ impl<'t> Router<'t> {
         &self,
         node: usize,
         iface: &str,
+        src: Option<IpAddr>,
         dst: IpAddr,
     ) -> Option<Result<(usize, Arrival), String>> {
         let &(tun, w, i) = self
@@ -266,6 +267,20 @@ impl<'t> Router<'t> {
             )));
         };
         let there = w.peers[j].node;
+        // IKEv2's ends are strongSwan's: its policies pick the source (the
+        // inner address on lo), which the route lookup here does not see.
+        let src = src.filter(|_| !matches!(tun.kind, TunnelKind::Ikev2(_)));
+        if let Some(src) = src {
+            if !w.allowed_for(j, i).iter().any(|n| n.contains(src)) {
+                return Some(Err(format!(
+                    "{} drops what {} sends it through tunnel {} from {src}: not in the allowed IPs of {}",
+                    self.topo.nodes[there].name,
+                    self.topo.nodes[node].name,
+                    tun.name,
+                    self.topo.nodes[node].name
+                )));
+            }
+        }
         Some(
             self.deliver_underlay(node, w.peers[j].endpoint)
                 .map_err(|e| {
@@ -347,12 +362,12 @@ impl<'t> Router<'t> {
     /// The softwire (its index in the topology's tunnels) a packet from `from`
     /// to `dst` crosses, if it is delivered through one.
     pub fn softwire_on_the_way(&self, from: usize, dst: IpAddr) -> Option<usize> {
-        self.deliver_nat(from, dst).ok()?.1.map(|n| n.tunnel)
+        self.deliver_nat(from, None, dst).ok()?.1.map(|n| n.tunnel)
     }
 
     /// Plain delivery without softwires (their own underlay).
     fn deliver_underlay(&self, from: usize, dst: IpAddr) -> Result<usize, String> {
-        self.deliver_nat(from, dst).map(|(n, _)| n)
+        self.deliver_nat(from, None, dst).map(|(n, _)| n)
     }
 
     fn owns(&self, node: usize, addr: IpAddr) -> bool {
@@ -370,14 +385,25 @@ impl<'t> Router<'t> {
     /// Follows a packet from `from` to `dst` hop by hop. Ok(node that holds dst), or
     /// the reason it is dropped.
     pub fn deliver(&self, from: usize, dst: IpAddr) -> Result<usize, String> {
-        self.deliver_nat(from, dst).map(|(n, _)| n)
+        self.deliver_nat(from, None, dst).map(|(n, _)| n)
+    }
+
+    /// `deliver` for a packet from source `src`: a tunnel end drops what comes
+    /// from a source outside its peer's allowed IPs, as the codecs do.
+    fn deliver_from(&self, from: usize, src: IpAddr, dst: IpAddr) -> Result<usize, String> {
+        self.deliver_nat(from, Some(src), dst).map(|(n, _)| n)
     }
 
     /// Like `deliver`, and says whether a softwire's NAT44 rewrote the source on
     /// the way (the reply then goes to the pool address and back through the
     /// softwire).
-    fn deliver_nat(&self, from: usize, dst: IpAddr) -> Result<(usize, Option<Nat>), String> {
-        self.follow(from, dst, None)
+    fn deliver_nat(
+        &self,
+        from: usize,
+        src: Option<IpAddr>,
+        dst: IpAddr,
+    ) -> Result<(usize, Option<Nat>), String> {
+        self.follow(from, src, dst, None)
     }
 
     /// The way a packet from `from` to `dst` takes: the source first, then each
@@ -385,7 +411,7 @@ impl<'t> Router<'t> {
     /// bridge, are not hops). Err: the reason it is dropped.
     pub fn trace(&self, from: usize, dst: IpAddr) -> Result<Vec<Hop>, String> {
         let mut hops = Vec::new();
-        self.follow(from, dst, Some(&mut hops))?;
+        self.follow(from, None, dst, Some(&mut hops))?;
         Ok(hops)
     }
 
@@ -393,6 +419,7 @@ impl<'t> Router<'t> {
     fn follow(
         &self,
         from: usize,
+        src: Option<IpAddr>,
         dst: IpAddr,
         mut trace: Option<&mut Vec<Hop>>,
     ) -> Result<(usize, Option<Nat>), String> {
@@ -434,7 +461,9 @@ impl<'t> Router<'t> {
                 cur = there;
                 continue;
             }
-            if let Some(r) = self.through_wireguard(cur, &nh.iface, dst) {
+            // A NAT44 on the way rewrote the source: the softwire checks its own.
+            let src = if nat.is_some() { None } else { src };
+            if let Some(r) = self.through_wireguard(cur, &nh.iface, src, dst) {
                 let (there, arrival) = r?;
                 by = Some(arrival);
                 cur = there;
@@ -497,10 +526,10 @@ impl<'t> Router<'t> {
         let src = self
             .source_for(from, dst)
             .ok_or_else(|| format!("{} has no route to {dst}", self.topo.nodes[from].name))?;
-        let (there, nat) = self.deliver_nat(from, dst)?;
+        let (there, nat) = self.deliver_nat(from, Some(src), dst)?;
         let Some(nat) = nat else {
             return self
-                .deliver(there, src)
+                .deliver_from(there, dst, src)
                 .map(|_| ())
                 .map_err(|e| format!("no way back: {e}"));
         };
@@ -514,7 +543,7 @@ impl<'t> Router<'t> {
                 .map_err(|e| format!("no way back to the NAT44 pool {pool}: {e}"))?;
             debug_assert_eq!(at_aftr, nat.aftr);
         }
-        self.deliver(nat.b4, src)
+        self.deliver_from(nat.b4, dst, src)
             .map(|_| ())
             .map_err(|e| format!("no way back from the B4: {e}"))
     }
@@ -826,5 +855,33 @@ b = {{ port = "b:eth0", ipv6 = "2001:2:0:3::2/64" }}
             e.contains("hl.toml:") && e.contains("set \"net.ipv6.conf.default.hop_limit\""),
             "{e}"
         );
+    }
+
+    /// A tunnel end drops inner packets from sources outside its peer's
+    /// allowed IPs (the codecs' `spoofed`): the home topology's server on
+    /// LAN2 reaches the PC's end of the NVR500's L2TP/IPsec tunnel only from
+    /// its address behind it, 198.18.94.10, never from its LAN2 address.
+    #[test]
+    fn a_tunnel_end_refuses_sources_outside_its_peers_allowed_ips() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/topologies/nvr500-home.toml"
+        ))
+        .unwrap();
+        let t = parse_str(&text, Path::new("home.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let r = super::Router::new(&t);
+        let n = |name: &str| t.node_index(name).unwrap();
+        let pc_inner = "198.18.94.2".parse().unwrap();
+        let e = r.echo_works(n("server"), pc_inner).unwrap_err();
+        assert!(
+            e.contains("pc drops what nvr500 sends it through tunnel nvr500-l2tp from 198.18.1.10"),
+            "{e}"
+        );
+        // From the PC through the tunnel to the server's address behind it.
+        r.echo_works(n("pc"), "198.18.94.10".parse().unwrap())
+            .unwrap_or_else(|e| panic!("{e}"));
+        // The IKEv2 end's source is its inner address, as strongSwan picks it.
+        r.echo_works(n("server"), "198.18.93.2".parse().unwrap())
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -483,3 +483,124 @@ fn a_kernel_softwire_on_a_kernel_without_seg6_is_refused_where_the_file_asks() {
         "{e}"
     );
 }
+
+/// A B4 on a router with the openwrt-b4 profile, an AFTR, and an L2TP/IPsec
+/// tunnel from a host to a router with the nvr500 profile.
+const TERMINATING: &str = r#"
+name = "term"
+[nodes.pc]
+kind = "host"
+[nodes.nvr]
+kind = "router"
+profile = "nvr500"
+mode = "fast"
+lan = "lan1"
+[nodes.b4]
+kind = "router"
+profile = "openwrt-b4"
+[nodes.aftr]
+kind = "router"
+[[links]]
+a = { port = "pc:eth0", ipv4 = "198.18.11.2/24" }
+b = { port = "nvr:lan1", ipv4 = "198.18.11.250/24" }
+[[links]]
+a = { port = "nvr:lan2", ipv4 = "198.18.1.2/24", ipv6 = "2001:2:0:1::2/64" }
+b = { port = "b4:wan", ipv4 = "198.18.1.3/24", ipv6 = "2001:2:0:1::3/64" }
+[[links]]
+a = { port = "b4:ngn", ipv6 = "2001:2:0:200::1/64" }
+b = { port = "aftr:ngn", ipv6 = "2001:2:0:200::2/64" }
+[tunnels.sw]
+kind = "dslite"
+aftr = { node = "aftr", address = "2001:2:0:200::2", pool = "198.18.21.1" }
+b4 = { node = "b4", address = "2001:2:0:200::1", prefixes = ["198.18.11.0/24"] }
+[tunnels.vpn]
+kind = "l2tp"
+ipsec = true
+encap = "raw"
+ends = [
+  { node = "pc", endpoint = "198.18.11.2", address = ["198.18.94.2/24"] },
+  { node = "nvr", endpoint = "198.18.11.250", address = ["198.18.94.250/24"] },
+]
+"#;
+
+#[test]
+fn terminations_reach_their_ends_and_the_softwire_goes_to_userspace() {
+    // A kernel that could run the softwire itself: the profile still needs ours.
+    let t = parse_str_for(TERMINATING, Path::new("t.toml"), kernel::KernelFacts::FULL)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let n = |name: &str| &t.nodes[t.node_index(name).unwrap()];
+    assert_eq!(
+        n("b4").datapath,
+        tunnel::Datapath::Kernel,
+        "no forwarding ceilings"
+    );
+    assert!(n("b4").model.is_none());
+    let sw = t.tunnels.iter().find(|x| x.name == "sw").unwrap();
+    let tunnel::TunnelKind::Dslite(d) = &sw.kind else {
+        panic!("sw is a softwire")
+    };
+    assert_eq!(d.b4s[0].datapath, tunnel::Datapath::Userspace);
+    assert_eq!(
+        d.aftr.datapath,
+        tunnel::Datapath::Kernel,
+        "the AFTR keeps auto's choice"
+    );
+    assert!(
+        sw.auto_fallback().is_none(),
+        "the profile chose, not the kernel's lack"
+    );
+    let b4 = crate::plan::datapath::termination(&t, sw, tunnel::Role::B4(0)).unwrap();
+    assert_eq!(
+        (b4.profile.as_str(), b4.kind.as_str()),
+        ("openwrt-b4", "dslite")
+    );
+    assert!(crate::plan::datapath::termination(&t, sw, tunnel::Role::Aftr).is_none());
+    let vpn = t.tunnels.iter().find(|x| x.name == "vpn").unwrap();
+    assert!(crate::plan::datapath::termination(&t, vpn, tunnel::Role::Peer(0)).is_none());
+    let nvr = crate::plan::datapath::termination(&t, vpn, tunnel::Role::Peer(1)).unwrap();
+    assert_eq!(nvr.ceilings.len(), 2);
+    // The NVR500's forwarding ceilings leave its own and the VPN's inner traffic.
+    let bypass = &n("nvr").model.as_ref().unwrap().bypass;
+    for net in [
+        "198.18.11.250/32",
+        "198.18.1.2/32",
+        "2001:2:0:1::2/128",
+        "198.18.94.0/24",
+    ] {
+        assert!(
+            bypass.contains(&net.parse().unwrap()),
+            "{net} in {bypass:?}"
+        );
+    }
+    assert!(!bypass.contains(&"198.18.11.0/24".parse().unwrap()));
+}
+
+#[test]
+fn termination_conflicts_point_at_the_file() {
+    let bad = |from: &str, to: &str| -> Vec<String> {
+        let text = TERMINATING.replace(from, to);
+        assert_ne!(text, TERMINATING, "{from:?} is in the topology");
+        match parse_str_for(&text, Path::new("t.toml"), kernel::KernelFacts::FULL) {
+            Ok(_) => panic!("accepted with {to:?}"),
+            Err(e) => e.0.iter().map(|d| d.to_string()).collect(),
+        }
+    };
+    let e = bad(
+        "prefixes = [\"198.18.11.0/24\"] }",
+        "prefixes = [\"198.18.11.0/24\"], datapath = \"kernel\" }",
+    );
+    assert!(
+        e[0].starts_with("t.toml:27:92:") && e[0].contains(": tunnels.sw.b4.datapath: B4 b4's profile \"openwrt-b4\" has termination ceilings for \"dslite\""),
+        "{e:?}"
+    );
+    let e = bad(
+        "profile = \"openwrt-b4\"\n",
+        "profile = \"openwrt-b4\"\nmode = \"fast\"\n",
+    );
+    assert!(
+        e[0].contains(
+            "nodes.b4.mode: mode belongs to forwarding ceilings; profile \"openwrt-b4\" has none"
+        ),
+        "{e:?}"
+    );
+}

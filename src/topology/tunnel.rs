@@ -205,6 +205,9 @@ pub struct B4 {
     pub datapath: Datapath,
     /// `datapath` was "auto" (said or by default) and this is what it took.
     pub auto: bool,
+    /// Where the file says datapath = "kernel" for this B4, if it does.
+    #[serde(skip)]
+    pub kernel_at: Option<KeyPath>,
     #[serde(skip)]
     pub at: KeyPath,
 }
@@ -568,13 +571,17 @@ pub fn resolve(
                             .filter_map(|(k, s)| ipv4_prefix(s, &bat.key("routes").index(k), p))
                             .collect(),
                     };
-                    let (bdp, bauto) = SoftwireChoice::read(
+                    let choice = SoftwireChoice::read(
                         b.datapath.as_deref(),
                         default_dp.clone(),
                         &bat.key("datapath"),
                         p,
-                    )
-                    .settle(kernel, p);
+                    );
+                    let kernel_at = match &choice {
+                        SoftwireChoice::Kernel(at) => Some(at.clone()),
+                        _ => None,
+                    };
+                    let (bdp, bauto) = choice.settle(kernel, p);
                     if let (Some(node), Some(address)) = (bnode, baddr) {
                         b4s.push(B4 {
                             node,
@@ -583,6 +590,7 @@ pub fn resolve(
                             routes,
                             datapath: bdp,
                             auto: bauto,
+                            kernel_at,
                             at: bat,
                         });
                     }
