@@ -473,7 +473,10 @@ mod tests {
             assert_eq!(s.poll(late), Some(vec![2]));
             assert_eq!(s.poll(late), None);
             // Nothing held: the next one passes again.
-            assert_eq!(s.offer(late + 2 * ms, 0, 0, BITS, &mut vec![3]), Offer::Pass);
+            assert_eq!(
+                s.offer(late + 2 * ms, 0, 0, BITS, &mut vec![3]),
+                Offer::Pass
+            );
             // Another class is no reason to wait.
             let mut s: Shaper<u8> = Shaper::new(vec![l, l], 10, Duration::ZERO, t0);
             s.offer(t0, 0, 0, BITS, &mut vec![0]);
