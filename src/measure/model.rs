@@ -46,12 +46,31 @@ pub struct Trial {
     /// The sender could not offer the rate asked: `offered_bps` is what it sent.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sender_limited: bool,
+    /// Measured again because the trial before it had packets out of order,
+    /// and packets were out of order again: the reordering persisted, so the
+    /// trial fails at its rate whatever its loss (the seed's rule: "if UDP
+    /// shows out of order, measure again; if it persists, lower -b"). False
+    /// in results saved before the rule was whole, which were judged by loss
+    /// alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reordered: bool,
 }
 
 impl Trial {
-    /// Within the loss threshold (percent).
+    /// Within the loss threshold (percent), and not failed for reordering that
+    /// persisted.
     pub fn passes(&self, threshold: f64) -> bool {
-        self.lost_percent <= threshold
+        self.lost_percent <= threshold && !self.reordered
+    }
+
+    /// Whether a trial shows out of order, in the seed's sense: any datagram
+    /// out of order. No tolerance: on a path whose links do not reorder on
+    /// purpose (`reorder`, `jitter`) one flow keeps its order, as a switch
+    /// and a NIC queue keep it, so a datagram out of order is a symptom (an
+    /// overloaded end, a queue handing packets over on two CPUs), never noise.
+    /// iperf3 counts duplicates here too.
+    pub fn shows_out_of_order(&self) -> bool {
+        self.out_of_order > 0
     }
 }
 
@@ -72,8 +91,9 @@ pub struct UdpSearch {
 }
 
 impl UdpSearch {
-    /// The confirmation runs that broke the loss rule, each with the rate
-    /// tried next: what reports say about a figure that was stepped down.
+    /// The confirmation runs that broke the rule (loss over the threshold, or
+    /// reordering that persisted when the run was made again), each with the
+    /// rate tried next: what reports say about a figure that was stepped down.
     /// A run made again (packets out of order) stands for the one before it.
     pub fn step_downs(&self) -> Vec<(&Trial, Option<f64>)> {
         let c = &self.confirmations;
@@ -248,6 +268,7 @@ mod tests {
             out_of_order: 0,
             remeasured,
             sender_limited: false,
+            reordered: false,
         };
         let s = UdpSearch {
             loss_threshold_percent: 10.0,

@@ -557,6 +557,7 @@ fn udp_trial(r: &TestReport, asked: f64) -> Trial {
         out_of_order: d.out_of_order,
         remeasured: false,
         sender_limited,
+        reordered: false,
     }
 }
 

@@ -1,8 +1,13 @@
 //! The UDP rate search, as the seed did it by hand and RFC 2544 describes it: find
 //! the highest offered rate whose receiver-side loss stays within a threshold.
 //! Bracket (multiply the rate until a trial fails), then bisect, at most
-//! `max_trials` trials. A trial that saw packets out of order is measured again
-//! once (the seed's rule). Pure: it proposes rates and is told the outcomes.
+//! `max_trials` trials. Out of order, the seed's rule whole: "if UDP shows out
+//! of order, measure again; if it persists, lower -b". A trial that shows
+//! packets out of order (any, `Trial::shows_out_of_order`) is measured again
+//! once at the same rate; when the second one shows them too, the reordering
+//! persisted and the trial fails at that rate (`Trial::reordered`), as one
+//! over the loss threshold does: the search bisects below it, a confirmation
+//! steps down. Pure: it proposes rates and is told the outcomes.
 
 use super::model::Trial;
 
@@ -69,21 +74,26 @@ impl RateSearch {
             out_of_order,
             remeasured: false,
             sender_limited: false,
+            reordered: false,
         });
     }
 
-    /// The outcome of a trial (`remeasured` is set here).
+    /// The outcome of a trial (`remeasured` and `reordered` are set here).
     pub fn record_trial(&mut self, mut trial: Trial) {
         let remeasured = self.remeasure.take().is_some();
         trial.remeasured = remeasured;
-        let (offered, lost_percent, out_of_order) =
-            (trial.offered_bps, trial.lost_percent, trial.out_of_order);
+        trial.reordered = remeasured && trial.shows_out_of_order();
+        let offered = trial.offered_bps;
+        let out_of_order = trial.shows_out_of_order();
+        let passed = trial.passes(self.threshold);
         self.trials.push(trial);
-        if out_of_order > 0 && !remeasured && self.trials.len() < self.max_trials {
+        // Out of trials, a first reordering cannot be measured again: judged
+        // by its loss alone (the confirmation runs still hold the figure to
+        // the whole rule).
+        if out_of_order && !remeasured && self.trials.len() < self.max_trials {
             self.remeasure = Some(offered);
             return;
         }
-        let passed = lost_percent <= self.threshold;
         if passed {
             self.pass = Some(self.pass.map_or(offered, |p| p.max(offered)));
         } else {
@@ -118,8 +128,9 @@ pub const MAX_STEP_DOWNS: usize = 6;
 /// trial's excess overflows in a longer run), so a run whose loss is over the
 /// threshold steps the rate down and is made again; a cell none of whose runs
 /// passes has no figure. A run with packets out of order is made again once at
-/// the same rate (the seed's rule). Pure: it proposes rates and is told the
-/// outcomes.
+/// the same rate; when that one has packets out of order too, the reordering
+/// persisted: it fails and steps the rate down as loss does (the seed's rule).
+/// Pure: it proposes rates and is told the outcomes.
 #[derive(Debug, Clone)]
 pub struct Confirmation {
     threshold: f64,
@@ -148,23 +159,28 @@ impl Confirmation {
     /// The rate of the next run, or None when enough runs passed or the
     /// step-downs are spent.
     pub fn next_rate(&self) -> Option<f64> {
-        (!self.given_up && self.passing().count() < self.wanted).then_some(self.rate)
+        // A run to be made again comes first: the one it stands for does not
+        // count yet.
+        (!self.given_up && (self.remeasure || self.passing().count() < self.wanted))
+            .then_some(self.rate)
     }
 
-    /// The outcome of the run just made (`remeasured` is set here).
+    /// The outcome of the run just made (`remeasured` and `reordered` are set
+    /// here).
     pub fn record(&mut self, mut run: Trial) {
         run.remeasured = std::mem::take(&mut self.remeasure);
-        let (offered, received, lost, ooo) = (
+        run.reordered = run.remeasured && run.shows_out_of_order();
+        let (offered, received, ooo, passed) = (
             run.offered_bps,
             run.received_bps,
-            run.lost_percent,
-            run.out_of_order,
+            run.shows_out_of_order(),
+            run.passes(self.threshold),
         );
         let first_try = !run.remeasured;
         self.runs.push(run);
-        if ooo > 0 && first_try {
+        if ooo && first_try {
             self.remeasure = true;
-        } else if lost > self.threshold {
+        } else if !passed {
             if self.steps_left == 0 {
                 self.given_up = true;
             } else {
@@ -189,7 +205,8 @@ impl Confirmation {
 
     /// Whether run `i` counts: within the threshold and not made again.
     pub fn counts(&self, i: usize) -> bool {
-        let superseded = self.runs.get(i + 1).is_some_and(|n| n.remeasured);
+        let superseded = self.runs.get(i + 1).is_some_and(|n| n.remeasured)
+            || (self.remeasure && i + 1 == self.runs.len());
         self.runs
             .get(i)
             .is_some_and(|t| !superseded && t.passes(self.threshold))
@@ -202,7 +219,8 @@ impl Confirmation {
     }
 }
 
-/// The rate after a run at `rate` received `received` with too much loss: the
+/// The rate after a run at `rate` that failed (too much loss, or reordering
+/// that persisted) and received `received`: the
 /// rate at which that much received would be exactly the threshold's loss,
 /// but at least the search's resolution (5 %) and at most 50 % lower than
 /// `rate`.
@@ -223,6 +241,7 @@ mod tests {
             out_of_order: 0,
             remeasured: false,
             sender_limited: false,
+            reordered: false,
         }
     }
 
@@ -292,6 +311,48 @@ mod tests {
         assert!(!c.counts(0) && c.counts(1));
     }
 
+    #[test]
+    fn reordering_that_persists_in_a_confirmation_steps_the_rate_down() {
+        let mut c = Confirmation::new(875e6, 2, 10.0);
+        let reordered = |offered: f64, n: u64| Trial {
+            out_of_order: n,
+            ..run_at(offered, offered)
+        };
+        // Out of order, within the loss threshold: made again at once.
+        c.record(reordered(875e6, 1225));
+        assert_eq!(c.next_rate(), Some(875e6));
+        // Out of order again: the reordering persisted, the run fails there.
+        c.record(reordered(875e6, 5321));
+        assert!(c.runs()[1].remeasured && c.runs()[1].reordered);
+        assert!(!c.counts(0) && !c.counts(1));
+        let lower = c.next_rate().unwrap();
+        assert!((lower - 0.95 * 875e6).abs() < 1.0, "5 % lower: {lower}");
+        // Clean below: those runs count and the figure is the lower rate.
+        c.record(run_at(lower, lower));
+        c.record(run_at(lower, lower));
+        assert_eq!(c.next_rate(), None);
+        assert_eq!(c.result(), Some(lower));
+        // A reordering that never goes away leaves no figure.
+        let mut c = Confirmation::new(100e6, 1, 10.0);
+        while let Some(r) = c.next_rate() {
+            c.record(reordered(r, 10));
+        }
+        assert_eq!(c.result(), None);
+        assert_eq!(c.runs().len(), 2 * (MAX_STEP_DOWNS + 1));
+    }
+
+    #[test]
+    fn reordering_once_then_a_clean_run_keeps_the_rate() {
+        let mut c = Confirmation::new(500e6, 1, 10.0);
+        c.record(Trial {
+            out_of_order: 40,
+            ..run_at(500e6, 500e6)
+        });
+        c.record(run_at(500e6, 500e6));
+        assert!(!c.runs()[1].reordered);
+        assert_eq!(c.result(), Some(500e6));
+    }
+
     /// A path that loses nothing up to `capacity`, and the excess beyond it.
     fn run(capacity: f64, start: f64, threshold: f64) -> RateSearch {
         let mut s = RateSearch::new(start, 100e9, threshold, 8);
@@ -332,6 +393,36 @@ mod tests {
         assert_eq!(s.next_rate(), Some(100e6), "the same rate again");
         s.record(100e6, 100e6, 0.0, 0);
         assert!(s.trials()[1].remeasured);
+        assert_eq!(s.next_rate(), Some(400e6));
+    }
+
+    #[test]
+    fn a_clean_remeasurement_passes_the_trial() {
+        let mut s = RateSearch::new(100e6, 10e9, 10.0, 8);
+        s.record(100e6, 100e6, 0.0, 3);
+        s.record(100e6, 100e6, 0.0, 0);
+        assert!(!s.trials()[1].reordered);
+        assert_eq!(s.result(), Some(100e6), "it passed at 100");
+    }
+
+    #[test]
+    fn reordering_that_persists_fails_the_search_trial_and_the_search_goes_below() {
+        let mut s = RateSearch::new(100e6, 10e9, 10.0, 8);
+        // Passes at 100; at 400 out of order twice, without loss.
+        s.record(100e6, 100e6, 0.0, 0);
+        assert_eq!(s.next_rate(), Some(400e6));
+        s.record(400e6, 400e6, 0.0, 50);
+        assert_eq!(s.next_rate(), Some(400e6), "measured again");
+        s.record(400e6, 400e6, 0.0, 60);
+        assert!(s.trials()[2].reordered && !s.trials()[2].passes(10.0));
+        // Failed at 400: bisect between 100 and 400.
+        assert_eq!(s.next_rate(), Some(250e6));
+        s.record(250e6, 250e6, 0.0, 0);
+        assert_eq!(s.result(), Some(250e6));
+        // Reordered at every rate, the first time only, the search is not lowered.
+        let mut s = RateSearch::new(100e6, 10e9, 10.0, 8);
+        s.record(100e6, 100e6, 0.0, 5);
+        s.record(100e6, 100e6, 0.0, 0);
         assert_eq!(s.next_rate(), Some(400e6));
     }
 

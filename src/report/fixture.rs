@@ -49,6 +49,7 @@ fn udp(key: &str, rate: f64, trials: &[(f64, f64)], runs: &[(f64, f64)]) -> Cell
                 out_of_order: 0,
                 remeasured: false,
                 sender_limited: false,
+                reordered: false,
             })
             .collect(),
         rate_bps: rate * 1e6,

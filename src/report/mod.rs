@@ -36,7 +36,7 @@ mod svg;
 mod table;
 pub mod views;
 
-use crate::measure::model::{CellResult, Results};
+use crate::measure::model::{CellResult, Results, Trial};
 /// Text safe in XML (SVG, HTML) content and double-quoted attributes.
 pub(crate) use svg::esc as xml_escape;
 
@@ -275,20 +275,48 @@ pub(crate) fn udp_figure(c: &CellResult) -> Option<UdpFigure> {
         })
 }
 
-/// What a UDP cell's confirmation did beyond its plain runs, for the notes
-/// under a report: the full-length runs over the loss threshold and the rate
-/// each stepped down to.
+/// What a UDP cell's search and confirmation did beyond their plain runs, for
+/// the notes under a report: the search trials failed for reordering that
+/// persisted (the search went below them), and the full-length runs over the
+/// loss threshold or reordered again, with the rate each stepped down to.
 pub(crate) fn step_down_notes(c: &CellResult) -> Vec<String> {
     let Some(s) = &c.search else {
         return Vec::new();
     };
-    s.step_downs()
-        .into_iter()
-        .map(|(t, next)| {
-            let then = match next {
-                Some(n) => format!("stepped down to {} Mbit/s", mbit(n)),
-                None => "no step-down left".to_string(),
-            };
+    // "N datagrams out of order, and M again when measured again": the trial
+    // before a reordered one is the first measurement at its rate.
+    let again = |list: &[Trial], t: &Trial| {
+        let i = list.iter().position(|x| std::ptr::eq(x, t)).unwrap_or(0);
+        let first = i.checked_sub(1).map_or(0, |j| list[j].out_of_order);
+        format!(
+            "{} datagrams out of order, and {} again when measured again (the reordering persisted)",
+            first, t.out_of_order
+        )
+    };
+    let mut notes: Vec<String> = s
+        .trials
+        .iter()
+        .filter(|t| t.reordered)
+        .map(|t| {
+            format!(
+                "the search trial at {} Mbit/s had {}: it failed there",
+                mbit(t.offered_bps),
+                again(&s.trials, t)
+            )
+        })
+        .collect();
+    notes.extend(s.step_downs().into_iter().map(|(t, next)| {
+        let then = match next {
+            Some(n) => format!("stepped down to {} Mbit/s", mbit(n)),
+            None => "no step-down left".to_string(),
+        };
+        if t.reordered {
+            format!(
+                "a full-length run at {} Mbit/s had {}: {then}",
+                mbit(t.offered_bps),
+                again(&s.confirmations, t)
+            )
+        } else {
             format!(
                 "a full-length run at {} Mbit/s received {} and lost {} % (over {} %): {then}",
                 mbit(t.offered_bps),
@@ -296,8 +324,9 @@ pub(crate) fn step_down_notes(c: &CellResult) -> Vec<String> {
                 percent(t.lost_percent),
                 s.loss_threshold_percent
             )
-        })
-        .collect()
+        }
+    }));
+    notes
 }
 
 /// " within N %": the UDP loss threshold of the run's rate searches, for

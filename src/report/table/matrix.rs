@@ -300,6 +300,7 @@ pub(super) mod tests {
             out_of_order: 0,
             remeasured: false,
             sender_limited: false,
+            reordered: false,
         };
         // The search found 400; a full-length run there lost 15 %, so 350.
         let s = c.search.as_mut().unwrap();
@@ -320,6 +321,63 @@ pub(super) mod tests {
             "{text}"
         );
         assert!(!render(&fixture::results(), Format::Md, None).contains("\ns: "));
+    }
+
+    #[test]
+    fn a_figure_lowered_for_persisting_reordering_says_so_in_every_format() {
+        use crate::measure::model::Trial;
+        use crate::vocab::Cell;
+        let mut r = fixture::results();
+        let c = r.paths[0]
+            .cells
+            .iter_mut()
+            .find(|c| c.cell == Cell::parse_key("ipv4.udp.sender").unwrap())
+            .unwrap();
+        let run = |offered: f64, ooo: u64, remeasured: bool| Trial {
+            offered_bps: offered * 1e6,
+            received_bps: offered * 1e6,
+            lost_percent: 0.0,
+            out_of_order: ooo,
+            remeasured,
+            sender_limited: false,
+            reordered: remeasured && ooo > 0,
+        };
+        // 400 reordered twice in the search (it bisected below), and at 350 a
+        // full-length run reordered twice, so 332.
+        let s = c.search.as_mut().unwrap();
+        s.trials = vec![
+            run(100.0, 0, false),
+            run(400.0, 12, false),
+            run(400.0, 30, true),
+            run(350.0, 0, false),
+        ];
+        s.confirmations = vec![
+            run(350.0, 1225, false),
+            run(350.0, 5321, true),
+            run(332.0, 0, false),
+        ];
+        let search_note = "the search trial at 400 Mbit/s had 12 datagrams out of order, and 30 again when measured again (the reordering persisted): it failed there";
+        let run_note = "a full-length run at 350 Mbit/s had 1225 datagrams out of order, and 5321 again when measured again (the reordering persisted): stepped down to 332 Mbit/s";
+        for format in [Format::Md, Format::Text, Format::Html] {
+            // Text wraps its notes at 120 columns.
+            let text = render(&r, format, None)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            for note in [search_note, run_note] {
+                assert!(text.contains(note), "{format:?} lacks \"{note}\":\n{text}");
+            }
+        }
+        // Reordering once, then a clean run: nothing to say.
+        let c = r.paths[0]
+            .cells
+            .iter_mut()
+            .find(|c| c.cell == Cell::parse_key("ipv4.udp.sender").unwrap())
+            .unwrap();
+        let s = c.search.as_mut().unwrap();
+        s.trials = vec![run(400.0, 12, false), run(400.0, 0, true)];
+        s.confirmations = vec![run(350.0, 3, false), run(350.0, 0, true)];
+        assert!(!render(&r, Format::Md, None).contains("out of order"));
     }
 
     #[test]
