@@ -678,6 +678,7 @@ mod tests {
                 flow_bps: Some(40_000_000),
             }],
             queue_packets: 10,
+            bypass: Vec::new(),
         });
         // Six streams are one flow of the softwire's.
         let l = limit(&t, inet, cell(Ipv4, Tcp, Sender, 6));
