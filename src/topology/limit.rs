@@ -29,9 +29,9 @@
 
 use super::model::{Node, Topology};
 use super::routing::{Arrival, Hop, Router};
-use super::tunnel::Tunnel;
+use super::tunnel::{Tunnel, TunnelKind};
 use crate::codec::overhead::Encapsulation;
-use crate::codec::profile::{Ceiling, DeviceModel, Way, way_to};
+use crate::codec::profile::{Ceiling, DeviceModel, TerminationModel, Way, way_to};
 use crate::vocab::{Cell, Direction, Family, Proto};
 use std::net::IpAddr;
 
@@ -163,7 +163,9 @@ fn meter(
         match hop.by {
             Some(Arrival::Link) => {
                 let node = &t.nodes[hop.node];
-                if let Some(m) = &node.model {
+                // The slow path leaves alone what it bypasses: the router's
+                // own traffic and that of the tunnels it terminates.
+                if let Some(m) = node.model.as_ref().filter(|m| !bypassed(m, traffic.dst)) {
                     for c in &m.ceilings {
                         consider(node, m, c, traffic, best);
                     }
@@ -175,6 +177,21 @@ fn meter(
                 outer_dst,
             }) if depth < MAX_NESTING => {
                 let tun = &t.tunnels[tunnel];
+                // The ends' own termination ceilings meter the inner packets:
+                // the sending end's as it encapsulates them, the receiving
+                // end's as it decapsulates them.
+                for (node, encapsulates) in [(hops[i - 1].node, true), (hop.node, false)] {
+                    if let Some(tm) = termination_at(tun, node, &t.nodes[node]) {
+                        let way = match (tm.tun_way(), encapsulates) {
+                            (w, true) => w,
+                            (Way::Upload, false) => Way::Download,
+                            (Way::Download, false) => Way::Upload,
+                        };
+                        for c in &tm.ceilings {
+                            consider_termination(&t.nodes[node], tm, c, way, traffic, best);
+                        }
+                    }
+                }
                 let Some(outer) = outer_traffic(tun, traffic, outer_dst) else {
                     continue;
                 };
@@ -185,6 +202,66 @@ fn meter(
             _ => {}
         }
     }
+}
+
+/// Whether the slow path of model `m` lets packets to `dst` by unmetered.
+fn bypassed(m: &DeviceModel, dst: IpAddr) -> bool {
+    m.bypass.iter().any(|n| n.contains(dst))
+}
+
+/// The termination ceilings `node` applies to `tun`'s inner packets, if it
+/// is an end that has them (a softwire's B4, not its AFTR).
+fn termination_at<'n>(tun: &Tunnel, index: usize, node: &'n Node) -> Option<&'n TerminationModel> {
+    if let TunnelKind::Dslite(d) = &tun.kind {
+        if !d.b4s.iter().any(|b| b.node == index) {
+            return None;
+        }
+    }
+    node.terminations.get(super::termination::kind_name(tun))
+}
+
+/// A termination ceiling `c` of `node` on `traffic` going `way`, kept in
+/// `best` if it is the tightest yet: "nvr500 l2tp termination: upload
+/// ceiling".
+fn consider_termination(
+    node: &Node,
+    tm: &TerminationModel,
+    c: &Ceiling,
+    way: Way,
+    traffic: &Traffic,
+    best: &mut Option<Limit>,
+) {
+    if !c.matches(way, traffic.family, traffic.protocol) {
+        return;
+    }
+    let aggregate = c.aggregate_bps.map(|b| b as f64);
+    let flows = c.flow_bps.map(|b| b as f64 * f64::from(traffic.flows));
+    let (bps, per_flow) = match (aggregate, flows) {
+        (Some(a), Some(f)) if f < a => (f, true),
+        (Some(a), _) => (a, false),
+        (None, Some(f)) => (f, true),
+        (None, None) => return,
+    };
+    let bps = bps * traffic.scale;
+    if best.as_ref().is_some_and(|b| b.bps <= bps) {
+        return;
+    }
+    let mut who = format!("{} {} termination", tm.profile, tm.kind);
+    if node.name != tm.profile {
+        who += &format!(" on {}", node.name);
+    }
+    let mut class: Vec<&str> = Vec::new();
+    class.extend(c.family.map(Family::word));
+    class.extend(c.protocol.map(Proto::word));
+    class.push(match way {
+        Way::Upload => "upload",
+        Way::Download => "download",
+    });
+    let mut what = format!("{who}: {} ceiling", class.join(" "));
+    if per_flow {
+        what += " per flow";
+    }
+    *best = Some(Limit { what, bps });
 }
 
 /// The ceiling `c` of `node`'s model `m` on `traffic`, if it matches, kept
@@ -658,6 +735,9 @@ mod tests {
     #[test]
     fn a_softwire_carries_ipv4_in_ipv6_past_its_underlay() {
         let mut t = home("fast");
+        // Without the B4's own ceilings (a_routers_own_tunnel_end_... has them).
+        let b4 = t.node_index("openwrt").unwrap();
+        t.nodes[b4].terminations.clear();
         let inet = "198.18.20.10";
         let l = limit(&t, inet, cell(Ipv4, Udp, Receiver, 1));
         assert!(close(bps(&l), 472.5e6), "{l:?}");
@@ -694,9 +774,48 @@ mod tests {
     }
 
     /// Nothing to say where no model is on the way, or no way at all.
+    /// A tunnel a router terminates itself: the NVR500's L2TP/IPsec server
+    /// meters its clients' upload as it decapsulates it and their download
+    /// as it encapsulates it; the B4's softwire meters IPv4 to the internet
+    /// both ways. The forwarding ceilings leave that traffic alone.
+    #[test]
+    fn a_routers_own_tunnel_end_meets_its_termination_ceilings() {
+        let t = home("fast");
+        for (c, want, way) in [
+            (cell(Ipv4, Tcp, Sender, 1), 150e6, "upload"),
+            (cell(Ipv4, Tcp, Receiver, 1), 100e6, "download"),
+            (cell(Ipv6, Tcp, Receiver, 6), 100e6, "download"),
+        ] {
+            let l = limit(&t, "198.18.94.10", c);
+            assert!(close(bps(&l), want), "{}: {l:?}, want {want}", c.key());
+            assert_eq!(
+                what(&l),
+                format!("nvr500 l2tp termination: {way} ceiling"),
+                "{}",
+                c.key()
+            );
+        }
+        for (c, way) in [
+            (cell(Ipv4, Tcp, Receiver, 1), "download"),
+            (cell(Ipv4, Tcp, Sender, 1), "upload"),
+        ] {
+            let l = limit(&t, "198.18.22.10", c);
+            assert!(close(bps(&l), 350e6), "{}: {l:?}", c.key());
+            assert_eq!(
+                what(&l),
+                format!("openwrt-b4 dslite termination on openwrt: ipv4 {way} ceiling"),
+                "{}",
+                c.key()
+            );
+        }
+    }
+
     #[test]
     fn no_model_or_no_way_is_none() {
-        let t = home("none");
+        let mut t = home("none");
+        // No router on the way to the internet but the B4: without its model.
+        let b4 = t.node_index("openwrt").unwrap();
+        t.nodes[b4].terminations.clear();
         let pc = t.node_index("pc").unwrap();
         assert_eq!(
             model_limit(
