@@ -519,6 +519,9 @@ pub async fn apply(plan: &Plan, cancel: &Cancel, progress: Progress<'_>) -> Resu
                 crate::nft::load(ns, ruleset).map_err(|e| fail(*step, op, e))?
             }
             Op::Tc { ns, batch } => crate::tc::run(ns, batch).map_err(|e| fail(*step, op, e))?,
+            Op::SteerByFlow { ns, iface } => {
+                crate::steer::by_flow(ns, iface).map_err(|e| fail(*step, op, e))?
+            }
             _ => {}
         }
     }

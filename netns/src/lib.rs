@@ -12,6 +12,7 @@ pub mod ops;
 pub mod process;
 mod socket;
 pub mod state;
+pub mod steer;
 pub mod sysctl;
 pub mod tc;
 pub mod test_env;

@@ -121,6 +121,9 @@ pub enum Op {
     /// Traffic-control commands (`tc -batch -` lines) in a namespace, once the
     /// devices they name exist and are up.
     Tc { ns: String, batch: String },
+    /// Receive packet steering by flow hash on a device (crate::steer): one
+    /// flow stays on one CPU, so a veth behind a rate's TBF keeps its order.
+    SteerByFlow { ns: String, iface: String },
     /// The node's device `name` in namespace `ns`, made from the interface `host`
     /// of the namespace tunbench runs in (the host), with this MTU and up. A
     /// macvlan, ipvlan or VLAN device is made directly in `ns` and goes with it;
@@ -188,7 +191,7 @@ impl Op {
             | Op::PairRoute { .. } => Phase::Routes,
             Op::Tun { .. } => Phase::Links,
             Op::LinkSet { .. } => Phase::Ports,
-            Op::Nftables { .. } | Op::Tc { .. } => Phase::Firewall,
+            Op::Nftables { .. } | Op::Tc { .. } | Op::SteerByFlow { .. } => Phase::Firewall,
         }
     }
 
@@ -212,6 +215,7 @@ impl Op {
             | Op::PairRoute { ns, .. }
             | Op::Nftables { ns, .. }
             | Op::Tc { ns, .. }
+            | Op::SteerByFlow { ns, .. }
             | Op::HostLink { ns, .. } => ns,
         }
     }
@@ -374,6 +378,10 @@ impl fmt::Display for Op {
             Op::Tc { ns, batch } => {
                 write!(f, "ip netns exec {ns} tc -batch - <<'EOF'\n{}EOF", batch)
             }
+            Op::SteerByFlow { ns, iface } => write!(
+                f,
+                "ip netns exec {ns} sh -c 'for q in /sys/class/net/{iface}/queues/rx-*; do echo ALL_CPUS_MASK > $q/rps_cpus; done'"
+            ),
             Op::HostLink {
                 ns,
                 name,

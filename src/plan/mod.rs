@@ -173,9 +173,18 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     for (i, l) in link::relayed(t) {
         ops.extend(link::ops(l, &naming.namespace(&link::relay_node(i))));
     }
-    // A direction's rate shapes the sending end of the veth.
-    for l in &t.links {
-        for (end, imp) in [(&l.a, l.impairments.a_to_b), (&l.b, l.impairments.b_to_a)] {
+    // A direction's rate shapes the sending end of the veth, and the device
+    // that receives from it steers by flow (netns::steer): behind a TBF one
+    // flow would otherwise reach two CPUs' backlogs and arrive out of order.
+    for (i, l) in t.links.iter().enumerate() {
+        let relay = l
+            .impairments
+            .needs_relay()
+            .then(|| naming.namespace(&link::relay_node(i)));
+        for (end, other, imp, relay_side) in [
+            (&l.a, &l.b, l.impairments.a_to_b, link::RELAY_A),
+            (&l.b, &l.a, l.impairments.b_to_a, link::RELAY_B),
+        ] {
             if let Some(rate) = imp.rate {
                 ops.push(Op::Tc {
                     ns: ns(end.node),
@@ -184,6 +193,14 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
                         rate,
                         imp.rate_queue_bytes(),
                     ) + "\n",
+                });
+                let (rx_ns, rx_iface) = match &relay {
+                    Some(r) => (r.clone(), relay_side.to_string()),
+                    None => (ns(other.node), other.iface.clone()),
+                };
+                ops.push(Op::SteerByFlow {
+                    ns: rx_ns,
+                    iface: rx_iface,
                 });
             }
         }
