@@ -151,6 +151,15 @@ pub fn outside_allowed(p: &[u8]) -> DropReason {
     }
 }
 
+/// Which of the driver's threads drains a codec (`Codec::poll_for`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drain {
+    /// The network -> TUN thread, which writes the TUN.
+    IntoTun,
+    /// The TUN -> network thread, which sends to the network.
+    IntoNetwork,
+}
+
 /// What to do with the packet buffer a codec was handed (and may have rewritten
 /// or replaced).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +198,15 @@ pub trait Codec: Send {
     /// every tick until it returns `None`.
     fn poll(&mut self, _now: Instant) -> Option<(Verdict, Vec<u8>)> {
         None
+    }
+
+    /// `poll` as one of the driver's two threads asks it: a codec that holds
+    /// packets of both ways gives each way's to the thread that writes that
+    /// way (`Drain::IntoTun`: the network -> TUN thread), so a released
+    /// packet is written by the thread that writes its flow's passed ones and
+    /// never races a newer one. By default, `poll`, whichever thread asks.
+    fn poll_for(&mut self, now: Instant, _drain: Drain) -> Option<(Verdict, Vec<u8>)> {
+        self.poll(now)
     }
 
     /// Called about every 250 ms: expire state, run timers.

@@ -13,7 +13,7 @@
 use crate::codec::device_model::DeviceShaper;
 use crate::codec::profile::{TerminationModel, Way};
 use crate::codec::shape::Offer;
-use crate::codec::{Codec, DropReason, Verdict};
+use crate::codec::{Codec, Drain, DropReason, Verdict};
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -100,6 +100,25 @@ impl<C: Codec> Codec for Terminated<C> {
         let mut p = s.out.poll(now)?;
         let v = self.inner.handle_tun(&mut p, now);
         Some((v, p))
+    }
+
+    /// Each way's held packets to the thread that writes that way: the
+    /// decapsulated ones to the TUN writer, the ones to encapsulate to the
+    /// network sender, so a released packet never races a newer passed one
+    /// of its flow written by the other thread.
+    fn poll_for(&mut self, now: Instant, drain: Drain) -> Option<(Verdict, Vec<u8>)> {
+        if let Some(x) = self.inner.poll_for(now, drain) {
+            return Some(x);
+        }
+        let s = self.shapers.as_mut()?;
+        match drain {
+            Drain::IntoTun => s.into_tun.poll(now).map(|p| (Verdict::ToTun, p)),
+            Drain::IntoNetwork => {
+                let mut p = s.out.poll(now)?;
+                let v = self.inner.handle_tun(&mut p, now);
+                Some((v, p))
+            }
+        }
     }
 
     fn tick(&mut self, now: Instant) {
@@ -226,6 +245,50 @@ mod tests {
             Verdict::ToNetwork(peer),
         );
         assert_eq!(down, Duration::from_millis(500));
+    }
+
+    /// Each thread drains only its own way's held packets: the decapsulated
+    /// ones go to the TUN writer, the ones to encapsulate to the sender.
+    /// Drained by the other thread, a released packet raced the newer ones
+    /// its flow passed meanwhile (700-1,500 of 70,000 datagrams of one UDP
+    /// download out of order through the home topology's B4 at 400 Mbit/s;
+    /// 0-2 after).
+    #[test]
+    fn each_thread_drains_only_its_own_ways_held_packets() {
+        let t0 = Instant::now();
+        let peer: SocketAddr = PEER.parse().unwrap();
+        let mut t = Terminated::new(Prefix, Some(&model("l2tp")), t0);
+        // Fill both ways past their ceilings, so each holds packets.
+        for _ in 0..3 {
+            let mut p = v4_udp(1000);
+            p.insert(0, 0xee);
+            t.handle_network(peer, &mut p, t0);
+            let mut q = v4_udp(1000);
+            t.handle_tun(&mut q, t0);
+        }
+        let later = t0 + Duration::from_secs(10);
+        let mut into_tun = 0;
+        while let Some((v, _)) = t.poll_for(later, Drain::IntoTun) {
+            assert_eq!(
+                v,
+                Verdict::ToTun,
+                "the TUN writer gets only TUN-bound packets"
+            );
+            into_tun += 1;
+        }
+        let mut into_net = 0;
+        while let Some((v, _)) = t.poll_for(later, Drain::IntoNetwork) {
+            assert_eq!(
+                v,
+                Verdict::ToNetwork(peer),
+                "the sender gets only network-bound ones"
+            );
+            into_net += 1;
+        }
+        assert!(
+            into_tun > 0 && into_net > 0,
+            "{into_tun} and {into_net} released"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::sender::Sender;
 use super::shared::Shared;
 use super::stats::Local;
 use super::tun_write::write_single;
-use crate::codec::{Codec, Verdict};
+use crate::codec::{Codec, Drain, Verdict};
 use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
 use std::time::Instant;
@@ -36,9 +36,16 @@ impl Extras {
         }
     }
 
-    /// Drains the codec's own packets; the caller holds the lock.
-    pub(super) fn collect<C: Codec>(&mut self, codec: &mut C, now: Instant, local: &mut Local) {
-        while let Some((v, buf)) = codec.poll(now) {
+    /// Drains the codec's own packets for the thread `drain`; the caller
+    /// holds the lock.
+    pub(super) fn collect<C: Codec>(
+        &mut self,
+        codec: &mut C,
+        now: Instant,
+        drain: Drain,
+        local: &mut Local,
+    ) {
+        while let Some((v, buf)) = codec.poll_for(now, drain) {
             match v {
                 Verdict::ToNetwork(a) => {
                     self.to_net.push((self.bufs.len(), a));

@@ -121,7 +121,7 @@ impl NetToTun {
             }
             let r = catch_unwind(AssertUnwindSafe(|| {
                 sh.tick_if_due(slot, now);
-                extras.collect(&mut slot.codec, now, local);
+                extras.collect(&mut slot.codec, now, crate::codec::Drain::IntoTun, local);
                 sh.note_deadline(&slot.codec);
             }));
             if r.is_err() {

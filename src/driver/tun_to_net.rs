@@ -248,7 +248,12 @@ impl TunToNet {
             }
             let r = catch_unwind(AssertUnwindSafe(|| {
                 sh.tick_if_due(slot, now);
-                extras.collect(&mut slot.codec, now, local);
+                extras.collect(
+                    &mut slot.codec,
+                    now,
+                    crate::codec::Drain::IntoNetwork,
+                    local,
+                );
                 sh.note_deadline(&slot.codec);
             }));
             if r.is_err() {
