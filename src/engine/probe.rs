@@ -28,9 +28,137 @@ pub fn bind_echo(bind: Option<IpAddr>, port: u16) -> io::Result<UdpSocket> {
     )?;
     if addr.is_ipv6() && bind.is_none() {
         s.set_only_v6(false)?;
+        // Each probe's destination address, so the echo leaves from it
+        // (`reply`): the kernel's own choice of source can be an address the
+        // prober does not expect (a server address on lo behind a tunnel,
+        // answered from the LAN address), which the prober's connected socket
+        // and a tunnel end's allowed IPs both refuse.
+        set_int(&s, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
     }
     s.bind(&addr.into())?;
     Ok(s.into())
+}
+
+fn set_int(s: &Socket, level: i32, opt: i32, v: i32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an int option of the right size on an open socket.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            level,
+            opt,
+            (&v as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// One datagram: its length, its sender, and the address it was sent to
+/// (where the socket asked for it: IPV6_RECVPKTINFO; IPv4 as v4-mapped).
+fn receive(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+) -> io::Result<(usize, SocketAddr, Option<libc::in6_pktinfo>)> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: recvmsg into buffers this frame owns, sized in the header; the
+    // control messages are read within the length the kernel returned.
+    unsafe {
+        let mut from: libc::sockaddr_storage = std::mem::zeroed();
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let mut control = [0u64; 16];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = (&mut from as *mut libc::sockaddr_storage).cast();
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, 0);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let addr = match i32::from(from.ss_family) {
+            libc::AF_INET6 => {
+                let a = &*(&from as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>();
+                let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+                // v4-mapped: the IPv4 peer it stands for.
+                let ip = ip.to_ipv4_mapped().map_or(IpAddr::V6(ip), IpAddr::V4);
+                SocketAddr::new(ip, u16::from_be(a.sin6_port))
+            }
+            libc::AF_INET => {
+                let a = &*(&from as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>();
+                let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+                SocketAddr::new(IpAddr::V4(ip), u16::from_be(a.sin_port))
+            }
+            _ => return Err(io::Error::other("a datagram from no IP address")),
+        };
+        let mut info = None;
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::IPPROTO_IPV6 && (*c).cmsg_type == libc::IPV6_PKTINFO {
+                info = Some(std::ptr::read_unaligned(
+                    libc::CMSG_DATA(c).cast::<libc::in6_pktinfo>(),
+                ));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        Ok((n as usize, addr, info))
+    }
+}
+
+/// Sends `data` to `to`, from the address `info` names when there is one.
+fn reply(
+    sock: &UdpSocket,
+    data: &[u8],
+    to: SocketAddr,
+    info: Option<libc::in6_pktinfo>,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let Some(mut info) = info else {
+        return sock.send_to(data, to).map(|_| ());
+    };
+    // The source address only: the route picks the interface.
+    info.ipi6_ifindex = 0;
+    // A dual-stack socket takes an IPv4 destination as v4-mapped.
+    let to = match to {
+        SocketAddr::V4(v4) => SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port()),
+        v6 => v6,
+    };
+    let dest = socket2::SockAddr::from(to);
+    // SAFETY: sendmsg of buffers this frame owns; one control message sized
+    // by CMSG_SPACE in a buffer large enough and aligned for it.
+    unsafe {
+        let mut iov = libc::iovec {
+            iov_base: data.as_ptr() as *mut libc::c_void,
+            iov_len: data.len(),
+        };
+        let mut control = [0u64; 8];
+        let space = libc::CMSG_SPACE(std::mem::size_of::<libc::in6_pktinfo>() as u32) as usize;
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = dest.as_ptr() as *mut libc::c_void;
+        msg.msg_namelen = dest.len();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::IPPROTO_IPV6;
+        (*c).cmsg_type = libc::IPV6_PKTINFO;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::in6_pktinfo>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::in6_pktinfo>(), info);
+        if libc::sendmsg(sock.as_raw_fd(), &msg, 0) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Answers every probe that reaches `sock` until `stop` is set (checked every
@@ -40,7 +168,7 @@ pub fn serve_echo(sock: UdpSocket, stop: &AtomicBool) -> io::Result<()> {
     sock.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut buf = [0u8; 2048];
     while !stop.load(Ordering::Relaxed) {
-        let (n, from) = match sock.recv_from(&mut buf) {
+        let (n, from, to) = match receive(&sock, &mut buf) {
             Ok(r) => r,
             Err(e)
                 if matches!(
@@ -57,7 +185,7 @@ pub fn serve_echo(sock: UdpSocket, stop: &AtomicBool) -> io::Result<()> {
         let received = now_ns();
         if let Some(len) = echo_in_place(&mut buf[..n], received, now_ns()) {
             // A peer gone or unreachable is its loss, not the responder's end.
-            let _ = sock.send_to(&buf[..len], from);
+            let _ = reply(&sock, &buf[..len], from, to);
         }
     }
     Ok(())
@@ -197,6 +325,31 @@ mod tests {
         let (f, r) = (l.forward_ms.unwrap(), l.reverse_ms.unwrap());
         assert!(f.min >= 0.0 && r.min >= 0.0);
         assert!(f.median + r.median < l.rtt_ms.median * 1.5 + 0.05);
+    }
+
+    /// A responder on every address answers from the address each probe was
+    /// sent to: probes to 127.0.0.2 come from 127.0.0.1, and an echo the
+    /// kernel sourced on its own (from 127.0.0.1) would be refused by the
+    /// prober's socket, connected to 127.0.0.2.
+    #[test]
+    fn the_echo_leaves_from_the_address_the_probe_was_sent_to() {
+        let echo = bind_echo(None, 0).unwrap();
+        let port = echo.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let server = std::thread::spawn(move || serve_echo(echo, &s));
+        let halt = Arc::new(AtomicBool::new(false));
+        let h = halt.clone();
+        let at: SocketAddr = ("127.0.0.2".parse::<IpAddr>().unwrap(), port).into();
+        let client = std::thread::spawn(move || probe(at, 200.0, &h));
+        std::thread::sleep(Duration::from_millis(300));
+        halt.store(true, Ordering::Relaxed);
+        let phase = client.join().unwrap().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap().unwrap();
+        let l = phase.probes.latency(200.0, phase.start_ns, true).unwrap();
+        assert!(l.sent >= 20, "{} sent", l.sent);
+        assert_eq!(l.received, l.sent, "{l:?}");
     }
 
     /// Nothing listening: every probe is lost, and the loop still ends.

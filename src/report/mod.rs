@@ -179,11 +179,16 @@ pub fn cell_summary(c: &CellResult) -> String {
         ),
     };
     if let Some(l) = &c.latency {
-        s += &format!(
-            ", RTT under load {} ms (p99 {})",
-            views::ms(l.rtt_ms.median),
-            views::ms(l.rtt_ms.p99)
-        );
+        if l.received == 0 && l.sent > 0 {
+            // No round trip to summarise: a 0 would read as a fast path.
+            s += &format!(", RTT under load: all {} probes lost", l.sent);
+        } else {
+            s += &format!(
+                ", RTT under load {} ms (p99 {})",
+                views::ms(l.rtt_ms.median),
+                views::ms(l.rtt_ms.p99)
+            );
+        }
     }
     s
 }
@@ -535,6 +540,15 @@ mod tests {
         assert_eq!(
             cell_summary(cell(1, "ipv6.tcp.sender")),
             "failed: connecting to [fd00:9::2]:5201: connection refused"
+        );
+        // Probes that all went unanswered say so, not a round trip of 0.
+        let mut lost = cell(0, "ipv6.tcp.sender").clone();
+        let l = lost.latency.as_mut().unwrap();
+        l.received = 0;
+        let sent = l.sent;
+        assert_eq!(
+            cell_summary(&lost),
+            format!("925 Mbit/s median (best 928), RTT under load: all {sent} probes lost")
         );
     }
 
