@@ -204,6 +204,19 @@ fn meter(
     }
 }
 
+/// What ceiling `c` holds `flows` 5-tuples to together: min(aggregate,
+/// flow x flows), and whether the per-flow part is the tighter.
+fn effective(c: &Ceiling, flows: u32) -> Option<(f64, bool)> {
+    let aggregate = c.aggregate_bps.map(|b| b as f64);
+    let per_flow = c.flow_bps.map(|b| b as f64 * f64::from(flows));
+    match (aggregate, per_flow) {
+        (Some(a), Some(f)) if f < a => Some((f, true)),
+        (Some(a), _) => Some((a, false)),
+        (None, Some(f)) => Some((f, true)),
+        (None, None) => None,
+    }
+}
+
 /// Whether the slow path of model `m` lets packets to `dst` by unmetered.
 fn bypassed(m: &DeviceModel, dst: IpAddr) -> bool {
     m.bypass.iter().any(|n| n.contains(dst))
@@ -234,13 +247,8 @@ fn consider_termination(
     if !c.matches(way, traffic.family, traffic.protocol) {
         return;
     }
-    let aggregate = c.aggregate_bps.map(|b| b as f64);
-    let flows = c.flow_bps.map(|b| b as f64 * f64::from(traffic.flows));
-    let (bps, per_flow) = match (aggregate, flows) {
-        (Some(a), Some(f)) if f < a => (f, true),
-        (Some(a), _) => (a, false),
-        (None, Some(f)) => (f, true),
-        (None, None) => return,
+    let Some((bps, per_flow)) = effective(c, traffic.flows) else {
+        return;
     };
     let bps = bps * traffic.scale;
     if best.as_ref().is_some_and(|b| b.bps <= bps) {
@@ -281,13 +289,8 @@ fn consider(
     ) {
         return;
     }
-    let aggregate = c.aggregate_bps.map(|b| b as f64);
-    let flows = c.flow_bps.map(|b| b as f64 * f64::from(traffic.flows));
-    let (metered, per_flow) = match (aggregate, flows) {
-        (Some(a), Some(f)) if f < a => (f, true),
-        (Some(a), _) => (a, false),
-        (None, Some(f)) => (f, true),
-        (None, None) => return,
+    let Some((metered, per_flow)) = effective(c, traffic.flows) else {
+        return;
     };
     let bps = metered * traffic.scale;
     if best.as_ref().is_some_and(|b| b.bps <= bps) {
