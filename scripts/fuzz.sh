@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target for a number of seconds each (default 30) and copies
 # whatever it finds (crash-, leak-, timeout-, oom- inputs) into
-# fuzz/regressions/<target>/, which tests/fuzz_regressions.rs replays in a plain
+# fuzz/regressions/<target>/, which tests/offline/fuzz_regressions.rs replays in a plain
 # `cargo test`. Exits 1 if any target found something.
 #
 #   scripts/fuzz.sh [seconds] [target...]

@@ -526,7 +526,7 @@ impl ClientSession {
     }
 }
 
-/// The fuzz target `control_server` (and tests/fuzz_regressions.rs): a server
+/// The fuzz target `control_server` (and tests/offline/fuzz_regressions.rs): a server
 /// session fed arbitrary bytes as a client would send them, in pieces, with the
 /// clock moving and the driver doing what each action asks. The first byte picks
 /// the piece length and the clock step. No input may panic, and a session that

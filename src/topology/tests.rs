@@ -1,5 +1,5 @@
 //! Resolution: layered defaults, kinds, names. (Errors are covered by the corpus
-//! in tests/broken/.)
+//! in tests/fixtures/broken/.)
 
 use super::*;
 use std::path::Path;

@@ -536,7 +536,7 @@ pub fn verify_upper_checksum<T: AsRef<[u8]>>(p: &Packet<T>) -> Option<bool> {
 }
 
 /// Fuzz entry point (fuzz target `wire_ipv4`, replayed by
-/// tests/fuzz_regressions.rs): no input panics; a parsed header emits back to the
+/// tests/offline/fuzz_regressions.rs): no input panics; a parsed header emits back to the
 /// same meaning; a NAT rewrite keeps right checksums right.
 #[doc(hidden)]
 pub fn fuzz(data: &[u8]) {

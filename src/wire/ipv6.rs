@@ -211,7 +211,7 @@ impl Repr {
 }
 
 /// Fuzz entry point (fuzz target `wire_ipv6`, replayed by
-/// tests/fuzz_regressions.rs): no input panics and a parsed header emits back to
+/// tests/offline/fuzz_regressions.rs): no input panics and a parsed header emits back to
 /// the same meaning and bytes.
 #[doc(hidden)]
 pub fn fuzz(data: &[u8]) {

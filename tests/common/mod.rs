@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 
 pub mod pty;
+pub mod wait;
+
+pub use wait::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -153,7 +156,6 @@ pub fn up(file: &Path, lab: &str) -> (LabGuard, Output) {
 /// `tunbench up` of a generated chain of `nodes`, slowed between phases so a test
 /// can interrupt or kill it midway; returns once every namespace exists.
 pub fn slow_up_of_chain(lab: &str, nodes: usize, dir: &Path) -> std::process::Child {
-    use std::time::{Duration, Instant};
     let file = dir.join("chain.toml");
     let g = tunbench(&[
         "gen",
@@ -173,14 +175,10 @@ pub fn slow_up_of_chain(lab: &str, nodes: usize, dir: &Path) -> std::process::Ch
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("starting tunbench up");
-    let t0 = Instant::now();
-    while namespaces(&format!("{lab}-")).len() < nodes && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(
-        namespaces(&format!("{lab}-")).len(),
-        nodes,
-        "up did not get going"
+    wait_until(
+        &format!("up of {lab} made all {nodes} namespaces"),
+        BOUND,
+        || namespaces(&format!("{lab}-")).len() >= nodes,
     );
     child
 }
@@ -260,7 +258,7 @@ pub fn engine_bps_between(
         .stderr(Stdio::null())
         .spawn()
         .expect("starting the server");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    wait_listening(&mut srv, port, &format!("tunbench server in {server_ns}"));
     let o = Command::new("ip")
         .args(["netns", "exec", client_ns, bin()])
         .args(["client", to, "-p", &port.to_string(), "-J"])
@@ -288,66 +286,25 @@ pub fn free_port() -> u16 {
     }
 }
 
-/// Socket inodes listening on the TCP port, read from /proc so that no probe
-/// connection uses up a one-off server.
-fn listening_inodes(port: u16) -> Vec<String> {
-    let needle = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| {
-                    let c: Vec<&str> = l.split_whitespace().collect();
-                    (c.len() > 9 && c[1].ends_with(&needle) && c[3] == "0A")
-                        .then(|| c[9].to_string())
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-/// Whether process `pid` holds one of these sockets.
-fn holds_socket(pid: u32, inodes: &[String]) -> bool {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.filter_map(|e| e.ok()).any(|e| {
-                std::fs::read_link(e.path())
-                    .map(|t| {
-                        let t = t.to_string_lossy();
-                        inodes.iter().any(|i| t == format!("socket:[{i}]"))
-                    })
-                    .unwrap_or(false)
-            })
-        })
-        .unwrap_or(false)
-}
-
 /// Starts the server `make(port)` builds on a free port and returns once that
 /// very process listens there. Tests in one binary run in parallel: two can be
 /// handed the same free port, and a probe connection would then reach the
 /// other test's server while ours failed to bind. So the listener must belong
 /// to our child; if the child exits (lost the port), it starts again on another.
 pub fn spawn_listening(make: impl Fn(u16) -> std::process::Command) -> (std::process::Child, u16) {
-    let t0 = std::time::Instant::now();
-    loop {
+    wait_for("a server listening on a free port", BOUND, || {
         let port = free_port();
         let mut child = make(port).spawn().expect("starting the server");
-        loop {
-            assert!(
-                t0.elapsed() < std::time::Duration::from_secs(20),
-                "no server came up listening (last port {port})"
-            );
-            if holds_socket(child.id(), &listening_inodes(port)) {
-                return (child, port);
+        // Ours once it listens; gone (another test won the port) means try again.
+        let ours = wait_for("the server to listen or exit", BOUND, || {
+            if listens(&child, port) {
+                Some(true)
+            } else {
+                child.try_wait().unwrap().map(|_| false)
             }
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
+        });
+        ours.then_some((child, port))
+    })
 }
 
 /// `tunbench up FILE --name LAB`, asserted to work; the guard takes it down.
@@ -358,13 +315,9 @@ pub fn up_named(file: &Path, lab: &str) -> LabGuard {
     g
 }
 
-/// Waits up to 5 s for `f` to hold (stats files are rewritten every second).
-pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = std::time::Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{what}");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+/// Waits for `f` to hold (stats files are rewritten every second).
+pub fn eventually(what: &str, f: impl FnMut() -> bool) {
+    wait_until(what, BOUND, f)
 }
 
 /// Captures one packet matching `filter` on `LAB-NODE`'s eth0 with tshark into

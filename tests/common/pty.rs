@@ -108,20 +108,16 @@ impl AtTerminal {
     /// Waits up to `within` for the child to end: its status, standard output
     /// and all of standard error.
     pub fn finish(mut self, within: Duration) -> (std::process::ExitStatus, String, String) {
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(s) = self.child.try_wait().expect("waiting for tunbench") {
-                break s;
-            }
-            if t0.elapsed() > within {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "tunbench did not end within {within:?}; stderr:\n{}",
-                    self.stderr.join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let child = &mut self.child;
+        let Some(status) =
+            super::wait::poll(within, || child.try_wait().expect("waiting for tunbench"))
+        else {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            panic!(
+                "tunbench did not end within {within:?}; stderr:\n{}",
+                self.stderr.join("\n")
+            );
         };
         let mut out = String::new();
         if let Some(mut o) = self.child.stdout.take() {

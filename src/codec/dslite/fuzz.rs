@@ -1,5 +1,5 @@
 //! Entry points for the cargo-fuzz targets `dslite_b4` and `dslite_aftr`, also
-//! replayed by tests/fuzz_regressions.rs. An input is a list of records: a flags
+//! replayed by tests/offline/fuzz_regressions.rs. An input is a list of records: a flags
 //! byte, a big-endian 16-bit length, then that many bytes (fewer at the end).
 //! Besides "never panics" they check that whatever a codec forwards or generates
 //! is a whole IPv4 packet with right checksums.

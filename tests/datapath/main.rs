@@ -1,0 +1,17 @@
+//! Datapaths and links end to end, as root in namespaces: the shared TUN
+//! driver, routers' slow paths and device models, host limits, terminations,
+//! ordering, per-packet overhead, shaping and the link relay's impairments.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod driver;
+mod host_limits;
+mod impair;
+mod link_relay;
+mod ordering;
+mod overhead;
+mod router;
+mod router_model;
+mod terminations;
+mod tun_rs;

@@ -1,0 +1,190 @@
+//! A router's device model in the slow path, measured with tunbench's own
+//! engine: a per-flow ceiling F with an aggregate A gives about F to one flow
+//! and about min(A, n x F) to n flows; an aggregate UDP ceiling holds offered
+//! load above it to the ceiling; what no ceiling names is not held back.
+//! Ceilings meter transport payload, which is what the engine reports.
+
+use crate::common::*;
+use std::path::PathBuf;
+
+use std::time::Duration;
+
+/// One engine test from left to right (or back with -R) to `to`, 3 s: the
+/// receiver's bit/s.
+fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
+    let mut a = vec!["-t", "3"];
+    a.extend_from_slice(args);
+    engine_bps(lab, "left", "right", to, port, &a)
+}
+
+/// Within 10 % of the ceiling, as many as four times (see `on_a_noisy_machine`).
+fn about(measure: impl Fn() -> f64, expected: f64, what: &str) {
+    on_a_noisy_machine(4, what, || rate_within(measure(), expected, 0.10));
+}
+
+#[test]
+fn flow_and_aggregate_ceilings_hold_per_direction_and_protocol() {
+    let lab = lab_name("rmod");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/router/model.toml");
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "up: {}", text(&o));
+    for (to, fam) in [("198.18.63.2", "IPv4"), ("2001:2:0:63::2", "IPv6")] {
+        // Download: flow 40M, aggregate 100M.
+        about(
+            || measure(&lab, to, 5401, &["-R"]),
+            40e6,
+            &format!("{fam} TCP download, 1 flow"),
+        );
+        about(
+            || measure(&lab, to, 5402, &["-R", "-P", "2"]),
+            80e6,
+            &format!("{fam} TCP download, 2 flows"),
+        );
+        about(
+            || measure(&lab, to, 5403, &["-R", "-P", "4"]),
+            100e6,
+            &format!("{fam} TCP download, 4 flows"),
+        );
+    }
+    // UDP upload: 60M offered into a 30M aggregate.
+    about(
+        || {
+            measure(
+                &lab,
+                "198.18.63.2",
+                5404,
+                &["-u", "-b", "60M", "-l", "1400"],
+            )
+        },
+        30e6,
+        "IPv4 UDP upload at twice the ceiling",
+    );
+    // TCP upload has no ceiling: well above every one above.
+    let free = measure(&lab, "198.18.63.2", 5405, &[]);
+    assert!(
+        free > 300e6,
+        "TCP upload is not held back: {:.0} Mbit/s",
+        free / 1e6
+    );
+    // The model's drops are counted as such in the slow path's stats (written
+    // each second).
+    std::thread::sleep(Duration::from_millis(1200));
+    let p = state_dir(&lab).join("datapath-router.r1.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_default()).unwrap_or_default();
+    let full = v["drops"]["queue_full"].as_u64().unwrap_or(0);
+    assert!(full > 0, "queue_full drops in {p:?}: {v}");
+}
+
+/// `tunbench run` through a router with the NVR500 profile writes, for each
+/// cell, the model's limit on it into the JSON results: the fast path's
+/// per-flow IPv6 TCP download ceiling for one stream, nothing for IPv4 TCP
+/// download (the profile has no ceiling there), and for TCP through a
+/// WireGuard tunnel across the router the UDP upload ceiling its packets
+/// meet, turned into inner payload (1420 - 20 - 32 of every 1420 + 32).
+#[test]
+fn run_writes_the_models_limit_into_each_cell() {
+    let lab = lab_name("mlim");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("limit.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+name = "{lab}"
+[nodes.pc]
+kind = "host"
+routes = [{{ to = "default", via = "198.18.64.1" }}, {{ to = "default", via = "2001:2:0:64::1" }}]
+[nodes.r1]
+kind = "router"
+profile = "nvr500"
+mode = "fast"
+lan = "lan"
+[nodes.server]
+kind = "host"
+routes = [{{ to = "default", via = "198.18.65.1" }}, {{ to = "default", via = "2001:2:0:65::1" }}]
+[[links]]
+a = {{ port = "pc:eth0", ipv4 = "198.18.64.2/24", ipv6 = "2001:2:0:64::2/64" }}
+b = {{ port = "r1:lan", ipv4 = "198.18.64.1/24", ipv6 = "2001:2:0:64::1/64" }}
+[[links]]
+a = {{ port = "r1:wan", ipv4 = "198.18.65.1/24", ipv6 = "2001:2:0:65::1/64" }}
+b = {{ port = "server:eth0", ipv4 = "198.18.65.2/24", ipv6 = "2001:2:0:65::2/64" }}
+[tunnels.vpn]
+kind = "wireguard"
+peers = [
+  {{ node = "pc", endpoint = "198.18.64.2", address = "198.18.66.2/24" }},
+  {{ node = "server", endpoint = "198.18.65.2", address = "198.18.66.10/24" }},
+]
+[[measure]]
+name = "raw"
+from = "pc"
+to = "server"
+ipv4 = "198.18.65.2"
+ipv6 = "2001:2:0:65::2"
+protocols = ["tcp"]
+directions = ["receiver"]
+latency = false
+[[measure]]
+name = "wg"
+from = "pc"
+to = "server"
+ipv4 = "198.18.66.10"
+families = ["ipv4"]
+protocols = ["tcp"]
+directions = ["sender"]
+latency = false
+"#
+        ),
+    )
+    .unwrap();
+    let _g = LabGuard(lab.clone());
+    let o = tunbench(&[
+        "run",
+        file.to_str().unwrap(),
+        "--runs",
+        "1",
+        "--duration",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "run: {}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("JSON results: {e}: {}", text(&o)));
+    let cell = |path: &str, family: &str| -> serde_json::Value {
+        v["paths"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no paths: {v}"))
+            .iter()
+            .find(|p| p["path"] == path)
+            .unwrap_or_else(|| panic!("no path {path}: {v}"))["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cell"]["family"] == family)
+            .unwrap_or_else(|| panic!("no {family} cell on {path}: {v}"))
+            .clone()
+    };
+    let v6 = cell("raw", "ipv6");
+    assert_eq!(v6["error"], serde_json::Value::Null, "{v6}");
+    assert_eq!(
+        v6["model_limit"]["what"], "nvr500 fast on r1: ipv6 tcp download ceiling per flow",
+        "{v6}"
+    );
+    assert_eq!(v6["model_limit"]["bps"], 249e6, "{v6}");
+    let v4 = cell("raw", "ipv4");
+    assert_eq!(v4["model_limit"], serde_json::Value::Null, "{v4}");
+    let wg = cell("wg", "ipv4");
+    assert_eq!(wg["error"], serde_json::Value::Null, "{wg}");
+    let what = wg["model_limit"]["what"].as_str().unwrap_or_default();
+    assert!(
+        what.starts_with(
+            "nvr500 fast on r1: ipv4 udp upload ceiling 29.43 Mbit/s on tunnel vpn's WireGuard"
+        ),
+        "{wg}"
+    );
+    let bps = wg["model_limit"]["bps"].as_f64().unwrap_or_default();
+    let want = 29.43e6 * (1420.0 - 20.0 - 32.0) / (1420.0 + 32.0);
+    assert!((bps - want).abs() < 1.0, "{bps} against {want}: {wg}");
+    assert_gone(&lab);
+}

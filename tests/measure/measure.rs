@@ -1,0 +1,418 @@
+//! The seed's method end to end in a lab: the matrix, the UDP search, expectations,
+//! `run` from a topology file, and the measurement as a library call.
+
+use crate::common::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn quick(lab: &str, extra: &[&str]) -> std::process::Output {
+    let mut a = vec![
+        "measure",
+        lab,
+        "--from",
+        "h1",
+        "--to",
+        "h2",
+        "--runs",
+        "2",
+        "--duration",
+        "1",
+        "--trial-duration",
+        "1",
+        "--udp-trials",
+        "3",
+    ];
+    a.extend_from_slice(extra);
+    tunbench(&a)
+}
+
+#[test]
+fn matrix_with_udp_search_and_json_results() {
+    let lab = lab_name("ms");
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = quick(
+        &lab,
+        &[
+            "--families",
+            "ipv4,ipv6",
+            "--protocols",
+            "tcp,udp",
+            "--directions",
+            "sender,receiver",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cells = j["paths"][0]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 8, "2 families x 2 protocols x 2 directions");
+    for c in cells {
+        let key = format!(
+            "{}.{}.{}",
+            c["cell"]["family"].as_str().unwrap(),
+            c["cell"]["protocol"].as_str().unwrap(),
+            c["cell"]["direction"].as_str().unwrap()
+        );
+        assert!(c["error"].is_null(), "{key}: {}", c["error"]);
+        assert_eq!(c["runs"].as_array().unwrap().len(), 2, "{key}");
+        assert!(
+            c["best_bps"].as_f64().unwrap() >= c["median_bps"].as_f64().unwrap(),
+            "{key}"
+        );
+        assert!(
+            c["min_bps"].as_f64().unwrap() > 1e6,
+            "{key}: a veth moves more than 1 Mbit/s"
+        );
+        // The receiving end's rate per second, for charts over time: every run
+        // but a UDP upload's, whose client sees only what it offered.
+        let udp_upload = c["cell"]["protocol"] == "udp" && c["cell"]["direction"] == "sender";
+        for r in c["runs"].as_array().unwrap() {
+            let iv = r["intervals_bps"].as_array();
+            if udp_upload {
+                assert!(iv.is_none(), "{key}: {r}");
+            } else {
+                let iv = iv.unwrap_or_else(|| panic!("{key}: no intervals in {r}"));
+                assert!(
+                    !iv.is_empty() && iv.iter().all(|b| b.as_f64().unwrap() > 1e6),
+                    "{key}: {r}"
+                );
+                assert_eq!(r["interval_seconds"], 1.0, "{key}");
+            }
+        }
+        if c["cell"]["protocol"] == "udp" {
+            let s = &c["search"];
+            let trials = s["trials"].as_array().unwrap();
+            assert!(
+                !trials.is_empty() && trials.len() <= 3 + 3,
+                "{key}: {} trials",
+                trials.len()
+            );
+            assert!(s["rate_bps"].as_f64().unwrap() > 0.0);
+            // Every run was made at the searched rate, or says it could not
+            // send that much (then its offered rate is what it sent, and the
+            // cell's rate, the highest offered rate of a passing run, may be
+            // that very figure).
+            let rate = s["rate_bps"].as_f64().unwrap();
+            for r in c["runs"].as_array().unwrap() {
+                let offered = r["offered_bps"].as_f64().unwrap();
+                if r["sender_limited"] == true {
+                    assert!(offered <= rate, "{key}: {r}");
+                } else {
+                    assert_eq!(offered, rate, "{key}: {r}");
+                }
+                assert!(r["lost_percent"].as_f64().is_some());
+            }
+        } else {
+            assert!(c["search"].is_null());
+        }
+    }
+    // The measurement server is gone and no longer in the lab's record.
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state_dir(&lab).join("state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["processes"].as_array().unwrap().len(), 0, "{state}");
+    assert!(state_dir(&lab).join("logs/server-h2.log").exists());
+}
+
+#[test]
+fn expectations_pass_and_fail_with_exit_codes() {
+    let lab = lab_name("mx");
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    // One TCP sender cell, checked against an expectation.
+    let tcp_sender = |expect: &str| {
+        quick(
+            &lab,
+            &[
+                "--families",
+                "ipv4",
+                "--protocols",
+                "tcp",
+                "--directions",
+                "sender",
+                "--expect",
+                expect,
+            ],
+        )
+    };
+    let ok = tcp_sender("ipv4.tcp.sender >= 1M");
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
+    assert!(
+        text(&ok).contains("\nAll paths\n=========\nWhat did path raw carry?\n"),
+        "one path's view: {}",
+        text(&ok)
+    );
+    assert!(
+        text(&ok).contains("\nIPv4 TCP Sender  raw "),
+        "its row: {}",
+        text(&ok)
+    );
+    let bad = tcp_sender("ipv4.tcp.sender >= 100T");
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(
+        text(&bad).contains("expectation failed: ipv4.tcp.sender >= 100T"),
+        "{}",
+        text(&bad)
+    );
+    let malformed = quick(&lab, &["--expect", "ipv4.tcp.sideways >= 1"]);
+    assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
+}
+
+#[test]
+fn run_brings_up_measures_reports_and_takes_down() {
+    let lab = lab_name("rn");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("m.toml");
+    let t = std::fs::read_to_string(topo("router.toml"))
+        .unwrap()
+        .replace("name = \"rim\"", &format!("name = \"{lab}\""))
+        + "\n[[measure]]\nfrom = \"left\"\nto = \"right\"\nprotocols = [\"tcp\"]\nruns = 1\nduration = 1\n";
+    std::fs::write(&f, t).unwrap();
+    let _g = LabGuard(lab.clone());
+    let saved = dir.path().join("results.json");
+    let o = tunbench(&[
+        "run",
+        f.to_str().unwrap(),
+        "--save",
+        saved.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).lines().count() == 5,
+        "a header and 4 TCP cells: {}",
+        text(&o)
+    );
+    assert_gone(&lab);
+    // The saved results render again.
+    let r = tunbench(&["report", saved.to_str().unwrap(), "--format", "md"]);
+    assert!(r.status.success(), "{}", text(&r));
+    assert!(text(&r).contains('|'), "{}", text(&r));
+}
+
+#[test]
+fn ctrl_c_during_run_takes_the_lab_down() {
+    let lab = lab_name("ri");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("m.toml");
+    let t = std::fs::read_to_string(topo("two-hosts.toml"))
+        .unwrap()
+        .replace("name = \"pair\"", &format!("name = \"{lab}\""))
+        + "\n[[measure]]\nfrom = \"h1\"\nto = \"h2\"\nruns = 5\nduration = 5\n";
+    std::fs::write(&f, t).unwrap();
+    let _g = LabGuard(lab.clone());
+    let child = Command::new(bin())
+        .args(["run", f.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    // Wait until the measurement server runs, then interrupt.
+    while !state_dir(&lab).join("logs").exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("interrupted"), "{}", text(&o));
+    assert_gone(&lab);
+    assert!(t0.elapsed() < Duration::from_secs(20), "stopped promptly");
+}
+
+/// `spec` measured in the running lab `lab` as a library call, with this
+/// build's tunbench as the server.
+fn measure_in(
+    lab: &str,
+    spec: tunbench::measure::runner::MeasureSpec,
+) -> tunbench::measure::model::PathResult {
+    let running = tunbench::lab::find(lab).unwrap();
+    let spec = tunbench::measure::runner::MeasureSpec {
+        server_exe: Some(bin().into()),
+        ..spec
+    };
+    tunbench::measure::runner::measure(
+        &running,
+        &spec,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+#[test]
+fn one_cell_as_a_library_call() {
+    use tunbench::measure::runner::MeasureSpec;
+    use tunbench::vocab::{Direction, Family, Proto};
+    let lab = lab_name("lib");
+    let (_g, o) = up(&topo("router.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = measure_in(
+        &lab,
+        MeasureSpec {
+            families: vec![Family::Ipv6],
+            protocols: vec![Proto::Tcp],
+            directions: vec![Direction::Receiver],
+            runs: 1,
+            duration: 1.0,
+            ..MeasureSpec::seed("left", "right")
+        },
+    );
+    assert_eq!(r.cells.len(), 1);
+    assert_eq!(r.ipv6.as_deref(), Some("2001:2:0:2::2"));
+    assert!(r.cells[0].best_bps > 10e6, "{:?}", r.cells[0]);
+}
+
+/// A path whose queue swallows a short trial's excess: a router model that lets
+/// each UDP flow through at 20 Mbit/s with a queue of about one second. The
+/// search's one-second trial at 36 Mbit/s loses nothing (the queue is not yet
+/// full), but a four-second run at that rate overflows it; the confirmation
+/// must step the rate down until a full-length run keeps its loss within the
+/// threshold, and the report must say so.
+#[test]
+fn a_confirmation_steps_down_where_the_search_overshoots() {
+    use tunbench::measure::runner::MeasureSpec;
+    use tunbench::vocab::{Direction, Family, Proto};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("overshoot.toml"),
+        r#"
+kind = "router"
+name = "overshoot"
+# About one second of 1448-byte datagrams at 20 Mbit/s.
+queue_packets = 1700
+[modes.deep]
+ceilings = [{ protocol = "udp", flow = "20M" }]
+"#,
+    )
+    .unwrap();
+    let router = std::fs::read_to_string(topo("router.toml"))
+        .unwrap()
+        .replace(
+            "[nodes.r1]\nkind = \"router\"\n",
+            "[nodes.r1]\nkind = \"router\"\nprofile = \"./overshoot.toml\"\nmode = \"deep\"\nlan = \"eth0\"\n",
+        );
+    assert!(router.contains("overshoot"), "router.toml changed shape");
+    let file = dir.path().join("overshoot-lab.toml");
+    std::fs::write(&file, router).unwrap();
+    let lab = lab_name("ovs");
+    let (_g, o) = up(&file, &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = measure_in(
+        &lab,
+        MeasureSpec {
+            families: vec![Family::Ipv4],
+            protocols: vec![Proto::Udp],
+            directions: vec![Direction::Sender],
+            runs: 1,
+            duration: 4.0,
+            trial_duration: 1.0,
+            udp_max_trials: 1,
+            udp_start_bps: 36e6,
+            udp_ceiling_bps: 36e6,
+            ..MeasureSpec::seed("left", "right")
+        },
+    );
+    let c = &r.cells[0];
+    assert!(c.error.is_none(), "{c:?}");
+    let s = c.search.as_ref().unwrap();
+    eprintln!("search and confirmations: {s:?}");
+    // The search's short trial passed at 36 Mbit/s ...
+    assert_eq!(s.trials.len(), 1, "{s:?}");
+    assert!(s.trials[0].lost_percent <= 10.0, "{s:?}");
+    // ... a full-length run there did not, and the rate stepped down.
+    let first = &s.confirmations[0];
+    assert_eq!(first.offered_bps, 36e6, "{s:?}");
+    assert!(first.lost_percent > 10.0, "{s:?}");
+    assert!(s.rate_bps < 36e6 * 0.91, "{s:?}");
+    // The figure is a rate at which a full-length run kept the rule, and every
+    // run the cell keeps did.
+    let kept = s.confirmations.last().unwrap();
+    assert_eq!(kept.offered_bps, s.rate_bps);
+    assert!(kept.lost_percent <= 10.0, "{s:?}");
+    assert!(!c.runs.is_empty());
+    assert!(
+        c.runs.iter().all(|r| r.lost_percent.unwrap() <= 10.0),
+        "{c:?}"
+    );
+    // The report says what happened.
+    let results = tunbench::measure::model::Results {
+        tool: "t".into(),
+        lab: lab.clone(),
+        topology: None,
+        started: 0,
+        seconds: 0.0,
+        runs_per_cell: 1,
+        duration_per_run: 4.0,
+        paths: vec![r.clone()],
+        reference: None,
+        notes: Vec::new(),
+    };
+    let report = tunbench::report::render(&results, tunbench::report::Format::Text, None);
+    assert!(
+        report.contains("a full-length run at 36.0 Mbit/s received"),
+        "{report}"
+    );
+    assert!(report.contains("stepped down to"), "{report}");
+}
+
+/// Without a terminal (CI, a pipe) a measurement says each cell as it
+/// finishes, one line on standard error: the path, the cell, its figure and
+/// the time since the start.
+#[test]
+fn through_a_pipe_one_progress_line_per_finished_cell() {
+    let lab = format!("vw{}", lab_name("p"));
+    let (_g, o) = up(&topo("two-hosts.toml"), &lab);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = tunbench(&[
+        "measure",
+        &lab,
+        "--from",
+        "h1",
+        "--to",
+        "h2",
+        "--families",
+        "ipv4",
+        "--protocols",
+        "tcp,udp",
+        "--directions",
+        "sender",
+        "--runs",
+        "1",
+        "--duration",
+        "1",
+        "--trial-duration",
+        "1",
+        "--udp-trials",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("[raw] ")).collect();
+    assert_eq!(lines.len(), 2, "one line per cell: {stderr}");
+    assert!(
+        lines[0].starts_with("[raw] IPv4 TCP Sender (1/2): ")
+            && lines[0].contains(" Mbit/s median (best ")
+            && lines[0].ends_with(" elapsed"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("[raw] IPv4 UDP Sender (2/2): ")
+            && lines[1].contains(" Mbit/s median at -b ")
+            && lines[1].contains(" % lost)"),
+        "{}",
+        lines[1]
+    );
+    // No terminal, so none of the terminal's redraws.
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+    assert!(!stderr.contains("\x1b["), "{stderr:?}");
+}
