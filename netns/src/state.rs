@@ -345,6 +345,26 @@ mod tests {
         })
     }
 
+    /// Waits until a thread blocks on the lock of `dir`: /proc/locks lists a
+    /// blocked flock as "-> FLOCK ..." with the inode it waits for.
+    fn wait_for_a_waiter_on(dir: &Path) {
+        use std::os::unix::fs::MetadataExt;
+        let ino = format!(":{} ", std::fs::metadata(dir).unwrap().ino());
+        let t0 = std::time::Instant::now();
+        while !std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .any(|l| l.contains("-> FLOCK") && l.contains(&ino))
+        {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "no thread ever waited for the lock of {}",
+                dir.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     fn empty(lab: &str) -> LabState {
         LabState {
             lab: lab.into(),
@@ -424,7 +444,7 @@ mod tests {
         // `down` holds the lock and removes the directory while `up` waits for it.
         let held = LabLock::existing(lab).unwrap().unwrap();
         let up = std::thread::spawn(move || empty(lab).save());
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        wait_for_a_waiter_on(&LabState::dir(lab));
         LabState::remove(lab).unwrap();
         drop(held);
         up.join().unwrap().unwrap();
@@ -439,7 +459,7 @@ mod tests {
             let what = "x".to_string();
             LabState::add_process(lab, OwnedProcess { id, what })
         });
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        wait_for_a_waiter_on(&LabState::dir(lab));
         LabState::remove(lab).unwrap();
         drop(held);
         let e = add.join().unwrap().unwrap_err();

@@ -82,64 +82,63 @@ pub fn utilization(start: &CpuSample, end: &CpuSample) -> CpuUtil {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
 
-    // The clocks are process-wide: keep these two tests from measuring each other.
-    static SERIAL: Mutex<()> = Mutex::new(());
+    fn sample(user_ms: u64, system_ms: u64, process_ms: u64, wall: Instant) -> CpuSample {
+        CpuSample {
+            user: Duration::from_millis(user_ms),
+            system: Duration::from_millis(system_ms),
+            process: Duration::from_millis(process_ms),
+            wall,
+        }
+    }
 
     #[test]
-    fn busy_loop_is_busy() {
-        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        // A loaded machine (a build beside the tests) may give this thread
-        // less than half a core for a while: three tries.
-        let mut u = None;
-        for _ in 0..3 {
-            let start = CpuSample::now();
-            let mut x = 0u64;
-            while start.wall.elapsed() < Duration::from_millis(100) {
-                for i in 0..10_000u64 {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-                }
-            }
-            let got = utilization(&start, &CpuSample::now());
-            let done = got.total > 50.0;
-            u = Some(got);
-            if done {
-                break;
-            }
-        }
-        let u = u.expect("measured");
-        assert!(u.total > 50.0, "{u:?}");
-        // Other tests may run on other threads; they add to both readings alike.
-        assert!(
-            (u.total - (u.user + u.system)).abs() < 0.1 * u.total + 5.0,
-            "{u:?}"
+    fn utilization_is_cpu_time_over_wall_time_per_clock() {
+        let t0 = Instant::now();
+        let start = sample(1_000, 500, 1_500, t0);
+        // 2 s of wall time: 1.5 s of user, 0.5 s of system, 2.1 s of process time.
+        let end = sample(2_500, 1_000, 3_600, t0 + Duration::from_secs(2));
+        let u = utilization(&start, &end);
+        assert!((u.total - 105.0).abs() < 1e-9, "{u:?}");
+        assert!((u.user - 75.0).abs() < 1e-9, "{u:?}");
+        assert!((u.system - 25.0).abs() < 1e-9, "{u:?}");
+        // Nothing used: zero; no wall time: zero rather than a division by it.
+        assert_eq!(
+            utilization(
+                &start,
+                &sample(1_000, 500, 1_500, t0 + Duration::from_secs(1))
+            ),
+            CpuUtil::default()
         );
+        assert_eq!(utilization(&start, &start), CpuUtil::default());
     }
 
+    /// The clocks read this process: work shows on the process clock and in
+    /// getrusage alike, however long the machine takes to give it the CPU.
     #[test]
-    fn sleeping_is_idle() {
-        let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        // Other tests in this process can be busy at the same moment; one quiet
-        // attempt out of a few shows the measurement is right.
-        let mut seen = Vec::new();
-        // The library's other unit tests (NAT tables, segmentation) can keep the
-        // process busy for a while: look for a quiet moment for up to 5 s.
-        for _ in 0..50 {
-            let start = CpuSample::now();
-            std::thread::sleep(Duration::from_millis(100));
-            let u = utilization(&start, &CpuSample::now());
-            if u.total < 20.0 {
-                return;
+    fn the_clocks_count_this_process_work() {
+        let start = CpuSample::now();
+        let want = Duration::from_millis(50);
+        let mut x = 0u64;
+        let mut end = start;
+        while end.process.saturating_sub(start.process) < want {
+            assert!(
+                start.wall.elapsed() < Duration::from_secs(60),
+                "the process clock never counted {want:?} of work"
+            );
+            for i in 0..10_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
             }
-            seen.push(u);
+            end = CpuSample::now();
         }
-        panic!("never idle: {seen:?}");
-    }
-
-    #[test]
-    fn no_wall_time_is_zero() {
-        let s = CpuSample::now();
-        assert_eq!(utilization(&s, &s), CpuUtil::default());
+        let process = end.process - start.process;
+        let rusage = (end.user + end.system).saturating_sub(start.user + start.system);
+        // Other threads of a test process add to both clocks alike; getrusage
+        // counts in microseconds, sampled at the scheduler's tick.
+        let off = process.abs_diff(rusage);
+        assert!(
+            off <= process / 5 + Duration::from_millis(10),
+            "process clock {process:?}, getrusage {rusage:?}"
+        );
     }
 }

@@ -693,21 +693,28 @@ mod tests {
     /// leaves other datagrams alone.
     #[test]
     fn a_sending_stream_answers_a_repeated_hello() {
-        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        server.connect(client.local_addr().unwrap()).unwrap();
-        client.connect(server.local_addr().unwrap()).unwrap();
-        client
-            .set_read_timeout(Some(Duration::from_secs(2)))
-            .unwrap();
+        // A datagram socket pair: send() queues at the peer before it returns,
+        // so both datagrams wait when the stream looks.
+        let (server, client) =
+            Socket::pair(socket2::Domain::UNIX, socket2::Type::DGRAM, None).unwrap();
         client.send(b"junk-datagram").unwrap();
         client.send(&protocol::UDP_CONNECT_MSG).unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        answer_hello_again(&Socket::from(std::os::fd::OwnedFd::from(server)));
-        let mut buf = [0u8; 16];
-        let n = client.recv(&mut buf).unwrap();
-        assert_eq!(&buf[..n], &protocol::UDP_CONNECT_REPLY);
-        client.set_nonblocking(true).unwrap();
-        assert!(client.recv(&mut buf).is_err(), "one reply per hello");
+        answer_hello_again(&server);
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16];
+        let n = client
+            .recv_with_flags(&mut buf, libc::MSG_DONTWAIT)
+            .unwrap();
+        // SAFETY: recv initialised the first n bytes.
+        let got: Vec<u8> = buf[..n]
+            .iter()
+            .map(|b| unsafe { b.assume_init() })
+            .collect();
+        assert_eq!(got, protocol::UDP_CONNECT_REPLY);
+        assert!(
+            client
+                .recv_with_flags(&mut buf, libc::MSG_DONTWAIT)
+                .is_err(),
+            "one reply per hello"
+        );
     }
 }

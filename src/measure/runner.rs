@@ -985,7 +985,14 @@ mod tests {
         for _ in 0..3 * cap_bytes / 1024 {
             server.write_all(line.as_bytes()).unwrap();
         }
-        std::thread::sleep(Duration::from_millis(500));
+        let t0 = std::time::Instant::now();
+        while std::fs::metadata(&path).unwrap().len() > cap_bytes + 1024 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the cap never cut the log back"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         drop(cap);
         server.write_all(b"last line\n").unwrap();
         let meta = std::fs::metadata(&path).unwrap();
