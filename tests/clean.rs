@@ -10,6 +10,16 @@ use std::sync::Mutex;
 /// `clean` removes every lab: the tests here take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Kills and reaps the child on drop: nothing the test started outlives it.
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn kill_9_during_up_then_clean_leaves_nothing() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -91,26 +101,25 @@ fn clean_stops_processes_in_marked_namespaces_without_a_record() {
     let lab = lab_name("nsorp");
     let (_g, o) = up(&topo("two-hosts.toml"), &lab);
     assert!(o.status.success(), "{}", text(&o));
-    // Started by hand (`ip netns exec` becomes sleep): no record names it.
-    let mut sleep = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-h1"), "sleep", "60"])
-        .spawn()
-        .unwrap();
-    struct Reap<'a>(&'a mut std::process::Child);
-    impl Drop for Reap<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Started by hand (`ip netns exec` becomes sleep): no record names it, and
+    // it never ends unless something stops it.
+    let mut sleeper = Reap(
+        Command::new("ip")
+            .args(["netns", "exec", &format!("{lab}-h1"), "sleep", "infinity"])
+            .spawn()
+            .unwrap(),
+    );
+    let pid = sleeper.0.id();
+    wait_until(&format!("sleep running in {lab}-h1"), BOUND, || {
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+    });
     std::fs::remove_dir_all(state_dir(&lab)).unwrap();
     let c = tunbench(&["clean"]);
     assert!(c.status.success(), "{}", text(&c));
-    let reap = Reap(&mut sleep);
-    assert!(
-        matches!(reap.0.try_wait(), Ok(Some(_))),
-        "a process in a marked namespace outlived clean"
+    wait_until(
+        "clean stopped the process in a marked namespace",
+        BOUND,
+        || matches!(sleeper.0.try_wait(), Ok(Some(_))),
     );
     assert_gone(&lab);
 }
@@ -122,7 +131,6 @@ fn clean_stops_processes_in_marked_namespaces_without_a_record() {
 #[test]
 fn kill_9_after_a_move_then_clean_gives_the_interfaces_back() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    use std::time::{Duration, Instant};
     let h = EmulatedHost::new("k9");
     let ip = |args: &[&str]| {
         let o = Command::new("ip")
@@ -137,8 +145,8 @@ fn kill_9_after_a_move_then_clean_gives_the_interfaces_back() {
     let before: Vec<String> = ["enp1s0", "enp2s0"].map(|n| h.state_of(n)).to_vec();
     let lab = lab_name("k9m");
     let _g = LabGuard(lab.clone());
-    let mut child = h
-        .command(&[
+    let mut up = Reap(
+        h.command(&[
             "up",
             topo("nvr500-real.toml").to_str().unwrap(),
             "--name",
@@ -148,17 +156,14 @@ fn kill_9_after_a_move_then_clean_gives_the_interfaces_back() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while h.links().contains(&"enp2s0".to_string()) && t0.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(
-        !h.links().contains(&"enp2s0".to_string()),
-        "up never moved the NICs"
+        .unwrap(),
     );
-    child.kill().unwrap(); // SIGKILL: no cleanup of its own
-    child.wait().unwrap();
+    // Killed in the delay after the phase that moves the NICs.
+    wait_until("up moved enp2s0 out of the host", BOUND, || {
+        !h.links().contains(&"enp2s0".to_string())
+    });
+    up.0.kill().unwrap(); // SIGKILL: no cleanup of its own
+    up.0.wait().unwrap();
     assert!(state_dir(&lab).exists(), "the write-ahead record is there");
 
     let c = tunbench(&["clean"]);

@@ -4,29 +4,25 @@
 
 use crate::common::*;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-/// `sleep 60` started in `ns` by hand, as `ip netns exec` does: no record names it.
-fn unrecorded_sleep(ns: &str) -> Reap {
+/// `sleep infinity` started in `ns` by hand, as `ip netns exec` does: no record
+/// names it, and it never ends unless something stops it.
+fn unrecorded_sleeper(ns: &str) -> Reap {
     let mut p = Reap(
         Command::new("ip")
-            .args(["netns", "exec", ns, "sleep", "60"])
+            .args(["netns", "exec", ns, "sleep", "infinity"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("starting ip netns exec sleep"),
     );
     // `ip netns exec` enters the namespace, then becomes sleep (same pid).
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(5) {
-        let comm = std::fs::read_to_string(format!("/proc/{}/comm", p.0.id())).unwrap_or_default();
-        if comm.trim() == "sleep" {
-            return p;
-        }
+    wait_until(&format!("sleep running in {ns}"), BOUND, || {
         assert!(!p.ended(), "ip netns exec {ns} sleep ended early");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    panic!("sleep did not start in {ns}");
+        std::fs::read_to_string(format!("/proc/{}/comm", p.0.id()))
+            .is_ok_and(|c| c.trim() == "sleep")
+    });
+    p
 }
 
 /// Kills the child (and reaps it) whatever happens in the test.
@@ -74,10 +70,12 @@ fn up_pair(tag: &str) -> (LabGuard, String) {
 #[test]
 fn down_with_a_corrupt_record_stops_a_process_nobody_recorded() {
     let (_g, lab) = up_pair("nsorph");
-    let mut p = unrecorded_sleep(&format!("{lab}-h1"));
+    let mut p = unrecorded_sleeper(&format!("{lab}-h1"));
     std::fs::write(state_dir(&lab).join("state.json"), "{ not json").unwrap();
     let d = tunbench(&["down", &lab]);
-    assert!(p.ended(), "a process in the lab's namespace outlived down");
+    wait_until("down stopped the process nobody recorded", BOUND, || {
+        p.ended()
+    });
     assert_gone(&lab);
     // Everything went, and the corrupt record was said.
     assert_eq!(d.status.code(), Some(1), "{}", text(&d));
@@ -91,11 +89,13 @@ fn down_with_a_corrupt_record_stops_a_process_nobody_recorded() {
 #[test]
 fn clean_of_a_lab_without_a_record_stops_a_process_nobody_recorded() {
     let (_g, lab) = up_pair("nsorpc");
-    let mut p = unrecorded_sleep(&format!("{lab}-h2"));
+    let mut p = unrecorded_sleeper(&format!("{lab}-h2"));
     std::fs::remove_dir_all(state_dir(&lab)).unwrap();
     let c = tunbench(&["clean", &lab]);
     assert!(c.status.success(), "{}", text(&c));
-    assert!(p.ended(), "a process in the lab's namespace outlived clean");
+    wait_until("clean stopped the process nobody recorded", BOUND, || {
+        p.ended()
+    });
     assert!(
         text(&c).contains(&format!("{lab}: removed 2 namespaces, stopped 1 processes")),
         "{}",
@@ -109,7 +109,7 @@ fn down_leaves_alone_a_namespace_the_record_names_but_that_is_not_the_labs() {
     let (_g, lab) = up_pair("nstamp");
     let foreign = format!("{lab}x-foreign");
     let _f = add_ns(&foreign);
-    let mut p = unrecorded_sleep(&foreign);
+    let mut p = unrecorded_sleeper(&foreign);
     // A tampered record claims the foreign namespace.
     let file = state_dir(&lab).join("state.json");
     let mut s: serde_json::Value =

@@ -13,4 +13,5 @@ mod lab_faults;
 mod lifecycle;
 mod manual_steps;
 mod shipped;
+mod support;
 mod test_command;

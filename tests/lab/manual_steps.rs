@@ -6,6 +6,7 @@
 
 use crate::common::pty::AtTerminal;
 use crate::common::*;
+use crate::support::reading_stdin;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,7 +20,8 @@ const FAST: &str = "On the router's console: ip routing process fast";
 const NORMAL: &str = "On the router's console: ip routing process normal";
 
 /// Two hosts, one quick TCP cell, and two scenarios that change nothing but
-/// say what to do by hand first.
+/// say what to do by hand first. The tests run it with `--no-latency`: they
+/// look at the steps and that each scenario is measured, not at figures.
 fn two_steps(dir: &Path) -> PathBuf {
     let base = std::fs::read_to_string(topo("two-hosts.toml")).unwrap();
     let text = format!(
@@ -53,7 +55,14 @@ fn run_with_yes_prints_each_step_before_its_scenario_and_goes_on() {
     let f = two_steps(dir.path());
     let _g = LabGuard(lab.clone());
     let o = Command::new(bin())
-        .args(["run", f.to_str().unwrap(), "--name", &lab, "--yes"])
+        .args([
+            "run",
+            f.to_str().unwrap(),
+            "--name",
+            &lab,
+            "--yes",
+            "--no-latency",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -80,6 +89,7 @@ fn run_with_yes_prints_each_step_before_its_scenario_and_goes_on() {
             "--name",
             &lab,
             "--yes",
+            "--no-latency",
             "--scenario",
             "normal",
         ])
@@ -144,15 +154,18 @@ fn at_a_terminal_run_waits_for_enter_and_ctrl_c_takes_the_lab_down() {
     let _g = LabGuard(lab.clone());
 
     // Enter at each step: both scenarios measured.
-    let mut run = AtTerminal::spawn(&["run", f.to_str().unwrap(), "--name", &lab]);
+    let mut run = AtTerminal::spawn(&["run", f.to_str().unwrap(), "--name", &lab, "--no-latency"]);
     run.wait_for(
         &format!("scenario fast, manual step: {FAST}"),
         Duration::from_secs(30),
     );
-    run.wait_for("press Enter", Duration::from_secs(5));
-    // Waiting, with the scenario's lab up.
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(run.child.try_wait().unwrap().is_none(), "it did not wait");
+    run.wait_for("press Enter", BOUND);
+    // Waiting on the terminal, with the scenario's lab up.
+    let pid = run.child.id();
+    wait_until("run blocked reading the terminal for Enter", BOUND, || {
+        assert!(run.child.try_wait().unwrap().is_none(), "it did not wait");
+        reading_stdin(pid)
+    });
     assert_eq!(namespaces(&format!("{lab}-")).len(), 2);
     run.pty.press_enter();
     run.wait_for(

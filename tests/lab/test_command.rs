@@ -4,6 +4,7 @@
 //! output, several files in distinct labs, and Ctrl-C taking the lab down.
 
 use crate::common::*;
+use crate::support::{KillOnDrop, output_of};
 use std::path::{Path, PathBuf};
 
 /// Two hosts on a 1400-byte link, with assertions that hold and some that
@@ -250,15 +251,43 @@ fn several_files_run_one_after_another_in_distinct_labs() {
     assert_gone(&format!("{lab}-2"));
 }
 
+/// Whether a TCP connection to the measurement server's port is established
+/// in the namespace of process `pid` (the lab's server): a run has begun.
+fn a_run_is_under_way(pid: u64) -> bool {
+    let port = format!(":{:04X}", tunbench::measure::runner::SERVER_PORT);
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
+            .unwrap_or_default()
+            .lines()
+            .any(|l| {
+                let c: Vec<&str> = l.split_whitespace().collect();
+                c.len() > 3 && c[1].ends_with(&port) && c[3] == "01"
+            })
+    })
+}
+
+/// The pid of the lab's measurement server on `node`, once it is recorded.
+fn measurement_server(lab: &str, node: &str) -> Option<u64> {
+    let o = tunbench(&["status", lab, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+    v[0]["processes"]
+        .as_array()?
+        .iter()
+        .find(|p| p["what"] == format!("measurement server on {node}"))
+        .and_then(|p| p["id"]["pid"].as_u64())
+}
+
 #[test]
 fn ctrl_c_during_a_measurement_takes_the_lab_down() {
     use std::time::{Duration, Instant};
+    // Made in full, the measurement would last RUNS x SECS; a run under way
+    // when Ctrl-C comes ends, the others are never begun.
+    const RUNS: u64 = 20;
+    const SECS: u64 = 1;
     let dir = tempfile::tempdir().unwrap();
     let lab = lab_name("asint");
     let text_ = format!(
-        "{}{}",
-        &MIXED[..MIXED.find("[[assert]]").unwrap()],
-        r#"[[measure]]
+        r#"{}[[measure]]
 from = "h1"
 to = "h2"
 
@@ -266,41 +295,48 @@ to = "h2"
 name = "long"
 kind = "throughput"
 expect = "ipv4.tcp.sender >= 1M"
-runs = 4
-duration = 5
-"#
+runs = {RUNS}
+duration = {SECS}
+"#,
+        &MIXED[..MIXED.find("[[assert]]").unwrap()],
     );
     let file = write(dir.path(), "long.toml", &lab, &text_);
     let _g = LabGuard(lab.clone());
-    let child = std::process::Command::new(bin())
-        .args(["test", file.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !(state_dir(&lab).exists() && namespaces(&format!("{lab}-")).len() == 2) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "lab never came up"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Into the measurement.
-    std::thread::sleep(Duration::from_secs(1));
+    let mut test = KillOnDrop(
+        std::process::Command::new(bin())
+            .args(["test", file.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let server = wait_for("the measurement server on h2 recorded", BOUND, || {
+        assert!(test.0.try_wait().unwrap().is_none(), "test ended early");
+        measurement_server(&lab, "h2")
+    });
+    wait_until("the first run connected to the server", BOUND, || {
+        a_run_is_under_way(server)
+    });
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::unistd::Pid::from_raw(test.0.id() as i32),
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let o = child.wait_with_output().unwrap();
-    // A run in progress ends (the engine stops between runs), the other
-    // three of 5 s are not made.
+    let interrupted = Instant::now();
+    let status = wait_exit(&mut test.0, "test ended after Ctrl-C", BOUND * 3);
+    let took = interrupted.elapsed();
+    let out = output_of(&mut test.0);
+    assert_eq!(status.code(), Some(1), "{out}");
+    // The measurement stopped between runs and gave no figure.
     assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "the run went on after Ctrl-C"
+        out.lines()
+            .any(|l| l.starts_with("FAIL long: measured nothing (") && l.contains("interrupted")),
+        "{out}"
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("FAIL long"), "{}", text(&o));
+    let rest = Duration::from_secs((RUNS - 1) * SECS);
+    assert!(
+        took < rest,
+        "the test ended {took:?} after Ctrl-C: runs were begun after it ({rest:?} of them were left)\n{out}"
+    );
     assert_gone(&lab);
 }
