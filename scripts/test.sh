@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The test suite: unit and golden tests, end-to-end tests in real network
-# namespaces (they need root), interop with Debian's iperf3, wireguard-go and
-# strongSwan. cargo-nextest runs each test in a process of its own, several at
-# once (.config/nextest.toml), with a time per test, the slowest listed at the
-# end, and a JUnit report in target/nextest/default/junit.xml. Release builds:
-# the datapaths and the engine under test are the ones the main job runs.
+# namespaces (they need root), interop with Debian's iperf3, irtt, wireguard-go
+# and strongSwan. cargo-nextest runs each test in a process of its own, several
+# at once (.config/nextest.toml), with a time per test, the slow ones listed at
+# the end, and a JUnit report in target/nextest/default/junit.xml. Release
+# builds: the datapaths and the engine under test are the ones the main job runs.
 # Arguments go to nextest (a filter, say: bash scripts/test.sh latency).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,8 +13,20 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   echo "test: installing cargo-nextest, the test runner (once, from crates.io)" >&2
   cargo install --locked cargo-nextest
 fi
-# The API's documentation builds without a warning (broken links, bare URLs).
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
-cargo nextest run --release --workspace "$@"
+cargo test --release --workspace --no-run
+# The API's documentation builds without a warning (broken links, bare URLs),
+# beside the tests: it builds in its own profile while they mostly wait.
+doc_log=$(mktemp)
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet >"$doc_log" 2>&1 &
+doc=$!
+status=0
+cargo nextest run --release --workspace "$@" || status=$?
+if ! wait "$doc"; then
+  echo "test: the API documentation has warnings:" >&2
+  cat "$doc_log" >&2
+  status=1
+fi
+rm -f "$doc_log"
 # nextest runs no doctests.
-cargo test --release --workspace --doc --quiet
+cargo test --release --workspace --doc --quiet || status=1
+exit "$status"
