@@ -217,9 +217,13 @@ fn tshark_dissects_a_softwire_packet_as_ipv6_then_ipv4() {
         .spawn()
         .expect("tshark (Debian's tshark package; scripts/setup.sh installs it)");
     wait_until_capturing(&mut cap);
-    in_ns(&format!("{lab}-h1"), || {
-        let s = std::net::UdpSocket::bind("198.18.40.2:0").unwrap();
+    // Datagrams until tshark has one (it gives up after 20 s by itself).
+    let s = in_ns(&format!("{lab}-h1"), || {
+        std::net::UdpSocket::bind("198.18.40.2:0").unwrap()
+    });
+    let _ = poll(BOUND, || {
         s.send_to(b"softwire", "198.18.30.10:9").unwrap();
+        cap.try_wait().unwrap()
     });
     let out = cap.wait_with_output().unwrap();
     let line = String::from_utf8_lossy(&out.stdout);
