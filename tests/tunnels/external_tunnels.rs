@@ -177,7 +177,10 @@ peers = [
                 .expect("starting wireguard-go"),
             socket.clone(),
         );
-        eventually("wireguard-go's UAPI socket", || Path::new(&socket).exists());
+        // Its file appears at bind(), before wireguard-go listens on it.
+        eventually("wireguard-go taking connections on its UAPI socket", || {
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        });
         let conf_file = write(dir.path(), "far-end.conf", &conf);
         let key_file = write(
             dir.path(),
