@@ -208,7 +208,9 @@ fn supervise(
         child.id()
     ));
     let t0 = Instant::now();
-    while !sock.exists() {
+    // The socket's file appears at bind(), before the program listens on it
+    // (a connection then is refused): ready once one is taken.
+    while UnixStream::connect(&sock).is_err() {
         if let Some(st) = child.try_wait()? {
             bail!(
                 "{} exited ({st}) before it opened its UAPI socket; its output is above",
@@ -217,7 +219,7 @@ fn supervise(
         }
         if t0.elapsed() > START_WAIT || stopping() {
             bail!(
-                "{} opened no UAPI socket at {} within {} s",
+                "{} took no connection on its UAPI socket {} within {} s",
                 imp.as_str(),
                 sock.display(),
                 START_WAIT.as_secs()

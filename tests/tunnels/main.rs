@@ -9,4 +9,5 @@ mod esp;
 mod external_tunnels;
 mod ikev2;
 mod l2tp;
+mod support;
 mod wireguard;
