@@ -4,7 +4,6 @@
 //! runs inside it, so no interface of this machine is touched.
 
 use crate::common::*;
-use crate::support::traffic_passes;
 
 /// pc and server of nvr500-real.toml, with the `host` of each link given.
 fn two_lans(name: &str, pc_host: &str, server_host: &str, router_v4: [&str; 2]) -> String {
@@ -62,7 +61,7 @@ fn carries_traffic_and_leaves_the_host_as_it_was(h: &EmulatedHost, lab: &str, fi
         let x = h.tunbench(&["exec", lab, "rtr", "--", "true"]);
         assert_eq!(x.status.code(), Some(2), "{}", text(&x));
         assert!(text(&x).contains("external device"), "{}", text(&x));
-        traffic_passes(
+        traffic_both_ways(
             lab,
             &[
                 ("pc", "server", "198.18.1.10"),
@@ -223,7 +222,7 @@ fn vlans_of_one_nic_serve_both_lans_or_are_refused_naming_the_driver() {
         assert!(o.status.success(), "up: {}", text(&o));
         let c = h.tunbench(&["check", &lab]);
         assert!(c.status.success(), "check: {}", text(&c));
-        traffic_passes(
+        traffic_both_ways(
             &lab,
             &[
                 ("pc", "server", "198.18.32.10"),
@@ -286,7 +285,7 @@ fn the_real_nvr500_file_moves_both_nics_in_and_gives_them_back_exactly() {
         );
         let c = h.tunbench(&["check", &lab]);
         assert!(c.status.success(), "check: {}", text(&c));
-        traffic_passes(
+        traffic_both_ways(
             &lab,
             &[
                 ("pc", "server", "198.18.1.10"),
