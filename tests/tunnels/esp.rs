@@ -4,8 +4,8 @@
 //! packet with a broken ICV and one for an unknown SPI, each dropped and
 //! counted while the tunnel keeps working.
 
+use crate::common::reaches;
 use crate::common::*;
-use crate::support::reaches;
 use serde_json::Value;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};

@@ -9,8 +9,8 @@
 //! scenario). strongSwan must be installed (scripts/setup.sh): no test skips
 //! without it.
 
+use crate::common::reaches;
 use crate::common::*;
-use crate::support::reaches;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,8 +5,8 @@
 //! key, decrypts as ESP -> UDP 1701 -> L2TP -> PPP -> IP; truncated,
 //! length-lying and foreign-session datagrams dropped and counted.
 
+use crate::common::reaches;
 use crate::common::*;
-use crate::support::reaches;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -9,5 +9,4 @@ mod esp;
 mod external_tunnels;
 mod ikev2;
 mod l2tp;
-mod support;
 mod wireguard;

@@ -4,8 +4,8 @@
 //! and garbage, truncated handshakes and a flood of initiations sent at a
 //! running datapath. Traffic is TCP and UDP echoed through the tunnel.
 
+use crate::common::reaches;
 use crate::common::*;
-use crate::support::reaches;
 use serde_json::Value;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
