@@ -482,16 +482,21 @@ fn between_tests(e: &client::RunError) -> bool {
 }
 
 /// Wait until the server answers in its namespace (a probe connection is harmless:
-/// it sends no cookie).
+/// it sends no cookie). A refusal (not listening yet) is tried again at once;
+/// an attempt may take the rest of the wait, since a path's round trip can be
+/// long (a link delayed 100 ms each way answers a SYN after 200 ms).
 fn wait_for_server(ns: &str, addr: SocketAddr) -> Result<()> {
     let ns = ns.to_string();
     std::thread::spawn(move || -> Result<()> {
         netns::namespace::enter(&ns)?;
-        let t0 = Instant::now();
+        let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(200));
+            match std::net::TcpStream::connect_timeout(&addr, left) {
                 Ok(_) => return Ok(()),
-                Err(e) if t0.elapsed() > Duration::from_secs(5) => {
+                Err(e) if Instant::now() >= deadline => {
                     bail!("the measurement server at {addr} does not answer: {e}")
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
