@@ -471,11 +471,14 @@ pub fn idle_probes(
 
 /// Whether a client's failure is the server still ending the test before.
 fn between_tests(e: &client::RunError) -> bool {
-    use std::io::ErrorKind::{ConnectionRefused, ConnectionReset};
+    use std::io::ErrorKind::{BrokenPipe, ConnectionRefused, ConnectionReset};
     match e {
         client::RunError::Protocol(crate::engine::control::ClientError::Busy) => true,
         client::RunError::Connect { source, .. } => {
-            matches!(source.kind(), ConnectionReset | ConnectionRefused)
+            matches!(
+                source.kind(),
+                ConnectionReset | ConnectionRefused | BrokenPipe
+            )
         }
         _ => false,
     }
