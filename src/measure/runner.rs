@@ -598,9 +598,16 @@ fn receiving_intervals(r: &TestReport) -> Vec<f64> {
     if r.protocol == Protocol::Udp && !r.params.reverse {
         return Vec::new();
     }
+    // An interval that begins once a timed test's time is up is a late stop's
+    // remainder (the control thread woke after the streams had finished): no
+    // second of the test, and a rate of nothing on a chart.
+    let over = match r.params.time {
+        0 => f64::INFINITY,
+        t => f64::from(r.params.omit) + f64::from(t),
+    };
     r.intervals
         .iter()
-        .filter(|iv| !iv.omitted && iv.end > iv.start)
+        .filter(|iv| !iv.omitted && iv.end > iv.start && iv.start < over)
         .map(|iv| {
             let bytes: u64 = iv.streams.iter().map(|&(_, b, _)| b).sum();
             bytes as f64 * 8.0 / (iv.end - iv.start)
