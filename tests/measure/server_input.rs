@@ -55,13 +55,24 @@ fn to_params(port: u16) -> TcpStream {
     to_params_with(port, &fresh_cookie())
 }
 
+/// As `to_params`, with `cookie`. A server still ending the previous client's
+/// test turns a new one away (ACCESS_DENIED): tried again until it takes it.
 fn to_params_with(port: u16, cookie: &[u8; 37]) -> TcpStream {
-    let mut s = connect(port);
-    s.write_all(cookie).unwrap();
-    let mut b = [0u8; 1];
-    s.read_exact(&mut b).unwrap();
-    assert_eq!(b[0], 9, "PARAM_EXCHANGE");
-    s
+    wait_for(
+        "the server took a new client (PARAM_EXCHANGE)",
+        BOUND,
+        || {
+            let mut s = connect(port);
+            s.write_all(cookie).unwrap();
+            let mut b = [0u8; 1];
+            s.read_exact(&mut b).unwrap();
+            match b[0] {
+                9 => Some(s),
+                0xff => None,
+                x => panic!("{x:#x} instead of PARAM_EXCHANGE or ACCESS_DENIED"),
+            }
+        },
+    )
 }
 
 fn send_json(s: &mut TcpStream, text: &str) {
