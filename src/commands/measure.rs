@@ -187,6 +187,7 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
             "--runs must be at least 1, --duration and --trial-duration 1 to 3600 s, --udp-loss 0 to 100, --streams 1 to 128",
         ));
     }
+    a.out.expectations()?;
     if a.out.expect_reference {
         return Err(bad_input(
             "--expect-reference: `tunbench measure` has no published figures; use `tunbench run` with a topology that has a [reference] section",
@@ -229,6 +230,7 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
 
 pub fn run(a: RunArgs) -> Result<i32> {
     let t = topology::load(&a.file)?;
+    a.out.expectations()?;
     // Said before the lab is built, not after the run.
     if a.out.expect_reference && t.reference.is_none() {
         return Err(bad_input(format!("{NO_REFERENCE} ({})", a.file.display())));

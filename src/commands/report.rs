@@ -70,15 +70,24 @@ fn topology_graph(r: &crate::measure::model::Results) -> Result<(String, String)
     Ok((render(&t, Format::Svg), render(&t, Format::Dot)))
 }
 
+impl OutputArgs {
+    /// The `--expect` expectations, parsed: a command that measures calls it
+    /// before it builds or measures anything, so a malformed one is refused
+    /// (exit 2) at once rather than after the whole matrix.
+    pub(super) fn expectations(&self) -> Result<Vec<crate::report::expect::Expectation>> {
+        self.expect
+            .iter()
+            .map(|e| {
+                crate::report::expect::parse(e)
+                    .map_err(|m| bad_input(format!("--expect '{e}': {m}")))
+            })
+            .collect()
+    }
+}
+
 /// Render, save, check expectations: exit 1 when one fails.
 pub(super) fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Result<i32> {
-    let expectations = out
-        .expect
-        .iter()
-        .map(|e| {
-            crate::report::expect::parse(e).map_err(|m| bad_input(format!("--expect '{e}': {m}")))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let expectations = out.expectations()?;
     crate::report::baseline_index(r, out.baseline.as_deref())
         .map_err(|m| bad_input(format!("--baseline: {m}")))?;
     if out.expect_reference && r.reference.is_none() {

@@ -47,6 +47,15 @@ fn aborted(o: &ClientOptions) -> bool {
     o.abort.as_ref().is_some_and(|a| a.load(Ordering::Relaxed))
 }
 
+/// Whether writing to a control connection failed because the server closed
+/// it at once: iperf3 does that to connections reaching it between tests.
+fn never_taken(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+    )
+}
+
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
     let what = what.into();
     move |source| RunError::Io { what, source }
@@ -300,8 +309,17 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
             match a {
                 ClientAction::Send(b) => {
                     let mut w: &Socket = &ctl;
-                    w.write_all(&b)
-                        .map_err(io_err("writing to the control connection"))?;
+                    match w.write_all(&b) {
+                        // Reset before the server said a word, as a read below
+                        // can find it: a connection it never took.
+                        Err(source) if !heard && never_taken(&source) => {
+                            return Err(RunError::Connect {
+                                addr: o.server,
+                                source,
+                            });
+                        }
+                        r => r.map_err(io_err("writing to the control connection"))?,
+                    }
                 }
                 ClientAction::OpenStreams => {
                     for _ in 0..p.total_streams() {

@@ -35,12 +35,12 @@ pub fn bind_echo(bind: Option<IpAddr>, port: u16) -> io::Result<UdpSocket> {
         // and a tunnel end's allowed IPs both refuse.
         set_int(&s, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
     }
+    set_int(&s, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
     s.bind(&addr.into())?;
     Ok(s.into())
 }
 
-fn set_int(s: &Socket, level: i32, opt: i32, v: i32) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
+fn set_int(s: &impl AsRawFd, level: i32, opt: i32, v: i32) -> io::Result<()> {
     // SAFETY: an int option of the right size on an open socket.
     let r = unsafe {
         libc::setsockopt(
@@ -58,12 +58,51 @@ fn set_int(s: &Socket, level: i32, opt: i32, v: i32) -> io::Result<()> {
     }
 }
 
-/// One datagram: its length, its sender, and the address it was sent to
-/// (where the socket asked for it: IPV6_RECVPKTINFO; IPv4 as v4-mapped).
-fn receive(
-    sock: &UdpSocket,
-    buf: &mut [u8],
-) -> io::Result<(usize, SocketAddr, Option<libc::in6_pktinfo>)> {
+/// One datagram received.
+struct Received {
+    len: usize,
+    from: SocketAddr,
+    /// The address it was sent to, where the socket asked for it
+    /// (IPV6_RECVPKTINFO; IPv4 as v4-mapped).
+    to: Option<libc::in6_pktinfo>,
+    /// When the kernel took it in (monotonic ns), where the socket asked
+    /// (SO_TIMESTAMPNS); else when it was read.
+    at_ns: u64,
+}
+
+/// The monotonic time of a CLOCK_REALTIME stamp: the stamp less the clocks'
+/// offset, read with the monotonic clock between two readings of the real-time
+/// one. A reading that a preemption split is read again: an offset off by the
+/// length of a stall would move the arrival by as much.
+fn monotonic_of_realtime(stamp: &libc::timespec) -> u64 {
+    let ns = |t: &libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
+    let realtime = || {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec we pass.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut t) };
+        ns(&t)
+    };
+    let mut best: Option<(i128, i128)> = None;
+    for _ in 0..4 {
+        let before = realtime();
+        let mono = now_ns() as i128;
+        let after = realtime();
+        let width = after - before;
+        if best.is_none_or(|(w, _)| width < w) {
+            best = Some((width, (before + after) / 2 - mono));
+        }
+        if width < 10_000 {
+            break;
+        }
+    }
+    let offset = best.map_or(0, |(_, o)| o);
+    (ns(stamp) - offset).clamp(0, now_ns() as i128) as u64
+}
+
+fn receive(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
     use std::os::fd::AsRawFd;
     // SAFETY: recvmsg into buffers this frame owns, sized in the header; the
     // control messages are read within the length the kernel returned.
@@ -100,17 +139,30 @@ fn receive(
             }
             _ => return Err(io::Error::other("a datagram from no IP address")),
         };
-        let mut info = None;
+        let (mut info, mut stamp) = (None, None);
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
-            if (*c).cmsg_level == libc::IPPROTO_IPV6 && (*c).cmsg_type == libc::IPV6_PKTINFO {
-                info = Some(std::ptr::read_unaligned(
-                    libc::CMSG_DATA(c).cast::<libc::in6_pktinfo>(),
-                ));
+            match ((*c).cmsg_level, (*c).cmsg_type) {
+                (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+                    info = Some(std::ptr::read_unaligned(
+                        libc::CMSG_DATA(c).cast::<libc::in6_pktinfo>(),
+                    ));
+                }
+                (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS) => {
+                    stamp = Some(std::ptr::read_unaligned(
+                        libc::CMSG_DATA(c).cast::<libc::timespec>(),
+                    ));
+                }
+                _ => {}
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
-        Ok((n as usize, addr, info))
+        Ok(Received {
+            len: n as usize,
+            from: addr,
+            to: info,
+            at_ns: stamp.as_ref().map_or_else(now_ns, monotonic_of_realtime),
+        })
     }
 }
 
@@ -168,7 +220,7 @@ pub fn serve_echo(sock: UdpSocket, stop: &AtomicBool) -> io::Result<()> {
     sock.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut buf = [0u8; 2048];
     while !stop.load(Ordering::Relaxed) {
-        let (n, from, to) = match receive(&sock, &mut buf) {
+        let r = match receive(&sock, &mut buf) {
             Ok(r) => r,
             Err(e)
                 if matches!(
@@ -182,10 +234,11 @@ pub fn serve_echo(sock: UdpSocket, stop: &AtomicBool) -> io::Result<()> {
             }
             Err(e) => return Err(e),
         };
-        let received = now_ns();
-        if let Some(len) = echo_in_place(&mut buf[..n], received, now_ns()) {
+        // Held from the kernel's arrival stamp: the time this thread took to
+        // wake up is the responder's, not the path's, and the prober subtracts it.
+        if let Some(len) = echo_in_place(&mut buf[..r.len], r.at_ns, now_ns()) {
             // A peer gone or unreachable is its loss, not the responder's end.
-            let _ = reply(&sock, &buf[..len], from, to);
+            let _ = reply(&sock, &buf[..len], r.from, r.to);
         }
     }
     Ok(())
@@ -244,6 +297,8 @@ pub fn probe(target: SocketAddr, rate: f64, stop: &AtomicBool) -> io::Result<Pha
     let sock = UdpSocket::bind(local)?;
     sock.connect(target)?;
     sock.set_nonblocking(true)?;
+    // Echoes are timed by the kernel's arrival stamp, not this thread's wake-up.
+    set_int(&sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)?;
     let mut prober = Prober::new(rate, now_ns());
     let start_ns = prober.start_ns();
     let mut buf = [0u8; 2048];
@@ -274,9 +329,9 @@ pub fn probe(target: SocketAddr, rate: f64, stop: &AtomicBool) -> io::Result<Pha
             Duration::from_nanos(until.saturating_sub(now_ns())).min(Duration::from_millis(50));
         if wait_readable(&sock, wait)? {
             loop {
-                match sock.recv(&mut buf) {
-                    Ok(n) => {
-                        let _ = prober.handle_echo(now_ns(), &buf[..n]);
+                match receive(&sock, &mut buf) {
+                    Ok(r) => {
+                        let _ = prober.handle_echo(r.at_ns, &buf[..r.len]);
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     // ICMP unreachable comes back as an error on a connected socket.

@@ -185,9 +185,6 @@ const TCP_WRITE_BUDGET: usize = 512 * 1024;
 /// with four streams on two cores, 64 KiB gave about 1.4 times the throughput of the
 /// default (the whole send buffer); one stream gained a little.
 const TCP_NOTSENT_LOWAT: usize = 64 * 1024;
-/// An unlimited TCP receiver wakes up once this much has arrived (or on a timeout, the
-/// end of the stream, or memory pressure) rather than for every segment train.
-const TCP_RCVLOWAT: usize = 128 * 1024;
 
 /// Blocks of `len` bytes per write: one when paced, so -b stays smooth; with -n / -k,
 /// no more than the test still needs, as iperf3 stops after the block that reaches it.
@@ -258,16 +255,8 @@ fn tcp_recv(
     out: &mut StreamOutcome,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; plan.len.max(128 * 1024)];
-    if plan.rate == 0 {
-        // Fewer wake-ups of this thread: on a small machine the receiver shares the
-        // CPUs with the sender. The read timeout still returns what has arrived.
-        set_int_option(
-            sock,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            TCP_RCVLOWAT.min(buf.len()),
-        );
-    }
+    // No SO_RCVLOWAT: Linux clamps the receive window to it, which held one
+    // stream to 128 KiB per round trip on any path longer than a veth.
     let mut r: &Socket = sock;
     let mut stopped_at: Option<Instant> = None;
     loop {

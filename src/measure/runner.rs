@@ -471,27 +471,35 @@ pub fn idle_probes(
 
 /// Whether a client's failure is the server still ending the test before.
 fn between_tests(e: &client::RunError) -> bool {
-    use std::io::ErrorKind::{ConnectionRefused, ConnectionReset};
+    use std::io::ErrorKind::{BrokenPipe, ConnectionRefused, ConnectionReset};
     match e {
         client::RunError::Protocol(crate::engine::control::ClientError::Busy) => true,
         client::RunError::Connect { source, .. } => {
-            matches!(source.kind(), ConnectionReset | ConnectionRefused)
+            matches!(
+                source.kind(),
+                ConnectionReset | ConnectionRefused | BrokenPipe
+            )
         }
         _ => false,
     }
 }
 
 /// Wait until the server answers in its namespace (a probe connection is harmless:
-/// it sends no cookie).
+/// it sends no cookie). A refusal (not listening yet) is tried again at once;
+/// an attempt may take the rest of the wait, since a path's round trip can be
+/// long (a link delayed 100 ms each way answers a SYN after 200 ms).
 fn wait_for_server(ns: &str, addr: SocketAddr) -> Result<()> {
     let ns = ns.to_string();
     std::thread::spawn(move || -> Result<()> {
         netns::namespace::enter(&ns)?;
-        let t0 = Instant::now();
+        let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(200));
+            match std::net::TcpStream::connect_timeout(&addr, left) {
                 Ok(_) => return Ok(()),
-                Err(e) if t0.elapsed() > Duration::from_secs(5) => {
+                Err(e) if Instant::now() >= deadline => {
                     bail!("the measurement server at {addr} does not answer: {e}")
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
@@ -590,9 +598,16 @@ fn receiving_intervals(r: &TestReport) -> Vec<f64> {
     if r.protocol == Protocol::Udp && !r.params.reverse {
         return Vec::new();
     }
+    // An interval that begins once a timed test's time is up is a late stop's
+    // remainder (the control thread woke after the streams had finished): no
+    // second of the test, and a rate of nothing on a chart.
+    let over = match r.params.time {
+        0 => f64::INFINITY,
+        t => f64::from(r.params.omit) + f64::from(t),
+    };
     r.intervals
         .iter()
-        .filter(|iv| !iv.omitted && iv.end > iv.start)
+        .filter(|iv| !iv.omitted && iv.end > iv.start && iv.start < over)
         .map(|iv| {
             let bytes: u64 = iv.streams.iter().map(|&(_, b, _)| b).sum();
             bytes as f64 * 8.0 / (iv.end - iv.start)

@@ -33,17 +33,22 @@ fn client(s: &Server, args: &[&str]) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-fn within(v: f64, target: f64, pct: f64) -> bool {
-    (v - target).abs() <= target * pct / 100.0
+/// Whether `v` is what a pacer at `target` gives: no more than 5 % over it
+/// (one write ahead of the schedule, and the ends' clocks), and at least 80 %
+/// of it. Load only makes a paced sender fall behind, and then only by what a
+/// stall at the very end of the test keeps it from catching up: a fifth of a
+/// 3 s test is a stall far longer than any wake-up.
+fn paced(v: f64, target: f64) -> bool {
+    v <= target * 1.05 && v >= target * 0.8
 }
 
 #[test]
 fn tcp_and_udp_pacing_hold_the_rate() {
     let s = server();
     for args in [
-        &["-t", "2", "-b", "80M"][..],
-        &["-t", "2", "-u", "-b", "80M"],
-        &["-t", "2", "-u", "-b", "40M", "-P", "2", "-R"],
+        &["-t", "3", "-b", "80M"][..],
+        &["-t", "3", "-u", "-b", "80M"],
+        &["-t", "3", "-u", "-b", "40M", "-P", "2", "-R"],
     ] {
         let j = client(&s, args);
         let bps = j["end"]["sum_received"]["bits_per_second"]
@@ -52,8 +57,8 @@ fn tcp_and_udp_pacing_hold_the_rate() {
         // -b is per stream, as in iperf3: 2 x 40M is 80M too.
         let want = 80e6;
         assert!(
-            within(bps, want, 5.0),
-            "{args:?}: {bps} bit/s, want {want} +- 5 %"
+            paced(bps, want),
+            "{args:?}: {bps} bit/s, want {want} (-20 %, +5 %)"
         );
     }
 }
@@ -79,7 +84,7 @@ fn omit_and_intervals() {
     assert!(iv.len() >= 3, "1 s omitted + 2 s counted: {}", iv.len());
     assert_eq!(iv[0]["sum"]["omitted"], true);
     assert_eq!(iv.last().unwrap()["sum"]["omitted"], false);
-    // The omitted second is not in the total: 2 s at 40 Mbit/s.
+    // The omitted second is not in the total: 2 s at 40 Mbit/s, not 3.
     let bytes = j["end"]["sum_received"]["bytes"].as_f64().unwrap();
-    assert!(within(bytes, 2.0 * 40e6 / 8.0, 8.0), "{bytes}");
+    assert!(paced(bytes, 2.0 * 40e6 / 8.0), "{bytes}");
 }

@@ -1,12 +1,15 @@
 //! Interop with Debian's iperf3 (3.12): our client against `iperf3 -s`, and
 //! `iperf3 -c` against our server, TCP and UDP, IPv4 and IPv6, -R, -P 4, --bidir,
-//! -O 1, --udp-counters-64bit. Data passes through the real peer; both sides'
-//! byte counts must agree within 2 % and the peer must exit 0. Loopback only.
+//! -O 1, --udp-counters-64bit. Loopback only. Every stream is paced (-b), so
+//! what a test moves is set by its rate and length, not by how fast this
+//! machine is. Data passes through the real peer: nothing is received that was
+//! not sent, and at least three quarters of it is accounted for at the
+//! receiver (what arrived, and for UDP what it counted lost); the two programs'
+//! reports of one count are equal; and the peer exits 0.
 
 use crate::common::*;
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// A server child killed on drop, whatever the test did.
 struct Peer(Option<Child>);
@@ -19,63 +22,59 @@ impl Drop for Peer {
     }
 }
 impl Peer {
-    fn finish(mut self, within: Duration) -> (Option<i32>, String) {
+    /// Its exit code and standard output, once it has ended (read meanwhile,
+    /// so a long report cannot fill the pipe and hold it).
+    fn finish(mut self, what: &str) -> (Option<i32>, String) {
         let mut c = self.0.take().unwrap();
-        let t0 = Instant::now();
-        loop {
-            if let Some(st) = c.try_wait().unwrap() {
-                let mut out = String::new();
-                use std::io::Read;
-                if let Some(mut o) = c.stdout.take() {
-                    let _ = o.read_to_string(&mut out);
-                }
-                return (st.code(), out);
-            }
-            if t0.elapsed() > within {
-                let _ = c.kill();
-                let _ = c.wait();
-                return (None, String::new());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut out = c.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            use std::io::Read;
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let status = wait_exit(&mut c, what, BOUND);
+        (status.code(), reader.join().unwrap())
     }
 }
 
-fn agree(a: u64, b: u64, what: &str) {
-    assert!(a > 0 && b > 0, "{what}: no data ({a} vs {b})");
-    let diff = (a as f64 - b as f64).abs() / a.max(b) as f64;
+/// Received against sent, one direction of one test: at least three quarters
+/// of it, and never more, except with -O, where what is in flight as the
+/// omitted second ends counts at the receiver only. What a paced stream can
+/// leave uncounted is only its tail, sent while the receiver stopped at
+/// TEST_END; a quarter of the test is far beyond that, and any miscount of a
+/// whole second (the omitted one, say) falls outside.
+fn agree(sent: u64, received: u64, omit: bool, what: &str) {
+    let most = if omit { sent + sent / 4 } else { sent };
     assert!(
-        diff <= 0.02,
-        "{what}: sent {a} and received {b} differ by {:.2} %",
-        diff * 100.0
+        received > 0 && received <= most && received * 4 >= sent * 3,
+        "{what}: sent {sent} bytes and accounted for {received} at the receiver"
     );
 }
 
-/// Bytes the receiver accounts for: what arrived, plus, for UDP, the datagrams it
-/// counted as lost. Real loss on a busy shared machine (6.5 % once in CI at 50
-/// Mbit/s over loopback) is not an interop fault; a loss count that does not
-/// match the gap is. Loss above a quarter makes the run meaningless and fails.
+/// Bytes the receiver accounts for: what arrived, plus, for UDP, the datagrams
+/// it counted lost (at the size of those that arrived). Loss on a busy machine
+/// is not an interop fault; a loss count that does not match the gap is.
 fn accounted(sum: &Value, received: u64, ctx: &str) -> u64 {
     let lost = sum["lost_packets"].as_u64().unwrap_or(0);
     let packets = sum["packets"].as_u64().unwrap_or(0);
     if lost == 0 || packets == 0 {
         return received;
     }
-    assert!(
-        lost * 4 < packets,
-        "{ctx}: {lost} of {packets} datagrams lost; the machine is too busy to judge"
-    );
-    let arrived = packets.saturating_sub(lost).max(1);
+    assert!(lost < packets, "{ctx}: all {packets} datagrams lost");
+    let arrived = packets - lost;
     eprintln!("{ctx}: {lost} of {packets} datagrams lost (counted, not a fault)");
     received + lost * (received / arrived)
 }
 
-/// Checks a -J document: sent and received agree, per direction.
-fn check_sums(j: &Value, bidir: bool, ctx: &str) -> (u64, u64) {
+/// Checks a -J document of a test run with `args`: sent and received agree,
+/// per direction.
+fn check_sums(j: &Value, args: &[&str], ctx: &str) {
+    let (bidir, omit) = (args.contains(&"--bidir"), args.contains(&"-O"));
     let end = &j["end"];
     let sent = end["sum_sent"]["bytes"].as_u64().unwrap_or(0);
     let recv = end["sum_received"]["bytes"].as_u64().unwrap_or(0);
-    agree(sent, accounted(&end["sum"], recv, ctx), ctx);
+    agree(sent, accounted(&end["sum"], recv, ctx), omit, ctx);
     if bidir {
         let rctx = format!("{ctx} (reverse direction)");
         let rrecv = end["sum_received_bidir_reverse"]["bytes"]
@@ -84,37 +83,24 @@ fn check_sums(j: &Value, bidir: bool, ctx: &str) -> (u64, u64) {
         agree(
             end["sum_sent_bidir_reverse"]["bytes"].as_u64().unwrap_or(0),
             accounted(&end["sum_bidir_reverse"], rrecv, &rctx),
+            omit,
             &rctx,
         );
     }
-    (sent, recv)
 }
 
-/// Tests run long enough that what is in flight when the sender stops (a receiver
-/// that stops at TEST_END does not count it) stays well under 2 %. For UDP at
-/// 50 Mbit/s one batch of 100 datagrams is 2.3 % of a second: seen to fail a
-/// 1-second test once in CI.
-fn time_for(args: &[&str]) -> &'static str {
-    match (args.contains(&"-O"), args.contains(&"-u")) {
-        // --bidir: a stock iperf3 stops reading at TEST_END while our sending
-        // thread has filled its socket buffers; a longer test keeps that small.
-        _ if args.contains(&"--bidir") && !args.contains(&"-u") => "3",
-        (true, _) => "3",
-        (false, _) => "2",
-    }
+/// One count as two programs report it: the same number.
+fn same(ours: &Value, theirs: &Value, what: &str) {
+    let (a, b) = (ours["bytes"].as_u64(), theirs["bytes"].as_u64());
+    assert!(a.is_some_and(|a| a > 0), "{what}: no count in {ours}");
+    assert_eq!(a, b, "{what}");
 }
+
+/// Seconds of each test: long against one write or batch of the rate.
+const SECONDS: &str = "2";
 
 /// Our client against `iperf3 -s -1`.
-/// One interop test at a time: run side by side, a TCP pair at full speed
-/// starves a single-threaded iperf3 UDP receiver into real loss (3.9 % at 50
-/// Mbit/s in CI), and sent and received no longer agree for reasons of load.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn ours_to_iperf3(host: &str, args: &[&str]) {
-    let _turn = one_at_a_time();
     let (child, port) = spawn_listening(|port| {
         let mut c = Command::new(program("iperf3"));
         c.args(["-s", "-1", "-J", "-p", &port.to_string()])
@@ -123,48 +109,35 @@ fn ours_to_iperf3(host: &str, args: &[&str]) {
         c
     });
     let server = Peer(Some(child));
-    let mut a = vec![
-        "client",
-        host,
-        "-p",
-        &port.to_string(),
-        "-t",
-        time_for(args),
-        "-J",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect::<Vec<_>>();
-    a.extend(args.iter().map(|s| s.to_string()));
-    let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+    let port = port.to_string();
+    let mut a = vec!["client", host, "-p", &port, "-t", SECONDS, "-J"];
+    a.extend_from_slice(args);
     let o = tunbench(&a);
     let ctx = format!("tunbench {}", a.join(" "));
     assert!(o.status.success(), "{ctx}: {}", text(&o));
     let j: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{ctx}: not JSON ({e}): {}", text(&o)));
-    let (sent, _) = check_sums(&j, args.contains(&"--bidir"), &ctx);
-    let (code, out) = server.finish(Duration::from_secs(10));
+    check_sums(&j, args, &ctx);
+    let (code, out) = server.finish(&format!("{ctx}: iperf3 -s -1 ended"));
     assert_eq!(code, Some(0), "{ctx}: iperf3 -s exit code");
     // iperf3's own account of the same test agrees with ours.
     let theirs: Value = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("{ctx}: iperf3 -J output not JSON ({e}): {out}"));
     // The server reports from its side: what it sent with -R, else what it received.
-    let (ours_key, theirs_key) = if args.contains(&"-R") {
-        ("sum_sent", "sum_sent")
+    let key = if args.contains(&"-R") {
+        "sum_sent"
     } else {
-        ("sum_received", "sum_received")
+        "sum_received"
     };
-    agree(
-        j["end"][ours_key]["bytes"].as_u64().unwrap_or(0),
-        theirs["end"][theirs_key]["bytes"].as_u64().unwrap_or(0),
-        &format!("{ctx}: our {ours_key} vs the iperf3 server's {theirs_key}"),
+    same(
+        &j["end"][key],
+        &theirs["end"][key],
+        &format!("{ctx}: our {key} vs the iperf3 server's"),
     );
-    let _ = sent;
 }
 
 /// `iperf3 -c` against our server in one-off mode.
 fn iperf3_to_ours(host: &str, args: &[&str]) {
-    let _turn = one_at_a_time();
     let (child, port) = spawn_listening(|port| {
         let mut c = Command::new(bin());
         c.args(["server", "-1", "-J", "-p", &port.to_string()])
@@ -173,34 +146,24 @@ fn iperf3_to_ours(host: &str, args: &[&str]) {
         c
     });
     let server = Peer(Some(child));
-    let mut a: Vec<String> = vec![
-        "-c",
-        host,
-        "-p",
-        &port.to_string(),
-        "-t",
-        time_for(args),
-        "-J",
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
-    a.extend(args.iter().map(|s| s.to_string()));
+    let port = port.to_string();
+    let mut a = vec!["-c", host, "-p", &port, "-t", SECONDS, "-J"];
+    a.extend_from_slice(args);
     let ctx = format!("iperf3 {}", a.join(" "));
     let o = Command::new(program("iperf3")).args(&a).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{ctx}: {}", text(&o));
     let j: Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{ctx}: not JSON ({e})"));
     assert!(j.get("error").is_none(), "{ctx}: {}", j["error"]);
-    let (sent, _) = check_sums(&j, args.contains(&"--bidir"), &ctx);
-    let (code, out) = server.finish(Duration::from_secs(10));
+    check_sums(&j, args, &ctx);
+    let (code, out) = server.finish(&format!("{ctx}: tunbench server -1 ended"));
     assert_eq!(code, Some(0), "{ctx}: tunbench server -1 exit code");
     let ours: Value = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("{ctx}: our server's output is not JSON ({e}): {out}"));
-    agree(
-        sent,
-        ours["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0),
-        &format!("{ctx}: iperf3's sum_sent vs our server's"),
+    same(
+        &ours["end"]["sum_sent"],
+        &j["end"]["sum_sent"],
+        &format!("{ctx}: our server's sum_sent vs iperf3's"),
     );
 }
 
@@ -219,21 +182,20 @@ macro_rules! both_ways {
     };
 }
 
-both_ways!(tcp_ipv4, "127.0.0.1", []);
-both_ways!(tcp_ipv6, "::1", []);
-both_ways!(udp_ipv4, "127.0.0.1", ["-u", "-b", "50M"]);
-both_ways!(udp_ipv6, "::1", ["-u", "-b", "50M", "-l", "1448"]);
-both_ways!(tcp_reverse, "127.0.0.1", ["-R"]);
-both_ways!(udp_reverse, "::1", ["-u", "-b", "50M", "-R"]);
-both_ways!(tcp_four_streams, "127.0.0.1", ["-P", "4"]);
-// Paced: at TEST_END each receiver stops reading while the other side's sender
-// runs until it hears of it, so an unpaced 10+ Gbit/s stream loses a
-// scheduling delay's worth (30 MB, 2.2 %, seen in CI) between sent and received.
-both_ways!(tcp_bidir, "::1", ["--bidir", "-b", "2G"]);
+// Rates per stream: TCP 100 Mbit/s, UDP 20, low enough that a loaded machine
+// keeps to them on loopback.
+both_ways!(tcp_ipv4, "127.0.0.1", ["-b", "100M"]);
+both_ways!(tcp_ipv6, "::1", ["-b", "100M"]);
+both_ways!(udp_ipv4, "127.0.0.1", ["-u", "-b", "20M"]);
+both_ways!(udp_ipv6, "::1", ["-u", "-b", "20M", "-l", "1448"]);
+both_ways!(tcp_reverse, "127.0.0.1", ["-R", "-b", "100M"]);
+both_ways!(udp_reverse, "::1", ["-u", "-b", "20M", "-R"]);
+both_ways!(tcp_four_streams, "127.0.0.1", ["-P", "4", "-b", "100M"]);
+both_ways!(tcp_bidir, "::1", ["--bidir", "-b", "100M"]);
 both_ways!(udp_bidir, "127.0.0.1", ["-u", "-b", "20M", "--bidir"]);
-both_ways!(tcp_omit, "127.0.0.1", ["-O", "1"]);
+both_ways!(tcp_omit, "127.0.0.1", ["-O", "1", "-b", "100M"]);
 both_ways!(
     udp_64bit_counters,
     "127.0.0.1",
-    ["-u", "-b", "30M", "--udp-counters-64bit", "-P", "2"]
+    ["-u", "-b", "20M", "--udp-counters-64bit", "-P", "2"]
 );

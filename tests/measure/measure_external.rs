@@ -9,7 +9,7 @@ use crate::common::pty::AtTerminal;
 use crate::common::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where the outside server sits, from the lab node's side.
 const OUTSIDE_V4: &str = "198.18.200.2";
@@ -72,9 +72,9 @@ impl Outside {
         }
     }
 
-    /// `program ARGS` in the namespace, once it accepts on `port`.
+    /// `program ARGS` in the namespace, once it listens on `port`.
     fn serve(&mut self, program: &str, args: &[&str], port: u16) {
-        let child = Command::new("ip")
+        let mut child = Command::new("ip")
             .args(["netns", "exec", &self.ns, program])
             .args(args)
             .stdin(Stdio::null())
@@ -82,19 +82,8 @@ impl Outside {
             .stderr(Stdio::null())
             .spawn()
             .expect("starting the outside server");
+        wait_listening(&mut child, port, &format!("{program} outside the lab"));
         self.servers.push(child);
-        let addr: std::net::SocketAddr = format!("{OUTSIDE_V4}:{port}").parse().unwrap();
-        let listening = in_ns(&self.ns, move || {
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(10) {
-                if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            false
-        });
-        assert!(listening, "{program} did not listen on {addr}");
     }
 }
 
@@ -116,6 +105,11 @@ fn ip(args: &[&str]) {
     assert!(o.status.success(), "ip {}: {}", args.join(" "), text(&o));
 }
 
+/// `tunbench measure` from h1 to `to`, short. The UDP search allows half its
+/// datagrams lost: iperf3 -s receives on one thread with small buffers, and
+/// on a loaded machine loses more than the usual 10 % at every rate three
+/// trials try (down to 31 Mbit/s); how much it loses is not what these tests
+/// check.
 fn measure(lab: &str, to: &str, extra: &[&str]) -> std::process::Output {
     let mut a = vec![
         "measure",
@@ -132,6 +126,8 @@ fn measure(lab: &str, to: &str, extra: &[&str]) -> std::process::Output {
         "1",
         "--udp-trials",
         "3",
+        "--udp-loss",
+        "50",
     ];
     a.extend_from_slice(extra);
     tunbench(&a)
@@ -210,11 +206,11 @@ fn nothing_answering_outside_is_said_before_the_matrix() {
     let _lab = up_named(&topo("two-hosts.toml"), &lab);
     let out = Outside::new(&format!("{lab}o"));
     out.join(&lab, "h1");
+    // The reason is the kernel's at once, not the probe's timeout.
     for (to, why) in [
         ("198.18.200.2:5209", "Connection refused"),
         ("198.18.201.2", "Network is unreachable"),
     ] {
-        let t0 = Instant::now();
         let o = measure(&lab, to, &[]);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(1), "{t}");
@@ -229,7 +225,6 @@ fn nothing_answering_outside_is_said_before_the_matrix() {
         );
         assert!(t.contains("iperf3 -s"), "says what to start: {t}");
         assert!(!t.contains("IPv4 TCP"), "no matrix: {t}");
-        assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
     }
 }
 
@@ -256,15 +251,16 @@ fn run_with_nothing_answering_outside_fails_fast_and_takes_the_lab_down() {
         "",
     );
     let _g = LabGuard(lab.clone());
-    let t0 = Instant::now();
     let o = tunbench(&["run", f.to_str().unwrap(), "--name", &lab]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
+    // Failed at the probe, for the kernel's reason (no timeout waited out),
+    // before any cell.
     assert!(
-        t.contains("measuring path ext from h1 to 198.18.201.2:5301: nothing answers on 198.18.201.2:5301 from node h1"),
+        t.contains("measuring path ext from h1 to 198.18.201.2:5301: nothing answers on 198.18.201.2:5301 from node h1 (Network is unreachable"),
         "{t}"
     );
-    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert!(!t.contains("IPv4 TCP"), "no matrix: {t}");
     assert_gone(&lab);
 }
 
