@@ -13,7 +13,7 @@ use crate::support::*;
 use std::path::PathBuf;
 
 /// Seconds of each engine test.
-const SECS: f64 = 3.0;
+const SECS: f64 = 2.0;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -34,7 +34,7 @@ fn held_to(
     port: u16,
     args: &[&str],
 ) {
-    let mut a = vec!["-t", "3"];
+    let mut a = vec!["-t", "2"];
     a.extend_from_slice(args);
     let j = engine_json(lab, client, server, to, port, &a);
     eprintln!("  (the test's time: {:.2} Mbit/s)", received_bps(&j) / 1e6);
