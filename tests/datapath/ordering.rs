@@ -10,23 +10,11 @@
 //! 19,000-42,000 of 104,000 datagrams out of order in 3 s before the fix.
 
 use crate::common::*;
+use crate::support::EngineServer;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
-
-/// `tunbench server -1` on `port` in `LAB-SERVER`, once it listens.
-fn server(lab: &str, port: u16) -> std::process::Child {
-    let mut srv = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-server"), bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    wait_listening(&mut srv, port, "tunbench server");
-    srv
-}
 
 /// (datagrams received, datagrams the receiver counted as sent, datagrams out
 /// of order) of a UDP engine test's JSON.
@@ -46,7 +34,7 @@ fn udp_counts(j: &serde_json::Value) -> (u64, u64, u64) {
 /// turn at the ceiling is short against a datapath's late wake-up: what made
 /// the model reorder.
 fn udp(lab: &str, to: &str, port: u16, rate: &str, reverse: bool) -> (u64, u64, u64) {
-    let mut srv = server(lab, port);
+    let srv = EngineServer::start(lab, "server", port);
     let port = port.to_string();
     let mut args = vec!["client", to, "-p", &port, "-J"];
     args.extend(["-u", "-b", rate, "-l", "200", "-t", "2"]);
@@ -58,8 +46,7 @@ fn udp(lab: &str, to: &str, port: u16, rate: &str, reverse: bool) -> (u64, u64, 
         .args(&args)
         .output()
         .expect("running the client");
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(o.status.success(), "client {args:?}: {}", text(&o));
     udp_counts(&serde_json::from_slice(&o.stdout).expect("JSON"))
 }
@@ -170,10 +157,10 @@ fn a_shaped_links_receiver_steers_by_flow_and_one_flow_keeps_its_order() {
     // One UDP download at the line's rate with the sending server's CPU
     // flipped under it.
     let port = free_port();
-    let mut srv = server(&lab, port);
+    let srv = EngineServer::start(&lab, "server", port);
     let (stop, stopped) = mpsc::channel();
     let flipper = {
-        let pid = srv.id();
+        let pid = srv.0.id();
         std::thread::spawn(move || flip_cpus(pid, stopped))
     };
     let o = Command::new("ip")
@@ -184,8 +171,7 @@ fn a_shaped_links_receiver_steers_by_flow_and_one_flow_keeps_its_order() {
         .expect("running the client");
     let _ = stop.send(());
     let _ = flipper.join();
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(o.status.success(), "client: {}", text(&o));
     let (received, sent, out_of_order) =
         udp_counts(&serde_json::from_slice(&o.stdout).expect("JSON"));

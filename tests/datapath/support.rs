@@ -14,9 +14,35 @@ use std::process::{Command, Stdio};
 /// to the wrong class, direction or unit misses the bounds by far more.
 pub const REACHED: f64 = 0.5;
 
-/// One test of tunbench's engine inside a lab: `tunbench server -1` in
-/// `LAB-SERVER`, the client in `LAB-CLIENT` to `to` with `args` and -J: the
-/// client's JSON.
+/// `tunbench server -1 -p PORT` in namespace `LAB-NODE`, once it listens;
+/// killed on drop, also when the test fails.
+pub struct EngineServer(pub std::process::Child);
+
+impl EngineServer {
+    pub fn start(lab: &str, node: &str, port: u16) -> EngineServer {
+        let ns = format!("{lab}-{node}");
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns, bin()])
+            .args(["server", "-1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the server");
+        let mut srv = EngineServer(child);
+        wait_listening(&mut srv.0, port, &format!("tunbench server in {ns}"));
+        srv
+    }
+}
+
+impl Drop for EngineServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One test of tunbench's engine inside a lab: the server in `LAB-SERVER`,
+/// the client in `LAB-CLIENT` to `to` with `args` and -J: the client's JSON.
 pub fn engine_json(
     lab: &str,
     client: &str,
@@ -25,23 +51,14 @@ pub fn engine_json(
     port: u16,
     args: &[&str],
 ) -> Value {
-    let server_ns = format!("{lab}-{server}");
-    let mut srv = Command::new("ip")
-        .args(["netns", "exec", &server_ns, bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    wait_listening(&mut srv, port, &format!("tunbench server in {server_ns}"));
+    let srv = EngineServer::start(lab, server, port);
     let o = Command::new("ip")
         .args(["netns", "exec", &format!("{lab}-{client}"), bin()])
         .args(["client", to, "-p", &port.to_string(), "-J"])
         .args(args)
         .output()
         .expect("running the client");
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(o.status.success(), "client {args:?}: {}", text(&o));
     serde_json::from_slice(&o.stdout).expect("the client's JSON")
 }
