@@ -419,7 +419,18 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
         }
         let now = Instant::now();
         if let Some(l) = limit {
-            if !running.is_empty() && volume.load(Ordering::Relaxed) >= l {
+            // What the client sends, or, when it only receives (-R), what it
+            // received: the server's senders stop at the count and wait for
+            // TEST_END, as iperf3's do.
+            let moved = if running.iter().any(|r| r.1) {
+                volume.load(Ordering::Relaxed)
+            } else {
+                running
+                    .iter()
+                    .map(|r| r.2.bytes.load(Ordering::Relaxed))
+                    .sum()
+            };
+            if !running.is_empty() && moved >= l {
                 session.volume_reached(now);
             }
         }

@@ -4,14 +4,15 @@
 //! IPv4-in-IPv6 over raw IP protocol 4 or IPv4 over UDP. Traffic between the
 //! inner addresses crosses both drivers.
 
+use crate::common::{BOUND, wait_for, wait_listening, wait_until};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tunbench::codec::{Codec, DropReason, Verdict};
-use tunbench::driver::packet_tx::RETRY;
 use tunbench::driver::tun::{Tun, TunError};
 use tunbench::driver::{
     Driver, DriverConfig, DriverError, Fault, StatsSnapshot, Transport, run_until,
@@ -25,12 +26,24 @@ const INNER_B: Ipv4Addr = Ipv4Addr::new(198, 18, 253, 2);
 const UDP_PORT: u16 = 4789;
 
 /// The toy tunnel: every IPv4 packet from the TUN goes to the one peer; every
-/// well-formed IPv4 packet from the peer goes into the TUN.
+/// well-formed IPv4 packet from the peer goes into the TUN. `ticks` counts
+/// the driver's calls of `tick`.
 struct Plain {
     peer: SocketAddr,
+    ticks: u64,
+}
+
+impl Plain {
+    fn new(peer: SocketAddr) -> Plain {
+        Plain { peer, ticks: 0 }
+    }
 }
 
 impl Codec for Plain {
+    fn tick(&mut self, _now: Instant) {
+        self.ticks += 1;
+    }
+
     fn handle_tun(&mut self, p: &mut Vec<u8>, _now: Instant) -> Verdict {
         if p.len() < 20 || p[0] >> 4 != 4 {
             // IPv6 the kernel sends on its own (router solicitations, MLD).
@@ -167,7 +180,7 @@ impl Lab {
             c.queues = queues;
             c.frames = frames;
             c.namespace = Some(ns.to_string());
-            Driver::start(c, Plain { peer }).expect("starting the driver")
+            Driver::start(c, Plain::new(peer)).expect("starting the driver")
         };
         (
             start(&self.a, OUTER_A, OUTER_B),
@@ -203,16 +216,15 @@ fn window(at: usize, n: usize) -> &'static [u8] {
 }
 
 /// Echoes of small UDP datagrams between the inner addresses, a ping of sorts;
-/// waits first (up to 3 s) for the path to come up.
+/// waits first for the path to come up.
 fn ping(lab: &Lab, count: usize) {
     let server = lab.in_ns(&lab.b, move || UdpSocket::bind((INNER_B, 7)));
     let client = lab.in_ns(&lab.a, move || UdpSocket::bind((INNER_A, 0)));
-    // Echoes until told to stop (directly, not through the tunnel) or idle 3 s.
+    // Echoes until told to stop (directly, not through the tunnel) or idle
+    // for the bound of a wait.
     let stop = server.local_addr().unwrap();
     let echo = std::thread::spawn(move || {
-        server
-            .set_read_timeout(Some(Duration::from_secs(3)))
-            .unwrap();
+        server.set_read_timeout(Some(BOUND)).unwrap();
         let mut buf = [0u8; 2048];
         while let Ok((n, from)) = server.recv_from(&mut buf) {
             if &buf[..n] == b"stop" {
@@ -221,21 +233,16 @@ fn ping(lab: &Lab, count: usize) {
             let _ = server.send_to(&buf[..n], from);
         }
     });
+    // A hello every 100 ms until one comes back.
     client
         .set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
     let mut buf = [0u8; 2048];
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
+    wait_until("an echo through the tunnel", BOUND, || {
         client.send_to(b"hello", (INNER_B, 7)).unwrap();
-        if client.recv(&mut buf).is_ok() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no echo through the tunnel within 3 s"
-        );
-    }
+        client.recv(&mut buf).is_ok()
+    });
+    client.set_read_timeout(Some(BOUND)).unwrap();
     for i in 0..count {
         let msg: Vec<u8> = (0..1000).map(|j| pattern(i + j)).collect();
         client.send_to(&msg, (INNER_B, 7)).unwrap();
@@ -259,7 +266,7 @@ fn tcp_transfer(lab: &Lab, from: &str, to: &str, to_addr: Ipv4Addr, bytes: usize
     let listener = lab.in_ns(to, move || TcpListener::bind((to_addr, 5001)));
     let receiver = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().expect("accept");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.set_read_timeout(Some(BOUND)).unwrap();
         let mut buf = vec![0u8; 1 << 16];
         let mut at = 0usize;
         loop {
@@ -276,9 +283,9 @@ fn tcp_transfer(lab: &Lab, from: &str, to: &str, to_addr: Ipv4Addr, bytes: usize
         at
     });
     let mut s = lab.in_ns(from, move || {
-        TcpStream::connect_timeout(&SocketAddr::from((to_addr, 5001)), Duration::from_secs(3))
+        TcpStream::connect_timeout(&SocketAddr::from((to_addr, 5001)), BOUND)
     });
-    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.set_write_timeout(Some(BOUND)).unwrap();
     let t0 = Instant::now();
     let mut sent = 0;
     while sent < bytes {
@@ -317,7 +324,7 @@ fn udp_gso_train(lab: &Lab) {
     let train: Vec<u8> = (0..20_000).map(pattern).collect();
     tx.send_to(&train, &SockAddr::from(SocketAddr::from((INNER_B, 9))))
         .expect("sending a GSO train");
-    rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    rx.set_read_timeout(Some(BOUND)).unwrap();
     let mut buf = [0u8; 2048];
     for i in 0..20 {
         let n = rx.recv(&mut buf).expect("a datagram of the train");
@@ -352,6 +359,44 @@ fn send_garbage(lab: &Lab, udp: bool, count: usize) {
             vec![0x45; 7]
         };
         s.send_to(&junk, &to).expect("sending garbage");
+    }
+}
+
+/// Ticks an idle driver is watched over.
+const IDLE_TICKS: u64 = 4;
+
+/// Idle drivers sleep in poll(2) until their next tick: over a few ticks each
+/// thread wakes about once a tick (twice, with a stray packet of the kernel's),
+/// and each wake-up costs microseconds of CPU. A thread that spun would wake
+/// thousands of times, or use a good share of a core: both bounds count what
+/// the drivers did per tick, which no load on the machine changes.
+fn assert_idle_sleeps(tag: &str, drivers: &[&Driver<Plain>]) {
+    let ticks = |d: &Driver<Plain>| d.with_codec(|c| c.ticks);
+    let before: Vec<(u64, StatsSnapshot)> = drivers.iter().map(|d| (ticks(d), d.stats())).collect();
+    wait_until(
+        &format!("{tag}: idle drivers ticking {IDLE_TICKS} times"),
+        BOUND,
+        || {
+            drivers
+                .iter()
+                .zip(&before)
+                .all(|(d, (t0, _))| ticks(d) >= t0 + IDLE_TICKS)
+        },
+    );
+    for (d, (t0, s0)) in drivers.iter().zip(&before) {
+        let (ticked, s1) = (ticks(d) - t0, d.stats());
+        let wakes = s1.batches.waits - s0.batches.waits;
+        let cpu = s1.cpu_seconds - s0.cpu_seconds;
+        let most = s1.threads as u64 * 2 * (ticked + 1);
+        assert!(
+            wakes <= most,
+            "{tag}: idle driver threads woke {wakes} times in {ticked} ticks (at most {most})"
+        );
+        // 2 ms of CPU a wake-up: a hundred times what one costs.
+        assert!(
+            cpu <= most as f64 * 0.002,
+            "{tag}: idle drivers used {cpu:.4} s of CPU in {ticked} ticks"
+        );
     }
 }
 
@@ -411,14 +456,7 @@ fn run(tag: &str, udp: bool, offloads: bool, tun_mtu: u32, queues: usize, frames
     {
         let (da, db) = lab.drivers(offloads, udp, queues, frames);
         ping(&lab, 20);
-        // An idle driver sleeps: a few ticks cost next to no CPU.
-        let before = da.stats().cpu_seconds + db.stats().cpu_seconds;
-        std::thread::sleep(Duration::from_millis(600));
-        let idle = da.stats().cpu_seconds + db.stats().cpu_seconds - before;
-        assert!(
-            idle < 0.1,
-            "{tag}: idle drivers used {idle:.3} s of CPU in 0.6 s"
-        );
+        assert_idle_sleeps(tag, &[&da, &db]);
         let bytes = 8 << 20;
         let up = tcp_transfer(&lab, &lab.a, &lab.b, INNER_B, bytes);
         let down = tcp_transfer(&lab, &lab.b, &lab.a, INNER_A, bytes);
@@ -519,16 +557,21 @@ fn udp_without_offloads() {
 
 /// Frames follow the kernel's neighbour table: when the peer's MAC changes and
 /// the old entry is gone, frames to the old MAC stop within a refresh, the raw
-/// socket's packets make the kernel resolve the new one, and frames resume.
+/// socket's packets make the kernel resolve the new one, and frames resume,
+/// to the new MAC (an echo sent to the old one would be lost, and `ping` fail).
 #[test]
 fn raw_ipv6_frames_follow_a_neighbour_change() {
     let lab = Lab::new("neigh", 1460);
     let prefix = lab.prefix.clone();
     {
         let (da, db) = lab.drivers(true, false, 1, true);
-        ping(&lab, 20);
+        // The first packets take the raw socket, which makes the kernel
+        // resolve the peer; once it has, frames carry the rest.
+        wait_until("15 echoes sent as frames to the peer's MAC", BOUND, || {
+            ping(&lab, 1);
+            da.stats().frames.packets >= 15
+        });
         let before = da.stats().frames;
-        assert!(before.packets >= 15, "{before:?}");
         ip(&[
             "-n",
             &lab.b,
@@ -539,16 +582,17 @@ fn raw_ipv6_frames_follow_a_neighbour_change() {
             "02:00:5e:10:00:fd",
         ]);
         ip(&["-n", &lab.a, "neigh", "flush", "dev", "va"]);
-        // ping waits up to 3 s for the first echo: one refresh (1 s) is enough.
+        // ping waits for the first echo: frames to the old MAC are lost until
+        // the next hop is looked up again, after a refresh.
         ping(&lab, 5);
         let after = da.stats().frames;
         assert!(after.fallbacks > before.fallbacks, "{before:?} {after:?}");
         // Past the retry interval the new neighbour is looked up, and frames
         // go to its MAC.
-        std::thread::sleep(RETRY * 5);
-        ping(&lab, 20);
-        let last = da.stats().frames;
-        assert!(last.packets >= after.packets + 15, "{after:?} {last:?}");
+        wait_until("15 echoes sent as frames to the new MAC", BOUND, || {
+            ping(&lab, 1);
+            da.stats().frames.packets >= after.packets + 15
+        });
         let a = da.stop();
         let b = db.stop();
         assert_eq!(a.errors.net_send, 0, "{:?}", a.errors);
@@ -599,12 +643,7 @@ fn bad_configurations_are_refused() {
         let mut c = DriverConfig::new(TUN, t);
         c.batch = batch;
         c.queues = queues;
-        match Driver::start(
-            c,
-            Plain {
-                peer: "[::1]:1".parse().unwrap(),
-            },
-        ) {
+        match Driver::start(c, Plain::new("[::1]:1".parse().unwrap())) {
             Err(DriverError::Config(_)) => {}
             Err(e) => panic!("batch {batch} queues {queues}: {e}"),
             Ok(_) => panic!("batch {batch} queues {queues} accepted"),
@@ -612,14 +651,9 @@ fn bad_configurations_are_refused() {
     }
     let mut c = DriverConfig::new("tbnone0", t);
     c.namespace = Some("tbdrv-no-such-namespace".into());
-    let e = Driver::start(
-        c,
-        Plain {
-            peer: "[::1]:1".parse().unwrap(),
-        },
-    )
-    .err()
-    .expect("no namespace");
+    let e = Driver::start(c, Plain::new("[::1]:1".parse().unwrap()))
+        .err()
+        .expect("no namespace");
     assert!(e.to_string().contains("tbdrv-no-such-namespace"), "{e}");
 }
 
@@ -631,7 +665,7 @@ fn iperf3(server: &str, client: &str, server_addr: &str, secs: u32, reverse: boo
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("iperf3 -s");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_listening(&mut srv, 5301, "iperf3 -s");
     let secs = secs.to_string();
     let mut args = vec![
         "netns",
@@ -711,7 +745,7 @@ fn measure() {
             c.batch = batch;
             c.frames = frames;
             c.namespace = Some(ns.to_string());
-            Driver::start(c, Plain { peer }).expect("starting the driver")
+            Driver::start(c, Plain::new(peer)).expect("starting the driver")
         };
         (
             start(&lab.a, OUTER_A, OUTER_B),
@@ -784,37 +818,89 @@ fn measure() {
 }
 
 /// A codec with a bug: it panics on a poisoned packet (first byte from the
-/// network, first UDP payload byte from the TUN), and stalls on a marker so
-/// that a burst sent meanwhile reaches it as one batch.
+/// network, first UDP payload byte from the TUN), and stalls on a marker,
+/// saying so on `stalled`, until the test sends on `release`: a burst the test
+/// queues meanwhile reaches it as one batch.
 struct Fragile {
     peer: SocketAddr,
+    stalled: mpsc::Sender<()>,
+    release: mpsc::Receiver<()>,
+}
+
+/// The test's ends of a `Fragile` codec's stall.
+struct Stall {
+    stalled: mpsc::Receiver<()>,
+    release: mpsc::Sender<()>,
+}
+
+impl Fragile {
+    fn new(peer: SocketAddr) -> (Fragile, Stall) {
+        let (stalled_tx, stalled) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let codec = Fragile {
+            peer,
+            stalled: stalled_tx,
+            release: release_rx,
+        };
+        (codec, Stall { stalled, release })
+    }
+
+    fn stall_or_poison(&self, b: Option<&u8>) -> Option<Verdict> {
+        match b {
+            Some(&STALL) => {
+                let _ = self.stalled.send(());
+                // Released by the test; a test gone (its sender dropped) ends it too.
+                let _ = self.release.recv_timeout(BOUND);
+                Some(Verdict::Drop(DropReason::Unsupported))
+            }
+            Some(&POISON) => panic!("fragile codec: poisoned packet"),
+            _ => None,
+        }
+    }
+}
+
+impl Stall {
+    /// Waits until the codec holds a STALL packet.
+    fn wait_stalled(&self, what: &str) {
+        self.stalled
+            .recv_timeout(BOUND)
+            .unwrap_or_else(|_| panic!("waited {BOUND:?} and this never happened: {what}"));
+    }
 }
 
 const POISON: u8 = 0xee;
 const STALL: u8 = 0xdd;
-
-fn stall_or_poison(b: Option<&u8>) -> Option<Verdict> {
-    match b {
-        Some(&STALL) => {
-            std::thread::sleep(Duration::from_millis(300));
-            Some(Verdict::Drop(DropReason::Unsupported))
-        }
-        Some(&POISON) => panic!("fragile codec: poisoned packet"),
-        _ => None,
-    }
-}
 
 impl Codec for Fragile {
     fn handle_tun(&mut self, p: &mut Vec<u8>, _now: Instant) -> Verdict {
         if p.len() < 29 || p[0] >> 4 != 4 {
             return Verdict::Drop(DropReason::WrongProtocol);
         }
-        stall_or_poison(p.get(28)).unwrap_or(Verdict::ToNetwork(self.peer))
+        self.stall_or_poison(p.get(28))
+            .unwrap_or(Verdict::ToNetwork(self.peer))
     }
 
     fn handle_network(&mut self, _peer: SocketAddr, p: &mut Vec<u8>, _now: Instant) -> Verdict {
-        stall_or_poison(p.first()).unwrap_or(Verdict::ToTun)
+        self.stall_or_poison(p.first()).unwrap_or(Verdict::ToTun)
     }
+}
+
+/// Packets the qdisc of namespace `ns`'s TUN has handed to the TUN: each is in
+/// the TUN's queue for the driver to read once it has.
+fn tun_qdisc_sent(ns: &str) -> u64 {
+    let o = Command::new("ip")
+        .args([
+            "netns", "exec", ns, "tc", "-s", "-j", "qdisc", "show", "dev", TUN,
+        ])
+        .output()
+        .expect("tc -s qdisc");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|q| q["root"] == true)
+        .filter_map(|q| q["packets"].as_u64())
+        .sum()
 }
 
 /// An IPv4 UDP packet from B's inner address to A's discard port.
@@ -854,90 +940,157 @@ fn fragile_driver(lab: &Lab, fault: Option<Fault>) -> DriverConfig {
     c
 }
 
+/// 15 packets, every third poisoned, that reach the codec as one batch while
+/// it holds a STALL packet: `send` sends one (true: poisoned), `queued` says
+/// how many of them wait for the driver. Released once all 15 wait.
+fn burst_behind_a_stall(
+    stall: &Stall,
+    what: &str,
+    send: impl Fn(Option<bool>),
+    queued: impl Fn() -> u64,
+) {
+    send(None);
+    stall.wait_stalled(&format!("{what}: the codec holding the STALL packet"));
+    let before = queued();
+    for i in 0..15 {
+        send(Some(i % 3 == 1));
+    }
+    wait_until(
+        &format!("{what}: the burst queued for the driver"),
+        BOUND,
+        || queued() >= before + 15,
+    );
+    stall.release.send(()).expect("releasing the codec");
+}
+
 #[test]
 fn a_codec_panic_drops_its_packet_alone_each_way() {
     let lab = Lab::new("dppanic", 1400);
     let prefix = lab.prefix.clone();
     {
         let b_peer = SocketAddr::new(OUTER_B.parse().unwrap(), 0);
-        let d = Driver::start(fragile_driver(&lab, None), Fragile { peer: b_peer })
-            .expect("starting the driver");
-        let stats = |d: &Driver<Fragile>| d.stats();
-        let panicked = |s: &StatsSnapshot| s.drops.get("panicked").copied();
+        let (codec, stall) = Fragile::new(b_peer);
+        let d = Driver::start(fragile_driver(&lab, None), codec).expect("starting the driver");
+        let panicked = |s: &StatsSnapshot| s.drops.get("panicked").copied().unwrap_or(0);
 
-        // TUN -> network: datagrams from A's inner address into the TUN.
+        // TUN -> network: datagrams from A's inner address into the TUN,
+        // once one gets there (the kernel drops what it sends into the TUN
+        // until it has seen the driver attach, up to a second or so later).
         let tx = lab.in_ns(&lab.a, move || UdpSocket::bind((INNER_A, 0)));
-        let send = |payload: u8| {
-            tx.send_to(&[payload; 32], (INNER_B, 9)).unwrap();
-        };
-        send(STALL);
-        std::thread::sleep(Duration::from_millis(50));
-        for i in 0..15 {
-            send(if i % 3 == 1 { POISON } else { 0x01 });
-        }
-        std::thread::sleep(Duration::from_millis(800));
-        let s = stats(&d);
-        assert_eq!(panicked(&s), Some(5), "{:?}", s.drops);
+        wait_until("a datagram through the TUN to the driver", BOUND, || {
+            tx.send_to(&[0x01; 32], (INNER_B, 9)).unwrap();
+            d.stats().tun_rx.packets > 0
+        });
+        let s0 = wait_for("the driver reading all the TUN got", BOUND, || {
+            let s = d.stats();
+            (s.tun_rx.packets >= tun_qdisc_sent(&lab.a)).then_some(s)
+        });
+        burst_behind_a_stall(
+            &stall,
+            "TUN -> network",
+            |poison| {
+                let b = match poison {
+                    None => STALL,
+                    Some(true) => POISON,
+                    Some(false) => 0x01,
+                };
+                tx.send_to(&[b; 32], (INNER_B, 9)).unwrap();
+            },
+            || tun_qdisc_sent(&lab.a),
+        );
+        let s = wait_for("TUN -> network: the burst handled", BOUND, || {
+            let s = d.stats();
+            (s.tun_rx.packets >= s0.tun_rx.packets + 16).then_some(s)
+        });
+        assert_eq!(panicked(&s), 5, "{:?}", s.drops);
         assert_eq!(s.errors.codec_panic, 5);
         assert_eq!(
-            s.net_tx.packets, 10,
-            "the good packets of the batch went on"
-        );
-
-        // Network -> TUN: datagrams from B's outer address to the socket.
-        let sock = lab.in_ns(&lab.b, move || {
-            let s = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::from(4)))?;
-            s.bind(&SockAddr::from(SocketAddr::new(
-                OUTER_B.parse().unwrap(),
-                0,
-            )))?;
-            Ok(s)
-        });
-        let to = SockAddr::from(SocketAddr::new(OUTER_A.parse().unwrap(), 0));
-        let before = s.tun_tx.packets;
-        sock.send_to(&[STALL; 40], &to).unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        for i in 0..15 {
-            let p = if i % 3 == 1 {
-                vec![POISON; 40]
-            } else {
-                inner_udp_to_a(b"good")
-            };
-            sock.send_to(&p, &to).unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(800));
-        let s = d.stop();
-        assert_eq!(panicked(&s), Some(10), "{:?}", s.drops);
-        assert_eq!(s.errors.codec_panic, 10);
-        assert_eq!(
-            s.tun_tx.packets - before,
+            s.net_tx.packets - s0.net_tx.packets,
             10,
             "the good packets of the batch went on"
         );
+        // The STALL packet alone, then the burst (and any packet of the
+        // kernel's that came along) in one batch.
+        let (batches, packets) = (
+            s.batches.tun_to_net - s0.batches.tun_to_net,
+            s.tun_rx.packets - s0.tun_rx.packets,
+        );
+        assert!(
+            batches <= packets - 14,
+            "{batches} batches for {packets} packets"
+        );
+
+        // Network -> TUN: datagrams from B's outer address to the socket. A
+        // raw socket of the test's own in A gets a copy of each as the
+        // driver's does.
+        let raw = |ns: &str, at: &str| {
+            let at: SocketAddr = SocketAddr::new(at.parse().unwrap(), 0);
+            lab.in_ns(ns, move || {
+                let s = Socket::new(Domain::IPV6, Type::RAW, Some(Protocol::from(4)))?;
+                s.bind(&SockAddr::from(at))?;
+                Ok(s)
+            })
+        };
+        let (sock, copies) = (raw(&lab.b, OUTER_B), raw(&lab.a, OUTER_A));
+        copies.set_nonblocking(true).unwrap();
+        let copied = std::cell::Cell::new(0u64);
+        let to = SockAddr::from(SocketAddr::new(OUTER_A.parse().unwrap(), 0));
+        let s0 = d.stats();
+        burst_behind_a_stall(
+            &stall,
+            "network -> TUN",
+            |poison| {
+                let p = match poison {
+                    None => vec![STALL; 40],
+                    Some(true) => vec![POISON; 40],
+                    Some(false) => inner_udp_to_a(b"good"),
+                };
+                sock.send_to(&p, &to).unwrap();
+            },
+            || {
+                let mut buf = [std::mem::MaybeUninit::new(0u8); 128];
+                while copies.recv(&mut buf).is_ok() {
+                    copied.set(copied.get() + 1);
+                }
+                copied.get()
+            },
+        );
+        let s = wait_for("network -> TUN: the burst handled", BOUND, || {
+            let s = d.stats();
+            (s.net_rx.packets >= s0.net_rx.packets + 16).then_some(s)
+        });
+        let (batches, packets) = (
+            s.batches.net_to_tun - s0.batches.net_to_tun,
+            s.net_rx.packets - s0.net_rx.packets,
+        );
+        let s = d.stop();
+        assert_eq!(panicked(&s), 10, "{:?}", s.drops);
+        assert_eq!(s.errors.codec_panic, 10);
+        assert_eq!(
+            s.tun_tx.packets - s0.tun_tx.packets,
+            10,
+            "the good packets of the batch went on"
+        );
+        assert_eq!(packets, 16, "STALL and the burst");
+        assert!(batches <= 2, "{batches} batches for {packets} packets");
     }
     drop(lab);
     assert_eq!(namespaces(&prefix), Vec::<String>::new());
 }
 
 /// Runs a driver with `fault` as a datapath process does; what `run_until`
-/// returned, or None if it still ran 5 s after the fault.
+/// returned, or None if it still ran a wait's bound after the fault.
 fn run_with_fault(lab: &Lab, fault: Fault) -> Option<Result<StatsSnapshot, DriverError>> {
     let config = fragile_driver(lab, Some(fault));
-    let peer = SocketAddr::new(OUTER_B.parse().unwrap(), 0);
+    let (codec, _stall) = Fragile::new(SocketAddr::new(OUTER_B.parse().unwrap(), 0));
     let (tx, rx) = std::sync::mpsc::channel();
     let stop: &'static std::sync::atomic::AtomicBool =
         Box::leak(Box::new(std::sync::atomic::AtomicBool::new(false)));
     std::thread::spawn(move || {
-        let r = run_until(
-            config,
-            Fragile { peer },
-            stop,
-            Duration::from_millis(100),
-            |_| {},
-        );
+        let r = run_until(config, codec, stop, Duration::from_millis(100), |_| {});
         let _ = tx.send(r);
     });
-    let r = rx.recv_timeout(Fault::AFTER + Duration::from_secs(5)).ok();
+    let r = rx.recv_timeout(Fault::AFTER + BOUND).ok();
     // Whatever happened, the driver stops (its namespace goes with the lab).
     stop.store(true, Ordering::Relaxed);
     r

@@ -1,70 +1,92 @@
 //! Link rate impairments, measured with tunbench's own engine in namespaces:
-//! a shaped direction carries its line rate less the Ethernet framing, within
-//! 5 %: TCP and UDP at 50 Mbit/s, 200 Mbit/s, 1 Gbit/s and 2 Gbit/s, and each
-//! direction keeps its own rate. (The suite runs release builds: a debug
-//! build's UDP sender on two shared cores stalls for longer than the shaper's
-//! 50 ms queue often enough to miss by 8 % at 1 Gbit/s.)
+//! a shaped direction carries its rate less the Ethernet framing, for TCP and
+//! UDP, and each direction keeps its own rate; `tunbench impair` reshapes a
+//! running lab. Each figure is the receiver's own rate (see
+//! `receiver_rate`), measured once and held between what the kernel's TBF can
+//! let through and `REACHED` of the goodput; the rates are low enough that the
+//! shaper, not the CPU, is the limit.
 
 use crate::common::*;
+use crate::support::*;
 use std::path::PathBuf;
 use std::process::Command;
 
+const LEFT: &str = "198.18.80.1";
 const RIGHT: &str = "198.18.80.2";
 
-/// Goodput of a shaped Ethernet link: each `payload` bytes cost `headers` more
-/// on the veth (Ethernet 14 + IP + transport) and 24 more on a real wire
-/// (preamble, FCS, inter-frame gap), which the shaper counts too.
-fn goodput(rate: f64, payload: f64, headers: f64) -> f64 {
-    rate * payload / (payload + headers + 24.0)
+/// TCP: 1448 bytes of payload per 1500-byte packet (timestamps on), and the
+/// headers on the veth (Ethernet 14 + IP 20 + TCP 32).
+const TCP: (f64, f64) = (1448.0, 14.0 + 20.0 + 32.0);
+/// UDP: 1400-byte datagrams (Ethernet 14 + IP 20 + UDP 8).
+const UDP: (f64, f64) = (1400.0, 14.0 + 20.0 + 8.0);
+
+/// What the shaper counts beyond the veth's frame: preamble, FCS and
+/// inter-frame gap, as on a real wire.
+const WIRE: f64 = 24.0;
+
+/// Goodput of a link shaped to `rate`: each `payload` bytes cost `headers`
+/// more on the veth and `WIRE` more on the wire.
+fn goodput(rate: f64, (payload, headers): (f64, f64)) -> f64 {
+    rate * payload / (payload + headers + WIRE)
 }
 
-/// One engine test from left to right (or back with -R): the receiver's bit/s.
-/// 4 s: what the shaper still queues at the end (50 ms of the rate) arrives after
-/// the sender stops and counts, +1.2 % at 4 s.
-fn measure(lab: &str, port: u16, args: &[&str]) -> f64 {
-    let mut a = vec!["-t", "4"];
-    a.extend_from_slice(args);
-    engine_bps(lab, "left", "right", RIGHT, port, &a)
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/impair/rate.toml")
 }
 
-/// Measures, and judges the figure against `expected` within 5 %, as many as
-/// four times on this noisy machine (see `on_a_noisy_machine`): the sender
-/// stalled past the shaper's 50 ms queue gave -25 % at 1 Gbit/s UDP in CI
-/// once, which says nothing of the shaper.
-fn within(measure: impl Fn() -> f64, expected: f64, what: &str) {
-    on_a_noisy_machine(4, what, || rate_within(measure(), expected, 0.05));
+/// The bounds of a direction shaped to `rate`, for an engine test of `secs`.
+/// At most what TBF lets through from the first packet on: the burst it
+/// starts with (5 ms of the rate, at least 32 KB; see
+/// topology::impair::tbf_line), then its rate, over the test and `START_LAG`;
+/// and, since TBF counts the framing once per GSO packet that fits its burst
+/// (issue 27), the `WIRE` bytes of every segment but one of such a packet,
+/// +1.6 % at most. For TCP over 4 s that stays within 5 % of the goodput,
+/// what TBF-shaped TCP was always held to. At least `REACHED` of the goodput.
+fn bounds(rate: f64, secs: f64, frame: (f64, f64)) -> (f64, f64) {
+    let burst = (rate / 8.0 / 200.0).max(32.0 * 1024.0) * 8.0;
+    let (payload, headers) = frame;
+    let through = rate * (1.0 + START_LAG / secs) + burst / secs;
+    let most = goodput(through, frame) * (payload + headers + WIRE) / (payload + headers);
+    (REACHED * goodput(rate, frame), most)
+}
+
+/// One engine test from `client` to `server` at `to`: the receiver's rate.
+fn measure(lab: &str, client: &str, server: &str, to: &str, port: u16, args: &[&str]) -> f64 {
+    let j = engine_json(lab, client, server, to, port, args);
+    eprintln!("  (the test's time: {:.2} Mbit/s)", received_bps(&j) / 1e6);
+    receiver_rate(&j)
 }
 
 #[test]
 fn a_shaped_link_carries_its_rate_each_way_for_tcp_and_udp() {
     let lab = lab_name("imr");
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/impair/rate.toml");
-    let (_g, o) = up(&file, &lab);
+    let (_g, o) = up(&fixture(), &lab);
     assert!(o.status.success(), "up: {}", text(&o));
-    // TCP: 1448 bytes of payload per 1500-byte packet (timestamps on).
-    let tcp = |r: f64| goodput(r, 1448.0, 14.0 + 20.0 + 32.0);
-    // UDP: 1400-byte datagrams; offered 40 % above the rate.
-    let udp = |r: f64| goodput(r, 1400.0, 14.0 + 20.0 + 8.0);
-    within(
-        || measure(&lab, 5301, &[]),
-        tcp(50e6),
-        "TCP left->right at 50M",
-    );
-    within(
-        || measure(&lab, 5302, &["-R"]),
-        tcp(1e9),
-        "TCP right->left at 1G",
-    );
-    within(
-        || measure(&lab, 5303, &["-u", "-b", "70M", "-l", "1400"]),
-        udp(50e6),
-        "UDP left->right at 50M",
-    );
-    within(
-        || measure(&lab, 5304, &["-R", "-u", "-b", "1.4G", "-l", "1400"]),
-        udp(1e9),
-        "UDP right->left at 1G",
-    );
+    // Each direction to its own rate: the bounds of 20M and 8M do not overlap.
+    for (what, client, server, to, rate, port) in [
+        ("left->right", "left", "right", RIGHT, 20e6, 5301),
+        ("right->left", "right", "left", LEFT, 8e6, 5302),
+    ] {
+        let (least, most) = bounds(rate, 4.0, TCP);
+        let bps = measure(&lab, client, server, to, port, &["-t", "4"]);
+        assert_rate(&format!("TCP {what} at {}M", rate / 1e6), bps, least, most);
+    }
+    // UDP both ways at once (each direction has its own shaper), offered
+    // above both rates.
+    let lab = &lab;
+    std::thread::scope(|s| {
+        for (what, client, server, to, rate, port) in [
+            ("left->right", "left", "right", RIGHT, 20e6, 5303),
+            ("right->left", "right", "left", LEFT, 8e6, 5304),
+        ] {
+            s.spawn(move || {
+                let args = ["-t", "3", "-u", "-b", "28M", "-l", "1400"];
+                let (least, most) = bounds(rate, 3.0, UDP);
+                let bps = measure(lab, client, server, to, port, &args);
+                assert_rate(&format!("UDP {what} at {}M", rate / 1e6), bps, least, most);
+            });
+        }
+    });
 }
 
 /// `tunbench impair` reshapes a running lab: the named direction takes the new
@@ -73,36 +95,8 @@ fn a_shaped_link_carries_its_rate_each_way_for_tcp_and_udp() {
 #[test]
 fn impair_changes_a_running_lab() {
     let lab = lab_name("imc");
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/impair/rate.toml");
-    let (_g, o) = up(&file, &lab);
+    let (_g, o) = up(&fixture(), &lab);
     assert!(o.status.success(), "up: {}", text(&o));
-    let tcp = |r: f64| goodput(r, 1448.0, 14.0 + 20.0 + 32.0);
-    // 2 Gbit/s, the top of the range, then back down to 200 Mbit/s.
-    for (rate, bits, port, udp_port) in [("2G", 2e9, 5310, 5314), ("200M", 200e6, 5311, 5313)] {
-        let o = tunbench(&[
-            "impair",
-            &lab,
-            "left:eth0",
-            "--rate",
-            rate,
-            "--direction",
-            "out",
-        ]);
-        assert!(o.status.success(), "impair: {}", text(&o));
-        within(
-            || measure(&lab, port, &[]),
-            tcp(bits),
-            &format!("TCP left->right reshaped to {rate}"),
-        );
-        // UDP offered 40 % above the rate.
-        let udp = |r: f64| goodput(r, 1400.0, 14.0 + 20.0 + 8.0);
-        let offered = format!("{}", bits * 1.4);
-        within(
-            || measure(&lab, udp_port, &["-u", "-b", &offered, "-l", "1400"]),
-            udp(bits),
-            &format!("UDP left->right reshaped to {rate}"),
-        );
-    }
     let qdisc = |node: &str| {
         let o = Command::new("ip")
             .args(["netns", "exec", &format!("{lab}-{node}")])
@@ -111,7 +105,22 @@ fn impair_changes_a_running_lab() {
             .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
-    assert!(qdisc("right").contains("rate 1Gbit"), "{}", qdisc("right"));
+    // Down from 20M to 10M: bounds apart from the old ones.
+    let o = tunbench(&[
+        "impair",
+        &lab,
+        "left:eth0",
+        "--rate",
+        "10M",
+        "--direction",
+        "out",
+    ]);
+    assert!(o.status.success(), "impair: {}", text(&o));
+    assert!(qdisc("left").contains("rate 10Mbit"), "{}", qdisc("left"));
+    let (least, most) = bounds(10e6, 4.0, TCP);
+    let bps = measure(&lab, "left", "right", RIGHT, 5310, &["-t", "4"]);
+    assert_rate("TCP left->right reshaped to 10M", bps, least, most);
+    assert!(qdisc("right").contains("rate 8Mbit"), "{}", qdisc("right"));
     let bad = tunbench(&["impair", &lab, "left:eth7", "--rate", "1M"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(
@@ -119,7 +128,7 @@ fn impair_changes_a_running_lab() {
         "{}",
         text(&bad)
     );
-    assert!(qdisc("left").contains("rate 200Mbit"), "{}", qdisc("left"));
+    assert!(qdisc("left").contains("rate 10Mbit"), "{}", qdisc("left"));
     // Delay needs the relay this link was built without: refused, nothing changed.
     let bad = tunbench(&["impair", &lab, "left:eth0", "--delay", "5ms"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
@@ -134,10 +143,12 @@ fn impair_changes_a_running_lab() {
     let o = tunbench(&["impair", &lab, "right:eth0", "--clear", "--direction", "in"]);
     assert!(o.status.success(), "impair --clear: {}", text(&o));
     assert!(!qdisc("left").contains("tbf"), "{}", qdisc("left"));
-    let free = measure(&lab, 5312, &[]);
+    // Unshaped, a veth carries far more than the shaper ever let through.
+    let free = measure(&lab, "left", "right", RIGHT, 5312, &["-t", "1"]);
     assert!(
-        free > 3.0 * tcp(200e6),
-        "unshaped left->right only {:.0} Mbit/s",
-        free / 1e6
+        free > 2.0 * most,
+        "unshaped left->right only {:.0} Mbit/s, the shaper let up to {:.0} through",
+        free / 1e6,
+        most / 1e6
     );
 }

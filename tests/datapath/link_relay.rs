@@ -1,16 +1,20 @@
-//! Userspace link impairments through a link's relay namespace: a delay of
-//! 20 ms shows as 20 +- 1 ms one way (timestamps from the one clock all the
-//! lab's namespaces share); a loss of 1 % measures 0.8-1.2 % over more than
-//! 100k datagrams of the engine's UDP test, with reordering seen as out of
-//! order; the relay's own counters agree; both ends still see one Ethernet
-//! segment (neighbour discovery, both families); `tunbench impair` changes
-//! the delay of the running lab; the relay namespace goes with the lab.
+//! Userspace link impairments through a link's relay namespace: a delay shows
+//! in one-way delays (timestamps from the one clock all the lab's namespaces
+//! share), none shorter than the delay and the median at most 20 % above it, a
+//! margin large against a loaded machine's wake-up latency and small against
+//! the delay; a loss of 1 % is 0.8-1.2 % of the 40k or more frames the relay
+//! saw under the engine's UDP test, whose receiver sees at least that, with
+//! reordering seen as out of order; both ends still see one Ethernet segment
+//! (neighbour discovery, both families); `tunbench impair` changes the delay
+//! of the running lab; the relay namespace goes with the lab.
 
 use crate::common::*;
+use crate::support::*;
+use serde_json::Value;
 use std::net::UdpSocket;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
+use std::sync::mpsc;
 
 fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -22,44 +26,70 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// One-way delays (ms) of `n` datagrams from `from`'s namespace to `to`,
-/// each stamped with the monotonic clock when sent.
+/// Datagrams on their way at once in `one_way_ms`.
+const IN_FLIGHT: usize = 2;
+
+/// One-way delays (ms) from left to `to` in right of `n` datagrams, each
+/// stamped with the monotonic clock when sent. Self-clocked: the next leaves
+/// when one arrives, `IN_FLIGHT` on the way, so each crosses the relay nearly
+/// on its own and nothing needs pacing.
 fn one_way_ms(lab: &str, to: &str, n: usize) -> Vec<f64> {
-    let port = 7300;
-    let ns_b = format!("{lab}-right");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let receiver = std::thread::spawn(move || {
-        netns::namespace::enter(&ns_b).unwrap();
-        let s = UdpSocket::bind(("::", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        tx.send(()).unwrap();
-        let mut out = Vec::new();
+    let receiver = udp_in(&format!("{lab}-right"), "[::]:7300");
+    let sender = udp_in(&format!("{lab}-left"), "[::]:0");
+    receiver.set_read_timeout(Some(BOUND)).unwrap();
+    let (arrived, arrivals) = mpsc::channel();
+    let delays = std::thread::spawn(move || {
         let mut buf = [0u8; 64];
-        while out.len() < n {
-            let Ok(len) = s.recv(&mut buf) else { break };
-            if len >= 8 {
+        (0..n)
+            .map(|_| {
+                let len = receiver
+                    .recv(&mut buf)
+                    .expect("a datagram through the relay");
+                assert_eq!(len, 8, "a datagram of the test's");
                 let sent = u64::from_be_bytes(buf[..8].try_into().unwrap());
-                out.push((monotonic_ns() - sent) as f64 / 1e6);
-            }
-        }
-        out
+                let _ = arrived.send(());
+                (monotonic_ns() - sent) as f64 / 1e6
+            })
+            .collect::<Vec<f64>>()
     });
-    rx.recv().unwrap();
-    let ns_a = format!("{lab}-left");
-    let to = to.to_string();
-    std::thread::spawn(move || {
-        netns::namespace::enter(&ns_a).unwrap();
-        let s = UdpSocket::bind(("::", 0)).unwrap();
-        for _ in 0..n {
-            s.send_to(&monotonic_ns().to_be_bytes(), (to.as_str(), port))
-                .unwrap();
-            std::thread::sleep(Duration::from_millis(2));
+    let to = (to, 7300);
+    for i in 0..n {
+        if i >= IN_FLIGHT {
+            arrivals
+                .recv_timeout(BOUND)
+                .expect("waiting for a datagram to arrive");
         }
-    })
-    .join()
-    .unwrap();
-    receiver.join().unwrap()
+        sender.send_to(&monotonic_ns().to_be_bytes(), to).unwrap();
+    }
+    delays.join().expect("the receiving thread")
 }
+
+/// A UDP socket bound to `at` in namespace `ns`.
+fn udp_in(ns: &str, at: &str) -> UdpSocket {
+    let at = at.to_string();
+    in_ns(ns, move || {
+        UdpSocket::bind(at).expect("binding a UDP socket")
+    })
+}
+
+/// `delays` (ms) show `delay_ms`: none shorter, the median at most 20 % above.
+fn assert_delay(what: &str, mut delays: Vec<f64>, delay_ms: f64) {
+    delays.sort_by(f64::total_cmp);
+    let (min, median) = (delays[0], delays[delays.len() / 2]);
+    eprintln!("{what}: one way min {min:.2} median {median:.2} ms");
+    assert!(
+        min >= delay_ms,
+        "{what}: a datagram arrived early: {min} ms"
+    );
+    assert!(
+        median <= 1.2 * delay_ms,
+        "{what}: median {median} ms, more than 20 % above {delay_ms}"
+    );
+}
+
+/// Frames lost in percent of those seen: what a loss of 1 % gives over 40k or
+/// more, within 4 standard deviations (0.05 %).
+const LOSS: std::ops::RangeInclusive<f64> = 0.8..=1.2;
 
 #[test]
 fn delay_loss_and_reordering_through_the_relay() {
@@ -74,77 +104,57 @@ fn delay_loss_and_reordering_through_the_relay() {
         "the relay namespace {relay_ns} exists while the lab runs"
     );
 
-    // 20 ms one way, left to right, both families (the first datagrams also
-    // wait for neighbour discovery: the median is what is judged).
+    // 50 ms one way, left to right, both families (the first datagrams also
+    // wait for neighbour discovery).
     for to in ["198.18.82.2", "2001:2:0:82::2"] {
-        let mut d = one_way_ms(&lab, to, 200);
-        assert!(d.len() >= 190, "{to}: {} of 200 arrived", d.len());
-        d.sort_by(|a, b| a.total_cmp(b));
-        let median = d[d.len() / 2];
-        eprintln!("one way to {to}: min {:.2} median {median:.2} ms", d[0]);
-        assert!((median - 20.0).abs() <= 1.0, "{to}: median {median} ms");
-        assert!(d[0] >= 19.9, "{to}: nothing arrives early: {} ms", d[0]);
+        assert_delay(&format!("{to} at 50 ms"), one_way_ms(&lab, to, 40), 50.0);
     }
 
-    // 1 % loss right to left, measured by the engine's UDP receiver (-R: the
-    // server on the right sends): 120k datagrams of 100 bytes at 20k a second.
-    // On this noisy machine a neighbour's burst can overflow a queue on the
-    // way (6 % real loss once in CI at twice this packet rate): more loss is
-    // measured again, less is wrong (see `on_a_noisy_machine`).
-    let udp = || {
-        let mut server = Command::new("ip")
-            .args(["netns", "exec", &format!("{lab}-right"), bin()])
-            .args(["server", "-1", "-p", "5310"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        let o = Command::new("ip")
-            .args(["netns", "exec", &format!("{lab}-left"), bin()])
-            .args(["client", "198.18.82.2", "-p", "5310", "-R", "-u"])
-            .args(["-b", "16M", "-l", "100", "-t", "6", "-J"])
-            .output()
-            .unwrap();
-        let _ = server.kill();
-        let _ = server.wait();
-        assert!(o.status.success(), "{}", text(&o));
-        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let sum = &j["end"]["sum"];
-        let packets = sum["packets"].as_u64().unwrap_or(0);
-        let lost = sum["lost_percent"].as_f64().unwrap_or(-1.0);
-        let ooo = sum["out_of_order"].as_u64().unwrap_or(0);
-        eprintln!("UDP right to left: {packets} datagrams, {lost:.3} % lost, {ooo} out of order");
-        (packets, lost, ooo)
+    // 1 % loss right to left, under the engine's UDP test (-R: the server on
+    // the right sends): 50k datagrams of 100 bytes at 10k a second. The
+    // relay's own counters say what it drew: 0.8-1.2 % of the frames it saw.
+    // The engine's receiver sees at least that: a starved relay or receiver
+    // adds losses of its own (the TAP's queue of 1000 frames overflows),
+    // never fewer.
+    let p = state_dir(&lab).join("datapath-link.0.b_to_a.json");
+    let counts = |v: &Value| {
+        let n = |k: &str, f: &str| v[k][f].as_u64().unwrap_or(0);
+        (n("tun_rx", "packets"), n("drops", "lost"))
     };
-    let mut ooo = 0;
-    on_a_noisy_machine(3, "1 % loss right to left", || {
-        let (packets, lost, out_of_order) = udp();
-        ooo = out_of_order;
-        let why = format!("{packets} datagrams, {lost:.3} % lost");
-        if packets < 100_000 {
-            Judged::Short(why)
-        } else if lost < 0.8 {
-            Judged::Wrong(why)
-        } else if lost > 1.2 {
-            Judged::Short(why)
-        } else {
-            Judged::Pass
-        }
-    });
+    let (seen0, dropped0) = counts(&stats_after_now(&p));
+    let j = engine_json(
+        &lab,
+        "left",
+        "right",
+        "198.18.82.2",
+        5310,
+        &["-R", "-u", "-b", "8M", "-l", "100", "-t", "5"],
+    );
+    let (seen1, dropped1) = counts(&stats_after_now(&p));
+    let (seen, dropped) = (seen1 - seen0, dropped1 - dropped0);
+    let share = 100.0 * dropped as f64 / seen.max(1) as f64;
+    let sum = &j["end"]["sum"];
+    let n = |k: &str| sum[k].as_u64().unwrap_or(0);
+    let (packets, lost, ooo) = (n("packets"), n("lost_packets"), n("out_of_order"));
+    eprintln!(
+        "UDP right to left: the relay dropped {dropped} of {seen} frames ({share:.3} %); \
+         the engine lost {lost} of {packets} datagrams, {ooo} out of order"
+    );
+    assert!(
+        seen >= 40_000 && LOSS.contains(&share),
+        "{p:?}: the relay dropped {dropped} of {seen} frames"
+    );
+    // What the path lost before the relay, and 0.8 % or more of the rest:
+    // 0.7 % at least, with room for the few other frames (the control
+    // connection's, neighbour discovery's) the relay may have dropped.
+    assert!(
+        packets >= 40_000 && 1000 * lost >= 7 * packets,
+        "the engine lost {lost} of {packets} datagrams, the relay dropped {dropped}"
+    );
     assert!(ooo > 0, "2 % reordering shows as out of order");
 
-    // The relay counted what it did.
-    std::thread::sleep(Duration::from_millis(1200));
-    let p = state_dir(&lab).join("datapath-link.0.b_to_a.json");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_default()).unwrap_or_default();
-    assert!(
-        v["drops"]["lost"].as_u64().unwrap_or(0) > 1000,
-        "{p:?}: {v}"
-    );
-
-    // Changed on the running lab: 5 ms instead of 20, taken within a second.
+    // Changed on the running lab: 100 ms instead of 50, once the relay has
+    // read its new settings.
     let o = tunbench(&[
         "impair",
         &lab,
@@ -152,16 +162,16 @@ fn delay_loss_and_reordering_through_the_relay() {
         "--direction",
         "out",
         "--delay",
-        "5ms",
+        "100ms",
     ]);
     assert!(o.status.success(), "impair: {}", text(&o));
-    assert!(text(&o).contains("delay 5 ms"), "{}", text(&o));
-    std::thread::sleep(Duration::from_millis(1500));
-    let mut d = one_way_ms(&lab, "198.18.82.2", 100);
-    d.sort_by(|a, b| a.total_cmp(b));
-    let median = d[d.len() / 2];
-    eprintln!("one way after impair --delay 5ms: median {median:.2} ms");
-    assert!((median - 5.0).abs() <= 1.0, "median {median} ms");
+    assert!(text(&o).contains("delay 100 ms"), "{}", text(&o));
+    let log = state_dir(&lab).join("logs/datapath-link.0.a_to_b.log");
+    wait_for_file(&log, "the relay taking its new settings", |t| {
+        t.contains("new settings")
+    });
+    let to = "198.18.82.2";
+    assert_delay("at 100 ms", one_way_ms(&lab, to, 20), 100.0);
 
     drop(g);
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();

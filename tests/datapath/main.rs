@@ -13,5 +13,6 @@ mod ordering;
 mod overhead;
 mod router;
 mod router_model;
+mod support;
 mod terminations;
 mod tun_rs;

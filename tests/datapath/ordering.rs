@@ -10,23 +10,34 @@
 //! 19,000-42,000 of 104,000 datagrams out of order in 3 s before the fix.
 
 use crate::common::*;
+use crate::support::EngineServer;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// (datagrams received, datagrams the receiver counted as sent, datagrams out
+/// of order) of a UDP engine test's JSON.
+fn udp_counts(j: &serde_json::Value) -> (u64, u64, u64) {
+    let sum = &j["end"]["sum"];
+    let sent = sum["packets"].as_u64().expect("packets");
+    (
+        sent - sum["lost_packets"].as_u64().unwrap_or(0),
+        sent,
+        sum["out_of_order"].as_u64().expect("out_of_order"),
+    )
+}
 
 /// One UDP test of tunbench's engine from pc to the server (`-R`: back), 2 s
-/// at `rate`: (datagrams received, datagrams out of order).
-fn udp(lab: &str, to: &str, port: u16, rate: &str, reverse: bool) -> (u64, u64) {
-    let mut srv = Command::new("ip")
-        .args(["netns", "exec", &format!("{lab}-server"), bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    std::thread::sleep(std::time::Duration::from_millis(300));
+/// at `rate` in datagrams of 200 bytes: (datagrams received, sent, out of
+/// order). Small datagrams come several to a sender's wake-up, and a packet's
+/// turn at the ceiling is short against a datapath's late wake-up: what made
+/// the model reorder.
+fn udp(lab: &str, to: &str, port: u16, rate: &str, reverse: bool) -> (u64, u64, u64) {
+    let srv = EngineServer::start(lab, "server", port);
     let port = port.to_string();
     let mut args = vec!["client", to, "-p", &port, "-J"];
-    args.extend(["-u", "-b", rate, "-l", "1448", "-t", "2"]);
+    args.extend(["-u", "-b", rate, "-l", "200", "-t", "2"]);
     if reverse {
         args.push("-R");
     }
@@ -35,15 +46,9 @@ fn udp(lab: &str, to: &str, port: u16, rate: &str, reverse: bool) -> (u64, u64) 
         .args(&args)
         .output()
         .expect("running the client");
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(o.status.success(), "client {args:?}: {}", text(&o));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    let sum = &j["end"]["sum"];
-    (
-        sum["packets"].as_u64().expect("packets") - sum["lost_packets"].as_u64().unwrap_or(0),
-        sum["out_of_order"].as_u64().expect("out_of_order"),
-    )
+    udp_counts(&serde_json::from_slice(&o.stdout).expect("JSON"))
 }
 
 #[test]
@@ -53,36 +58,35 @@ fn one_udp_flow_keeps_its_order_through_a_router_model() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ordering/router.toml");
     let (_g, o) = up(&file, &lab);
     assert!(o.status.success(), "up: {}", text(&o));
-    // Under the model's UDP download ceilings (472.5 and 180 Mbit/s), where
-    // packets both pass at once and wait; and one upload, under 29.43.
+    // At 85 % of the model's UDP ceilings (20, 10 and 5 Mbit/s), where
+    // packets both pass at once and wait.
     for (what, to, rate, reverse, port) in [
-        ("IPv4 UDP download", "198.18.1.10", 400e6, true, 5421),
-        ("IPv6 UDP download", "2001:2:0:1::10", 150e6, true, 5422),
-        ("IPv4 UDP upload", "198.18.1.10", 25e6, false, 5423),
+        ("IPv4 UDP download", "198.18.1.10", 17e6, true, 5421),
+        ("IPv6 UDP download", "2001:2:0:1::10", 8.5e6, true, 5422),
+        ("IPv4 UDP upload", "198.18.1.10", 4.25e6, false, 5423),
     ] {
-        let (received, out_of_order) = udp(&lab, to, port, &format!("{rate}"), reverse);
+        let (received, sent, out_of_order) = udp(&lab, to, port, &format!("{rate}"), reverse);
         eprintln!(
-            "{what} at {} Mbit/s: {received} datagrams, {out_of_order} out of order",
+            "{what} at {} Mbit/s: {received} of {sent} datagrams, {out_of_order} out of order",
             rate / 1e6
         );
-        // The flow really ran at its rate (2 s of 1448-byte datagrams, at
-        // least half of them): order is not kept by sending nothing.
-        let expected = rate * 2.0 / (1448.0 * 8.0);
+        // The flow really ran: order is not kept by sending nothing. (What a
+        // starved sender or router loses to its queues is no matter here.)
         assert!(
-            received as f64 > 0.5 * expected,
-            "{what}: {received} datagrams of about {expected:.0}"
+            received >= 200,
+            "{what}: {received} of {sent} datagrams arrived"
         );
         assert_eq!(out_of_order, 0, "{what}: datagrams out of order");
     }
 }
 
 /// Moves every thread of process `pid` between the first two CPUs every
-/// millisecond until `stop`: the sender's CPU changes under the flow, as the
-/// scheduler moves it on a busy machine.
-fn flip_cpus(pid: u32, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    use std::sync::atomic::Ordering;
+/// millisecond until `stop` says so: the sender's CPU changes under the flow,
+/// as the scheduler moves it on a busy machine. (The millisecond is the pace
+/// of the moves, not a wait for anything.)
+fn flip_cpus(pid: u32, stop: mpsc::Receiver<()>) {
     let mut cpu = 0;
-    while !stop.load(Ordering::Relaxed) {
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(Duration::from_millis(1)) {
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             return;
         };
@@ -99,7 +103,6 @@ fn flip_cpus(pid: u32, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
             }
         }
         cpu = 1 - cpu;
-        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
@@ -154,18 +157,11 @@ fn a_shaped_links_receiver_steers_by_flow_and_one_flow_keeps_its_order() {
     // One UDP download at the line's rate with the sending server's CPU
     // flipped under it.
     let port = free_port();
-    let mut srv = Command::new("ip")
-        .args(["netns", "exec", &ns("server"), bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let srv = EngineServer::start(&lab, "server", port);
+    let (stop, stopped) = mpsc::channel();
     let flipper = {
-        let (pid, stop) = (srv.id(), stop.clone());
-        std::thread::spawn(move || flip_cpus(pid, stop))
+        let pid = srv.0.id();
+        std::thread::spawn(move || flip_cpus(pid, stopped))
     };
     let o = Command::new("ip")
         .args(["netns", "exec", &ns("pc"), bin()])
@@ -173,20 +169,20 @@ fn a_shaped_links_receiver_steers_by_flow_and_one_flow_keeps_its_order() {
         .args(["-u", "-b", "980M", "-l", "1448", "-t", "2", "-R"])
         .output()
         .expect("running the client");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = stop.send(());
     let _ = flipper.join();
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(o.status.success(), "client: {}", text(&o));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    let sum = &j["end"]["sum"];
-    let received =
-        sum["packets"].as_u64().expect("packets") - sum["lost_packets"].as_u64().unwrap_or(0);
-    let out_of_order = sum["out_of_order"].as_u64().expect("out_of_order");
+    let (received, sent, out_of_order) =
+        udp_counts(&serde_json::from_slice(&o.stdout).expect("JSON"));
     eprintln!(
-        "UDP download at 980 Mbit/s, CPU flipped: {received} datagrams, {out_of_order} out of order"
+        "UDP download at up to 980 Mbit/s, CPU flipped: {received} of {sent} datagrams, {out_of_order} out of order"
     );
-    // 2 s at 980 Mbit/s is about 169,000 datagrams: at least half arrived.
-    assert!(received > 80_000, "{received} datagrams");
+    // The flow really ran: order is not kept by sending nothing. (What a
+    // starved sender loses to the queues is no matter here.)
+    assert!(
+        received >= 10_000 && 5 * received > sent,
+        "{received} of {sent} datagrams arrived"
+    );
     assert_eq!(out_of_order, 0, "datagrams out of order");
 }

@@ -1,0 +1,198 @@
+//! What several tests of this area share: one engine test's JSON, a rate
+//! judged once against the bounds its limit sets, and stats files waited for.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The least share of its limit a figure must reach to show the limit was
+/// reached. A sender or datapath starved of CPU past a queue's length loses
+/// line time (TCP through a tail-drop queue some more, to retransmission
+/// timeouts), as a loaded machine makes likely; half the limit still gets
+/// through with the path starved for much of the test, while a limit applied
+/// to the wrong class, direction or unit misses the bounds by far more.
+pub const REACHED: f64 = 0.5;
+
+/// `tunbench server -1 -p PORT` in namespace `LAB-NODE`, once it listens;
+/// killed on drop, also when the test fails.
+pub struct EngineServer(pub std::process::Child);
+
+impl EngineServer {
+    pub fn start(lab: &str, node: &str, port: u16) -> EngineServer {
+        let ns = format!("{lab}-{node}");
+        let child = Command::new("ip")
+            .args(["netns", "exec", &ns, bin()])
+            .args(["server", "-1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the server");
+        let mut srv = EngineServer(child);
+        wait_listening(&mut srv.0, port, &format!("tunbench server in {ns}"));
+        srv
+    }
+}
+
+impl Drop for EngineServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One test of tunbench's engine inside a lab: the server in `LAB-SERVER`,
+/// the client in `LAB-CLIENT` to `to` with `args` and -J: the client's JSON.
+pub fn engine_json(
+    lab: &str,
+    client: &str,
+    server: &str,
+    to: &str,
+    port: u16,
+    args: &[&str],
+) -> Value {
+    let srv = EngineServer::start(lab, server, port);
+    let o = Command::new("ip")
+        .args(["netns", "exec", &format!("{lab}-{client}"), bin()])
+        .args(["client", to, "-p", &port.to_string(), "-J"])
+        .args(args)
+        .output()
+        .expect("running the client");
+    drop(srv);
+    assert!(o.status.success(), "client {args:?}: {}", text(&o));
+    serde_json::from_slice(&o.stdout).expect("the client's JSON")
+}
+
+/// The receiver's own rate in an engine test's JSON, in bit/s: the payload
+/// its streams received over the longest time one of them ran (from the
+/// receiver's start of the test to its end, the tail after the test's time
+/// included). What a queue still held at the end counts, and so does the time
+/// it took to arrive: a limit that lets `r` through from the first packet on
+/// lets no more than `r` through over this time, give or take `START_LAG`.
+pub fn receiver_rate(j: &Value) -> f64 {
+    let streams = j["end"]["streams"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no streams in {j}"));
+    let (mut bytes, mut secs) = (0.0, 0.0_f64);
+    for s in streams {
+        let r = if s["udp"].is_object() {
+            &s["udp"]
+        } else {
+            &s["receiver"]
+        };
+        bytes += r["bytes"].as_f64().unwrap_or(0.0);
+        secs = secs.max(r["seconds"].as_f64().unwrap_or(0.0));
+    }
+    assert!(secs > 0.0, "no receiving stream ran: {j}");
+    bytes * 8.0 / secs
+}
+
+/// The receiver's bit/s of the test's time (what iperf3 reports) in an engine
+/// test's JSON.
+pub fn received_bps(j: &Value) -> f64 {
+    j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no sum_received in {j}"))
+}
+
+/// Asserts one measured rate lies within `least..=most` bit/s, naming what
+/// it is and where the figure falls.
+pub fn assert_rate(what: &str, measured: f64, least: f64, most: f64) {
+    let m = |x: f64| x / 1e6;
+    eprintln!(
+        "{what}: {:.2} Mbit/s, held to {:.2}..{:.2}",
+        m(measured),
+        m(least),
+        m(most)
+    );
+    assert!(
+        measured <= most,
+        "{what}: {:.2} Mbit/s, more than the limit lets through ({:.2})",
+        m(measured),
+        m(most)
+    );
+    assert!(
+        measured >= least,
+        "{what}: {:.2} Mbit/s, short of the limit's {:.2}: it was never reached",
+        m(measured),
+        m(least)
+    );
+}
+
+/// How much later than the sender's the receiver's clock may start: it starts
+/// once the TEST_START message has reached it, the sender's as it sends it;
+/// traffic that passed meanwhile is counted in less time. Far longer than a
+/// wake-up takes, even on a loaded machine.
+pub const START_LAG: f64 = 0.1;
+
+/// The most a userspace ceiling of `limit` bit/s (a device model's, a host's
+/// or a termination's) lets through, as [`receiver_rate`] measures it over a
+/// test of `secs` with `streams` streams: its rate, since a packet's turn
+/// follows the one before it (no burst), over the test and `START_LAG`, and
+/// the first packet of each stream, which passes at once.
+pub fn ceiling_most(limit: f64, secs: f64, streams: u32) -> f64 {
+    limit * (1.0 + START_LAG / secs) + f64::from(streams) * 1500.0 * 8.0 / secs
+}
+
+/// A datapath's stats file (rewritten every second) as written after this
+/// call: what it counts then includes everything that happened before it.
+pub fn stats_after_now(path: &Path) -> Value {
+    let uptime = |t: &str| {
+        serde_json::from_str::<Value>(t)
+            .ok()
+            .and_then(|v| v["uptime_seconds"].as_f64())
+    };
+    let seen = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| uptime(&t))
+        .unwrap_or(-1.0);
+    let t = wait_for_file(path, "the stats file written again", |t| {
+        uptime(t).is_some_and(|u| u > seen)
+    });
+    serde_json::from_str(&t).expect("stats JSON")
+}
+
+/// Waits until a datapath's stats file counts drops for a full queue, as a
+/// ceiling's queue makes them: the count.
+pub fn wait_queue_full_drops(path: &Path) -> u64 {
+    let full = |t: &str| {
+        serde_json::from_str::<Value>(t)
+            .ok()
+            .and_then(|v| v["drops"]["queue_full"].as_u64())
+            .unwrap_or(0)
+    };
+    let t = wait_for_file(path, "queue_full drops counted", |t| full(t) > 0);
+    full(&t)
+}
+
+/// TCP from `client` to `server` at `to` (`reverse`: back, -R): 8 MiB, every
+/// byte of which arrives. Traffic passes, whatever this machine's speed.
+pub fn tcp_moves(lab: &str, client: &str, server: &str, to: &str, reverse: bool) {
+    let mut args = vec!["-n", "8M"];
+    if reverse {
+        args.push("-R");
+    }
+    let j = engine_json(lab, client, server, to, 5201, &args);
+    let got = j["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+    assert!(
+        got >= 8 << 20,
+        "{lab}: TCP {client} -> {to} (reverse {reverse}): {got} bytes of 8 MiB arrived"
+    );
+}
+
+/// UDP from `client` to `server` at `to`: 1.2 MiB at 10 Mbit/s, a rate no
+/// datapath falls behind on, nearly all of which arrives.
+pub fn udp_moves(lab: &str, client: &str, server: &str, to: &str) {
+    // 1024 datagrams of 1200 bytes.
+    let args = ["-u", "-b", "10M", "-l", "1200", "-n", "1200K"];
+    let j = engine_json(lab, client, server, to, 5201, &args);
+    let sum = &j["end"]["sum"];
+    let (sent, lost) = (
+        sum["packets"].as_u64().unwrap_or(0),
+        sum["lost_packets"].as_u64().unwrap_or(u64::MAX),
+    );
+    assert!(
+        sent >= 1024 && lost * 10 <= sent,
+        "{lab}: UDP {client} -> {to}: {lost} of {sent} datagrams lost"
+    );
+}
