@@ -10,16 +10,6 @@ use std::sync::Mutex;
 /// `clean` removes every lab: the tests here take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Kills and reaps the child on drop: nothing the test started outlives it.
-struct Reap(std::process::Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn kill_9_during_up_then_clean_leaves_nothing() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,7 +93,7 @@ fn clean_stops_processes_in_marked_namespaces_without_a_record() {
     assert!(o.status.success(), "{}", text(&o));
     // Started by hand (`ip netns exec` becomes sleep): no record names it, and
     // it never ends unless something stops it.
-    let mut sleeper = Reap(
+    let mut sleeper = KillOnDrop(
         Command::new("ip")
             .args(["netns", "exec", &format!("{lab}-h1"), "sleep", "infinity"])
             .spawn()
@@ -145,7 +135,7 @@ fn kill_9_after_a_move_then_clean_gives_the_interfaces_back() {
     let before: Vec<String> = ["enp1s0", "enp2s0"].map(|n| h.state_of(n)).to_vec();
     let lab = lab_name("k9m");
     let _g = LabGuard(lab.clone());
-    let mut up = Reap(
+    let mut up = KillOnDrop(
         h.command(&[
             "up",
             topo("nvr500-real.toml").to_str().unwrap(),

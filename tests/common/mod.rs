@@ -115,6 +115,24 @@ pub fn state_dir(lab: &str) -> PathBuf {
     Path::new("/run/tunbench").join(lab)
 }
 
+/// Kills (SIGKILL) and reaps the child on drop: a process a test started
+/// must not outlive a failed test.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl KillOnDrop {
+    /// Whether the process has ended (reaping it when it has).
+    pub fn ended(&mut self) -> bool {
+        matches!(self.0.try_wait(), Ok(Some(_)))
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Takes the lab down on drop, whatever happened in the test.
 pub struct LabGuard(pub String);
 
@@ -219,62 +237,6 @@ pub fn getsockopt_int(fd: i32, level: i32, opt: i32) -> i32 {
         )
     };
     v
-}
-
-/// One test of tunbench's engine inside a lab: `tunbench server -1` in
-/// `LAB-SERVER`, the client in `LAB-CLIENT` to `to` with `args` and -J; the
-/// receiver's bit/s. One at a time across a test binary: two measurements at
-/// once would share the two cores and miss their rates.
-pub fn engine_bps(
-    lab: &str,
-    client: &str,
-    server: &str,
-    to: &str,
-    port: u16,
-    args: &[&str],
-) -> f64 {
-    engine_bps_between(
-        &format!("{lab}-{client}"),
-        &format!("{lab}-{server}"),
-        to,
-        port,
-        args,
-    )
-}
-
-/// `engine_bps` between two namespaces by name, in a lab or not (a device
-/// outside the lab that a test builds).
-pub fn engine_bps_between(
-    client_ns: &str,
-    server_ns: &str,
-    to: &str,
-    port: u16,
-    args: &[&str],
-) -> f64 {
-    use std::process::Stdio;
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut srv = Command::new("ip")
-        .args(["netns", "exec", server_ns, bin()])
-        .args(["server", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the server");
-    wait_listening(&mut srv, port, &format!("tunbench server in {server_ns}"));
-    let o = Command::new("ip")
-        .args(["netns", "exec", client_ns, bin()])
-        .args(["client", to, "-p", &port.to_string(), "-J"])
-        .args(args)
-        .output()
-        .expect("running the client");
-    let _ = srv.kill();
-    let _ = srv.wait();
-    assert!(o.status.success(), "client {args:?}: {}", text(&o));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
-    j["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0)
 }
 
 /// A port free for TCP and UDP right now (a server still has to win it: see
@@ -389,82 +351,6 @@ pub fn udp_payloads(pcap: &[u8]) -> Vec<Vec<u8>> {
             f[14 + ihl + 8..].to_vec()
         })
         .collect()
-}
-
-/// What one run of a measurement on this shared machine says.
-pub enum Judged {
-    /// Within what the test claims.
-    Pass,
-    /// Short of it in the way noise makes things short (fewer bits, more
-    /// loss): worth measuring again.
-    Short(String),
-    /// Wrong in a way noise cannot cause (a shaper or ceiling letting more
-    /// through): fails at once.
-    Wrong(String),
-}
-
-/// Runs a figure-checking measurement up to `runs` times and passes on the
-/// first run within its claim. On this 2-core VM a neighbour or the
-/// hypervisor's steal (30-40 % at times) stalls a sender past a shaper's queue
-/// and the figure falls short; noise never makes a figure too good, so that
-/// fails at once, and a datapath that is really off misses every run. Each
-/// run prints its verdict and the CPU the host stole meanwhile to the test log.
-pub fn on_a_noisy_machine(runs: usize, what: &str, mut run: impl FnMut() -> Judged) {
-    let mut short = Vec::new();
-    for _ in 0..runs {
-        let before = steal_and_total();
-        let verdict = run();
-        let after = steal_and_total();
-        let total = (after.1 - before.1).max(1);
-        let stolen = 100.0 * (after.0 - before.0) as f64 / total as f64;
-        match verdict {
-            Judged::Pass => {
-                eprintln!("{what}: within (host stole {stolen:.0} % of the CPU)");
-                return;
-            }
-            Judged::Short(why) => {
-                eprintln!("{what}: {why} (host stole {stolen:.0} % of the CPU)");
-                short.push(why);
-            }
-            Judged::Wrong(why) => panic!("{what}: {why}"),
-        }
-    }
-    panic!("{what}: short in all {runs} runs: {}", short.join("; "));
-}
-
-/// The steal and total jiffies of all CPUs, from /proc/stat.
-fn steal_and_total() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let cpu: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal (guest time is in user)
-    (cpu.get(7).copied().unwrap_or(0), cpu.iter().take(8).sum())
-}
-
-/// Judges a measured rate against `expected`: within `tolerance` (0.05 = 5 %)
-/// passes, above fails, below is short.
-pub fn rate_within(measured: f64, expected: f64, tolerance: f64) -> Judged {
-    let off = measured / expected - 1.0;
-    let why = format!(
-        "{:.1} Mbit/s against {:.1} expected ({:+.1} %)",
-        measured / 1e6,
-        expected / 1e6,
-        off * 100.0
-    );
-    if off > tolerance {
-        Judged::Wrong(format!("{why}: more than the limit lets through"))
-    } else if off < -tolerance {
-        Judged::Short(why)
-    } else {
-        eprintln!("  {why}");
-        Judged::Pass
-    }
 }
 
 /// One ping from `LAB-NODE` (one echo, 1 s to answer), `args` after the

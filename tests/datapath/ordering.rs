@@ -160,7 +160,7 @@ fn a_shaped_links_receiver_steers_by_flow_and_one_flow_keeps_its_order() {
     let srv = EngineServer::start(&lab, "server", port);
     let (stop, stopped) = mpsc::channel();
     let flipper = {
-        let pid = srv.0.id();
+        let pid = srv.0.0.id();
         std::thread::spawn(move || flip_cpus(pid, stopped))
     };
     let o = Command::new("ip")

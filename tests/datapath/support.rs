@@ -16,7 +16,7 @@ pub const REACHED: f64 = 0.5;
 
 /// `tunbench server -1 -p PORT` in namespace `LAB-NODE`, once it listens;
 /// killed on drop, also when the test fails.
-pub struct EngineServer(pub std::process::Child);
+pub struct EngineServer(pub KillOnDrop);
 
 impl EngineServer {
     pub fn start(lab: &str, node: &str, port: u16) -> EngineServer {
@@ -28,16 +28,9 @@ impl EngineServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("starting the server");
-        let mut srv = EngineServer(child);
-        wait_listening(&mut srv.0, port, &format!("tunbench server in {ns}"));
+        let mut srv = EngineServer(KillOnDrop(child));
+        wait_listening(&mut srv.0.0, port, &format!("tunbench server in {ns}"));
         srv
-    }
-}
-
-impl Drop for EngineServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

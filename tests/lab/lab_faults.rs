@@ -4,7 +4,7 @@
 //! from other users, and test-only environment variables off under sudo.
 
 use crate::common::*;
-use crate::support::{KillOnDrop, output_of};
+use crate::support::output_of;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

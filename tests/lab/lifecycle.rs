@@ -3,12 +3,12 @@
 //! `status` over them. Only labs named here are ever removed (never a bare `clean`).
 
 use crate::common::*;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// `sleep infinity` started in `ns` by hand, as `ip netns exec` does: no record
 /// names it, and it never ends unless something stops it.
-fn unrecorded_sleeper(ns: &str) -> Reap {
-    let mut p = Reap(
+fn unrecorded_sleeper(ns: &str) -> KillOnDrop {
+    let mut p = KillOnDrop(
         Command::new("ip")
             .args(["netns", "exec", ns, "sleep", "infinity"])
             .stdout(Stdio::null())
@@ -23,23 +23,6 @@ fn unrecorded_sleeper(ns: &str) -> Reap {
             .is_ok_and(|c| c.trim() == "sleep")
     });
     p
-}
-
-/// Kills the child (and reaps it) whatever happens in the test.
-struct Reap(Child);
-
-impl Drop for Reap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Reap {
-    /// Whether the process has ended (reaping it when it has).
-    fn ended(&mut self) -> bool {
-        matches!(self.0.try_wait(), Ok(Some(_)))
-    }
 }
 
 /// Removes a namespace made by the test, whatever happens.

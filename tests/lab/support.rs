@@ -1,18 +1,6 @@
-//! Helpers of the lab tests: a child killed on drop, its output, and whether
-//! it waits for input.
+//! Helpers of the lab tests: a child's output, and whether it waits for input.
 
 use std::process::Child;
-
-/// Kills (SIGKILL) and reaps the child on drop: a `tunbench` the test started
-/// must not outlive a failed test.
-pub struct KillOnDrop(pub Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// All the standard output and error of a child that has ended (both piped).
 pub fn output_of(child: &mut Child) -> String {

@@ -4,7 +4,7 @@
 //! output, several files in distinct labs, and Ctrl-C taking the lab down.
 
 use crate::common::*;
-use crate::support::{KillOnDrop, output_of};
+use crate::support::output_of;
 use std::path::{Path, PathBuf};
 
 /// Two hosts on a 1400-byte link, with assertions that hold and some that

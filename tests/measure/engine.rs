@@ -3,14 +3,12 @@
 
 use crate::common::*;
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-struct Server(Child, u16);
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// A `tunbench server` on loopback, killed on drop, and its port.
+struct Server {
+    _process: KillOnDrop,
+    port: u16,
 }
 
 fn server() -> Server {
@@ -21,11 +19,14 @@ fn server() -> Server {
             .stderr(Stdio::null());
         c
     });
-    Server(c, port)
+    Server {
+        _process: KillOnDrop(c),
+        port,
+    }
 }
 
 fn client(s: &Server, args: &[&str]) -> Value {
-    let port = s.1.to_string();
+    let port = s.port.to_string();
     let mut a = vec!["client", "127.0.0.1", "-p", &port, "-J"];
     a.extend_from_slice(args);
     let o = tunbench(&a);

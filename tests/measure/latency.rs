@@ -16,7 +16,7 @@
 
 use crate::common::*;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// delay.toml's delay, each way: long, so that a margin far larger than a
 /// loaded machine's stalls is still small against it.
@@ -206,16 +206,6 @@ fn a_full_queue_shows_as_delay_under_load_one_way() {
     assert!(t.contains("no cell ipv4.udp.sender on raw"), "{t}");
 }
 
-/// Kills the irtt process it holds, whatever happens in the test.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// On the delayed link, irtt and tunbench probe side by side (100 probes/s
 /// each for 2 s): both least round trips sit within a tenth of the delay above
 /// the link's round trip, and so within as much of each other. On a plain veth
@@ -227,7 +217,7 @@ fn idle_round_trips_agree_with_irtt_on_a_delayed_link() {
     let lab = lab_name("lyi");
     let (_g, o) = up(&file("delay.toml"), &lab);
     assert!(o.status.success(), "up: {}", text(&o));
-    let server = Killed(
+    let server = KillOnDrop(
         Command::new("ip")
             .args(["netns", "exec", &format!("{lab}-right"), irtt])
             .args(["server", "--thread", "-i", "0", "-b", "198.18.81.2:2112"])
@@ -241,7 +231,7 @@ fn idle_round_trips_agree_with_irtt_on_a_delayed_link() {
     });
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("irtt.json");
-    let mut client = Killed(
+    let mut client = KillOnDrop(
         Command::new("ip")
             .args(["netns", "exec", &format!("{lab}-left"), irtt])
             .args(["client", "--thread", "-i", "10ms", "-d", "2s", "-Q", "-o"])
