@@ -77,7 +77,7 @@ impl World {
         // The carrier comes a moment later, from the kernel's link watcher: a
         // snapshot taken before it would differ from one taken after `down`.
         assert!(
-            eventually(10, || {
+            eventually(BOUND, || {
                 let l = json(&self.ip_host(&["-j", "link", "show", name]));
                 l[0]["operstate"] == "UP"
             }),
@@ -181,10 +181,16 @@ fn plan(lab: &str, host: &str, attach: HostAttach, mtu: u32, addr: &str) -> Plan
     }
 }
 
-/// Ping from namespace `ns`, a few tries (the first may wait for ARP).
+/// Ping from namespace `ns` until one echo is answered, for up to 20 s (the
+/// first may wait for ARP; a loaded machine may answer late).
 fn pings(ns: &str, to: &str) -> bool {
-    (0..5).any(|_| run(&["ip", "netns", "exec", ns, "ping", "-c1", "-W1", to]).is_ok())
+    eventually(BOUND, || {
+        run(&["ip", "netns", "exec", ns, "ping", "-c1", "-W1", to]).is_ok()
+    })
 }
+
+/// How long a condition is waited for: far above what a loaded machine needs.
+const BOUND: u64 = 20;
 
 /// Wait until `f` holds, up to `secs`.
 fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
@@ -286,7 +292,7 @@ fn attached(tag: &str, attach: HostAttach) {
     // The device went with its namespace: nothing answers for the node's
     // address any more, and the host's interface is as it was.
     assert!(
-        eventually(5, || run(&[
+        eventually(BOUND, || run(&[
             "ip",
             "netns",
             "exec",
@@ -300,7 +306,7 @@ fn attached(tag: &str, attach: HostAttach) {
         "198.18.40.1 still answers after down"
     );
     assert!(
-        eventually(5, || w.host_links() == before),
+        eventually(BOUND, || w.host_links() == before),
         "host interfaces changed:\nbefore {before}\nafter {}",
         w.host_links()
     );
@@ -405,7 +411,7 @@ fn nic_with_state(w: &World, name: &str, far: &str, net: u8) {
 /// Once duplicate address detection is over (no address tentative), so that
 /// a snapshot taken now is the interface's steady state.
 fn settled(w: &World, dev: &str) {
-    let done = eventually(10, || {
+    let done = eventually(BOUND, || {
         !w.ip_host(&["-j", "addr", "show", "dev", dev])
             .contains("tentative")
     });
@@ -446,7 +452,7 @@ fn host_has(w: &World, dev: &str) -> bool {
 }
 
 fn assert_given_back(w: &World, dev: &str, before: &str) {
-    let same = eventually(10, || snapshot(w, dev) == before);
+    let same = eventually(BOUND, || snapshot(w, dev) == before);
     assert!(
         same,
         "{dev} not given back as it was:\n--- before\n{before}\n--- after\n{}",

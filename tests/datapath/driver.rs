@@ -694,7 +694,7 @@ fn iperf3(server: &str, client: &str, server_addr: &str, secs: u32, reverse: boo
 
 /// Not a test: TCP throughput through the toy tunnel vs the plain veth, with
 /// iperf3. Run it on purpose, in a release build:
-///   cargo test --release --test driver -- --ignored measure --nocapture
+///   cargo test --release --test datapath -- --ignored driver::measure --nocapture
 /// Environment: TB_SECS (5), TB_TUN_MTU (1460), TB_UDP (raw IP when unset),
 /// TB_OFFLOADS (1), TB_QUEUES (1), TB_BATCH (64), TB_FRAMES (1: raw IPv6 as
 /// Ethernet frames), TB_SKIP_VETH (measure the veth too when unset).
