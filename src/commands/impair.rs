@@ -11,7 +11,8 @@ pub struct ImpairArgs {
     pub lab: String,
     /// One end of the link, as in the topology file: NODE:IFACE.
     pub end: String,
-    /// Line rate in bit/s (K, M, G suffixes), as `impairments.rate`.
+    /// Line rate in bit/s (K, M, G suffixes), as `impairments.rate`, counted in
+    /// the framing the topology gives the direction (Ethernet by default).
     #[arg(long, value_parser = parse_rate, conflicts_with = "clear")]
     pub rate: Option<u64>,
     /// Delay ("20ms", "500us"), on a direction built with the userspace link path.
@@ -62,6 +63,7 @@ pub fn impair(a: ImpairArgs) -> Result<i32> {
         reorder,
         queue_packets: queue,
         queue_bytes: None,
+        framing: None,
     };
     if !clear && rate.is_none() && !relay.needs_relay() {
         return Err(bad_input(

@@ -7,7 +7,7 @@
 
 use crate::lab::Running;
 use crate::plan::link::Way;
-use crate::topology::impair::{Impairment, tbf_replace_line};
+use crate::topology::impair::{Impairment, Shaping, shaping_lines};
 use anyhow::{Context, Result};
 
 /// Which traffic of a link, seen from the end the user named.
@@ -132,18 +132,24 @@ pub fn apply(
     for (e, what) in ends {
         let n = &t.nodes[e.node].name;
         let ns = lab.naming.namespace(n);
-        // The topology's queue for this direction stays the rate's queue.
+        // The topology's framing and queue for this direction stay.
         let link = &t.links[index];
-        let queue = if std::ptr::eq(e, &link.a) {
+        let own = if std::ptr::eq(e, &link.a) {
             Way::AToB
         } else {
             Way::BToA
         }
-        .impairment(link)
-        .rate_queue_bytes();
+        .impairment(link);
         match rate {
             Some(r) => {
-                netns::tc::run(&ns, &(tbf_replace_line(&e.iface, r, queue) + "\n"))
+                let shaping = Shaping {
+                    dev: &e.iface,
+                    rate: r,
+                    framing: own.framing.unwrap_or_default(),
+                    mtu: link.mtu,
+                    queue_bytes: own.rate_queue_bytes(),
+                };
+                netns::tc::run(&ns, &shaping_lines(&shaping, "replace"))
                     .map_err(anyhow::Error::msg)
                     .with_context(|| format!("shaping {n}:{}", e.iface))?;
                 done.push(format!("{end}: traffic {what} it shaped to {r} bit/s"));

@@ -1,6 +1,7 @@
 //! Topology -> the list of kernel operations that builds it. Pure: the same
 //! topology and lab name always give the same plan, printable as a dry run.
 
+use crate::topology::impair::{Shaping, shaping_lines};
 use crate::topology::{NodeKind, Topology};
 use netns::{Op, Plan};
 
@@ -185,14 +186,10 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             (&l.a, &l.b, l.impairments.a_to_b, link::RELAY_A),
             (&l.b, &l.a, l.impairments.b_to_a, link::RELAY_B),
         ] {
-            if let Some(rate) = imp.rate {
+            if let Some(shaping) = Shaping::of(&end.iface, &imp, l.mtu) {
                 ops.push(Op::Tc {
                     ns: ns(end.node),
-                    batch: crate::topology::impair::tbf_line(
-                        &end.iface,
-                        rate,
-                        imp.rate_queue_bytes(),
-                    ) + "\n",
+                    batch: shaping_lines(&shaping, "add"),
                 });
                 let (rx_ns, rx_iface) = match &relay {
                     Some(r) => (r.clone(), relay_side.to_string()),

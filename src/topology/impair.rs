@@ -25,6 +25,7 @@
 //! given, so a flood into a long delay cannot hold unbounded memory.
 
 use super::{KeyPath, Problem};
+use crate::vocab::framing::{ETHERNET_HEADER, Framing};
 
 /// One direction's impairments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -40,6 +41,8 @@ pub struct Impairment {
     pub reorder: Option<f64>,
     pub queue_packets: Option<u32>,
     pub queue_bytes: Option<u64>,
+    /// What the rate counts per frame; Ethernet when unset.
+    pub framing: Option<Framing>,
 }
 
 impl Impairment {
@@ -94,7 +97,8 @@ impl Impairment {
             duplicate,
             reorder,
             queue_packets,
-            queue_bytes
+            queue_bytes,
+            framing
         );
     }
 }
@@ -112,10 +116,6 @@ impl LinkImpairments {
     }
 }
 
-/// Bytes per frame a real Ethernet link spends beyond what the veth counts
-/// (destination MAC to the end of the payload): preamble and start delimiter 8,
-/// FCS 4, inter-frame gap 12.
-pub const ETHERNET_OVERHEAD: u32 = 24;
 
 /// Bytes of a full frame as the veth (and TBF) counts it: a 1500-byte packet
 /// and its 14-byte Ethernet header.
@@ -129,7 +129,7 @@ const MAX_RATE: u64 = 100_000_000_000;
 /// The longest delay or jitter a link takes.
 const MAX_DELAY_US: u64 = 10_000_000;
 
-const KNOWN: &str = "rate, delay, jitter, loss, duplicate, reorder, queue";
+const KNOWN: &str = "rate, framing, delay, jitter, loss, duplicate, reorder, queue";
 
 pub fn resolve(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> LinkImpairments {
     let mut out = LinkImpairments::default();
@@ -182,6 +182,7 @@ fn direction(
         let kat = at.key(k);
         match k.as_str() {
             "rate" => imp.rate = rate(v, &kat, p),
+            "framing" => imp.framing = framing(v, &kat, p),
             "delay" => imp.delay_us = duration_us(v, &kat, p),
             "jitter" => imp.jitter_us = duration_us(v, &kat, p),
             "loss" => imp.loss = percent(v, &kat, p),
@@ -318,6 +319,18 @@ fn queue(v: &toml::Value, at: &KeyPath, imp: &mut Impairment, p: &mut Vec<Proble
     }
 }
 
+fn framing(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Framing> {
+    let found = v.as_str().and_then(Framing::parse);
+    if found.is_none() {
+        let known: Vec<_> = Framing::ALL.iter().map(|f| f.name()).collect();
+        p.push(Problem::new(
+            at,
+            format!("framing {v} is none of {}", known.join(", ")),
+        ));
+    }
+    found
+}
+
 fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
     let r = match v {
         toml::Value::String(s) => {
@@ -342,37 +355,59 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
     }
 }
 
-/// The tc line that shapes a veth end's egress to `rate`: TBF with the Ethernet
-/// framing overhead, a queue of 50 ms, and a burst of 5 ms of the rate (at least
-/// 32 KB). The burst is what a late TBF timer can make up for: with 16 KB at 50
-/// Mbit/s (2.6 ms) a busy 2-core VM lost 6-14 % of the rate to timer latency.
-/// A burst above a GSO packet's size also means TBF no longer splits it, and
-/// counts the framing overhead once for the whole packet: up to 1.6 % more
-/// goodput than a real link, measured +3 % at 50 Mbit/s.
+/// The tc lines that shape a veth end's egress to `rate` in `framing`:
+/// every frame is charged its bytes on the wire, never a GSO super-packet once.
 ///
-/// With a `queue` (`queue_bytes`, [`Impairment::rate_queue_bytes`]) that is
-/// the queue instead of 50 ms: a 100 Mbit/s link with `queue = 1000` holds
-/// 1000 full frames, 123 ms of its rate, the bufferbloat a router with that
-/// queue shows.
-pub fn tbf_line(dev: &str, rate: u64, queue_bytes: Option<u64>) -> String {
-    tbf("add", dev, rate, queue_bytes)
-}
-
-/// The same for a running lab: takes the place of whatever shapes `dev` now.
-pub fn tbf_replace_line(dev: &str, rate: u64, queue_bytes: Option<u64>) -> String {
-    tbf("replace", dev, rate, queue_bytes)
-}
-
-fn tbf(verb: &str, dev: &str, rate: u64, queue_bytes: Option<u64>) -> String {
-    let burst = (rate / 8 / 200).max(32 * 1024);
-    let queue = match queue_bytes {
-        Some(b) => format!("limit {b}"),
-        None => "latency 50ms".into(),
-    };
+/// - The root TBF holds the rate. It charges each packet its length on the
+///   veth (Ethernet header included) plus the framing's further bytes, at least
+///   the framing's smallest frame (TBF's `overhead` and `mpu`). Its burst, 5 ms
+///   of the rate and at least 32 KB, absorbs a busy machine's timer latency.
+/// - Its child is a TBF too, at a rate no veth reaches, with a burst of one
+///   frame of the link's MTU: TBF splits a GSO packet larger than its burst
+///   into the frames it becomes, so the root meters frames. Its queue is the
+///   link's: 50 ms of the rate, or `queue_bytes`.
+pub fn shaping_lines(s: &Shaping<'_>, verb: &str) -> String {
+    let burst = (s.rate / 8 / 200).max(32 * 1024);
+    let framing = s.framing;
+    // TBF counts what the veth counts; `none` cannot charge less than that.
+    let overhead = framing.beyond_ip().saturating_sub(ETHERNET_HEADER);
+    let queue = s.queue_bytes.unwrap_or(s.rate / 8 / 20 + burst);
+    let frame = s.mtu + ETHERNET_HEADER + 4;
     format!(
-        "qdisc {verb} dev {dev} root tbf rate {rate}bit burst {burst} {queue} overhead {ETHERNET_OVERHEAD}"
+        "qdisc {verb} dev {dev} root handle 1: tbf rate {rate}bit burst {burst} latency 50ms overhead {overhead} mpu {mpu}\n\
+         qdisc {verb} dev {dev} parent 1:1 handle 10: tbf rate {SEGMENTER_RATE} burst {frame} limit {queue}\n",
+        dev = s.dev,
+        rate = s.rate,
+        mpu = framing.min_wire(),
     )
 }
+
+/// One shaped direction: the veth end, its rate, framing, MTU and queue.
+#[derive(Debug, Clone, Copy)]
+pub struct Shaping<'a> {
+    pub dev: &'a str,
+    pub rate: u64,
+    pub framing: Framing,
+    pub mtu: u32,
+    pub queue_bytes: Option<u64>,
+}
+
+impl<'a> Shaping<'a> {
+    /// How `imp` shapes `dev` on a link of `mtu`, if it has a rate.
+    pub fn of(dev: &'a str, imp: &Impairment, mtu: u32) -> Option<Shaping<'a>> {
+        Some(Shaping {
+            dev,
+            rate: imp.rate?,
+            framing: imp.framing.unwrap_or_default(),
+            mtu,
+            queue_bytes: imp.rate_queue_bytes(),
+        })
+    }
+}
+
+/// The segmenting TBF's rate: far above what a veth carries, so it never holds
+/// a frame back for long.
+const SEGMENTER_RATE: &str = "4000gbit";
 
 #[cfg(test)]
 mod tests {
@@ -441,20 +476,38 @@ mod tests {
     }
 
     #[test]
-    fn tbf_counts_the_ethernet_framing() {
+    fn tbf_charges_each_frame_its_framing() {
+        let imp = |s: &str| parse(s).0.a_to_b;
+        let shaped = |s: &str| {
+            let i = imp(s);
+            shaping_lines(&Shaping::of("eth0", &i, 1500).unwrap(), "add")
+        };
         assert_eq!(
-            tbf_line("eth0", 1_000_000_000, None),
-            "qdisc add dev eth0 root tbf rate 1000000000bit burst 625000 latency 50ms overhead 24"
+            shaped(r#"{ rate = "1G" }"#),
+            "qdisc add dev eth0 root handle 1: tbf rate 1000000000bit burst 625000 latency 50ms overhead 24 mpu 84\n\
+             qdisc add dev eth0 parent 1:1 handle 10: tbf rate 4000gbit burst 1518 limit 6875000\n"
         );
-        assert!(tbf_line("eth0", 50_000_000, None).contains("burst 32768 "));
+        assert!(shaped(r#"{ rate = "50M" }"#).contains("burst 32768 "));
+        assert!(shaped(r#"{ rate = "50M", framing = "pppoe" }"#).contains(" overhead 32 mpu 84\n"));
+        assert!(shaped(r#"{ rate = "50M", framing = "ethernet-vlan" }"#).contains(" overhead 28 mpu 84\n"));
         // A queue is the rate's queue: 1000 full frames instead of 50 ms.
-        let (r, _) = parse(r#"{ a_to_b = { rate = "100M", queue = 1000 } }"#);
-        let line = tbf_line("eth0", 100_000_000, r.a_to_b.rate_queue_bytes());
-        assert!(
-            line.contains(" limit 1514000 ") && !line.contains("latency"),
-            "{line}"
-        );
+        let line = shaped(r#"{ rate = "100M", queue = 1000 }"#);
+        assert!(line.contains(" limit 1514000\n"), "{line}");
         let (r, _) = parse(r#"{ queue = "64KB" }"#);
         assert_eq!(r.b_to_a.rate_queue_bytes(), Some(64_000));
+        assert!(Shaping::of("eth0", &imp(r#"{ delay = 5 }"#), 1500).is_none());
+    }
+
+    #[test]
+    fn framing_is_one_of_four_and_a_direction_has_its_own() {
+        let (r, p) = parse(r#"{ rate = "1G", framing = "pppoe", b_to_a = { framing = "none" } }"#);
+        assert!(p.is_empty(), "{p:?}");
+        assert_eq!(r.a_to_b.framing, Some(Framing::Pppoe));
+        assert_eq!(r.b_to_a.framing, Some(Framing::None));
+        let (_, p) = parse(r#"{ framing = "atm" }"#);
+        assert_eq!(
+            p,
+            [r#"framing "atm" is none of ethernet, ethernet-vlan, pppoe, none"#]
+        );
     }
 }

@@ -7,6 +7,7 @@
 pub mod keys;
 pub mod programs;
 pub mod target;
+pub mod framing;
 pub mod units;
 
 use serde::{Deserialize, Serialize};
