@@ -16,3 +16,4 @@ mod router_model;
 mod support;
 mod terminations;
 mod tun_rs;
+mod wire;

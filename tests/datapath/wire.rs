@@ -1,0 +1,131 @@
+//! Physics is the oracle: a link shaped to a line rate carries, as goodput,
+//! the rate x payload / wire bytes per frame of its framing, and never more.
+//! TCP (IPv4 and IPv6) and UDP (1472 and 1452 bytes of payload, offered at
+//! 1.2x the line) over 10M, 100M and 1G Ethernet, each held to the formula
+//! within -2 % / +0.5 %. The receiver's rate is taken after one omitted
+//! second, so TBF's starting burst is spent before it counts.
+
+use crate::common::*;
+use crate::support::*;
+
+/// Ethernet beyond the IP packet: preamble and SFD 8, header 14, FCS 4,
+/// inter-frame gap 12.
+const ETHERNET: f64 = 38.0;
+/// The largest IP packet: the links' MTU.
+const MTU: f64 = 1500.0;
+
+/// What one cell sends: its name, engine arguments and payload per packet.
+struct Cell {
+    name: &'static str,
+    v6: bool,
+    udp: bool,
+    payload: f64,
+}
+
+const CELLS: [Cell; 4] = [
+    // TCP with timestamps: IP 20 or 40, TCP 20 + 12.
+    Cell {
+        name: "TCP/IPv4",
+        v6: false,
+        udp: false,
+        payload: MTU - 20.0 - 32.0,
+    },
+    Cell {
+        name: "TCP/IPv6",
+        v6: true,
+        udp: false,
+        payload: MTU - 40.0 - 32.0,
+    },
+    Cell {
+        name: "UDP/IPv4",
+        v6: false,
+        udp: true,
+        payload: MTU - 20.0 - 8.0,
+    },
+    Cell {
+        name: "UDP/IPv6",
+        v6: true,
+        udp: true,
+        payload: MTU - 40.0 - 8.0,
+    },
+];
+
+/// A lab of two hosts on one Ethernet link shaped to `rate` both ways.
+fn topology(dir: &std::path::Path, rate: &str) -> std::path::PathBuf {
+    let file = dir.join("wire.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"name = "wire"
+[nodes.left]
+kind = "host"
+[nodes.right]
+kind = "host"
+[[links]]
+a = {{ port = "left:eth0", ipv4 = "198.18.84.1/24", ipv6 = "2001:2:0:84::1/64" }}
+b = {{ port = "right:eth0", ipv4 = "198.18.84.2/24", ipv6 = "2001:2:0:84::2/64" }}
+impairments = {{ rate = "{rate}" }}
+"#
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// Every cell over a link of `rate` bit/s, from left to right.
+fn carries_what_physics_says(tag: &str, rate: f64, rate_text: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = lab_name(tag);
+    let (_g, o) = up(&topology(dir.path(), rate_text), &lab);
+    assert!(o.status.success(), "up: {}", text(&o));
+    let mut failed = Vec::new();
+    for (i, c) in CELLS.iter().enumerate() {
+        let goodput = rate * c.payload / (MTU + ETHERNET);
+        let to = if c.v6 {
+            "2001:2:0:84::2"
+        } else {
+            "198.18.84.2"
+        };
+        let offered = format!("{}", (rate * 1.2).round());
+        let len = format!("{}", c.payload);
+        let mut args = vec!["-t", "3", "-O", "1"];
+        if c.udp {
+            args.extend(["-u", "-b", &offered, "-l", &len]);
+        }
+        let j = engine_json(&lab, "left", "right", to, 5320 + i as u16, &args);
+        let bps = receiver_rate(&j);
+        let ratio = bps / goodput;
+        eprintln!(
+            "{} over {rate_text}: {:.2} Mbit/s, physics {:.2} ({ratio:.4})",
+            c.name,
+            bps / 1e6,
+            goodput / 1e6
+        );
+        if !(0.98..=1.005).contains(&ratio) {
+            failed.push(format!(
+                "{} over {rate_text}: {:.2} Mbit/s is {ratio:.4} x what the wire carries ({:.2})",
+                c.name,
+                bps / 1e6,
+                goodput / 1e6
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn ten_megabit_ethernet_carries_what_physics_says() {
+    carries_what_physics_says("w10", 10e6, "10M");
+}
+
+#[test]
+fn a_hundred_megabit_ethernet_carries_what_physics_says() {
+    carries_what_physics_says("w100", 100e6, "100M");
+}
+
+/// Runs alone (.config/nextest.toml): at 1 Gbit/s the sender, the shaper and
+/// the receiver need most of a core between them.
+#[test]
+fn gigabit_ethernet_carries_what_physics_says() {
+    carries_what_physics_says("w1g", 1e9, "1G");
+}
