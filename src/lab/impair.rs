@@ -116,13 +116,12 @@ pub fn apply(
             };
             let mut over = change.relay;
             over.rate = None;
-            now.rate = None;
+            // The kernel shapes the rate, unless the relay paces it.
+            if !now.relay_paces() {
+                now.rate = None;
+            }
             now.overlay(&over);
-            let path = crate::endpoint::relay::settings_path(&lab.naming.lab, index, way);
-            let tmp = path.with_extension("json.tmp");
-            std::fs::write(&tmp, serde_json::to_string(&now)?)
-                .and_then(|_| std::fs::rename(&tmp, &path))
-                .with_context(|| format!("writing {}", path.display()))?;
+            write_settings(&lab.naming.lab, index, way, &now)?;
             done.push(format!("{end}: traffic {what} it: {}", describe(&now)));
         }
     }
@@ -140,6 +139,23 @@ pub fn apply(
             Way::BToA
         }
         .impairment(link);
+        if own.relay_paces() {
+            // framing = "none": the relay paces the rate (Impairment::relay_paces).
+            let way = if std::ptr::eq(e, &link.a) {
+                Way::AToB
+            } else {
+                Way::BToA
+            };
+            let mut now = crate::endpoint::relay::current(&lab.naming.lab, index, way, link);
+            now.rate = rate;
+            now.framing = own.framing;
+            write_settings(&lab.naming.lab, index, way, &now)?;
+            done.push(match rate {
+                Some(r) => format!("{end}: traffic {what} it paced to {r} bit/s (framing none)"),
+                None => format!("{end}: traffic {what} it not shaped"),
+            });
+            continue;
+        }
         match rate {
             Some(r) => {
                 let shaping = Shaping {
@@ -161,6 +177,15 @@ pub fn apply(
         }
     }
     Ok(done)
+}
+
+/// Leaves a relay direction's new settings where its process looks.
+fn write_settings(lab: &str, index: usize, way: Way, now: &Impairment) -> Result<()> {
+    let path = crate::endpoint::relay::settings_path(lab, index, way);
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string(now)?)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// "delay 20 ms, loss 1 %", or "no delay, loss or the like".

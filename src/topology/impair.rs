@@ -8,10 +8,12 @@
 //! impairments.b_to_a = { rate = "100M" }       # download slower than upload
 //! ```
 //!
-//! `rate` is the Ethernet line rate in bit/s (K, M, G suffixes, powers of 1000),
-//! counting each frame's preamble, inter-frame gap and FCS as a real link does:
-//! a 1G link carries 941 Mbit/s of TCP goodput at MTU 1500, the seed's figure.
-//! The kernel shapes it (TBF on the sending end of the veth).
+//! `rate` is the line rate in bit/s (K, M, G suffixes, powers of 1000) of the
+//! direction's `framing` (`ethernet` by default; `ethernet-vlan`, `pppoe`,
+//! `none`: vocab::framing has their bytes): every frame pays its bytes on the
+//! wire, so a 1G Ethernet link carries 941 Mbit/s of TCP goodput at MTU 1500,
+//! the seed's figure. The kernel shapes it (TBF on the sending end of the
+//! veth), except in framing `none`, which the link relay paces.
 //!
 //! `delay` and `jitter` ("20ms", "500us", "1s"), `loss`, `duplicate` and
 //! `reorder` (percent, 0 to 100) and `queue` (packets, or bytes as "64KB") need
@@ -52,13 +54,20 @@ impl Impairment {
 
     /// Whether the direction needs the userspace link path.
     pub fn needs_relay(&self) -> bool {
-        self.delay_us.is_some()
+        self.relay_paces()
+            || self.delay_us.is_some()
             || self.jitter_us.is_some()
             || self.loss.is_some()
             || self.duplicate.is_some()
             || self.reorder.is_some()
             || self.queue_packets.is_some()
             || self.queue_bytes.is_some()
+    }
+
+    /// Whether the relay paces the rate: in `framing = "none"`, which the
+    /// kernel's TBF cannot charge (see `shaping_lines`).
+    pub fn relay_paces(&self) -> bool {
+        self.rate.is_some() && self.framing == Some(Framing::None)
     }
 
     /// The queue a direction's rate builds, in bytes, when `queue` is set:
@@ -81,6 +90,13 @@ impl Impairment {
             reorder: self.reorder.unwrap_or(0.0),
             queue_packets: self.queue_packets,
             queue_bytes: self.queue_bytes,
+            pace: self.rate.filter(|_| self.relay_paces()).map(|bps| {
+                crate::codec::shape::link::Pace {
+                    bps,
+                    framing: Framing::None,
+                    queue_bytes: self.rate_queue_bytes().unwrap_or(bps / 8 / 20),
+                }
+            }),
         }
     }
 
@@ -115,7 +131,6 @@ impl LinkImpairments {
         self.a_to_b.needs_relay() || self.b_to_a.needs_relay()
     }
 }
-
 
 /// Bytes of a full frame as the veth (and TBF) counts it: a 1500-byte packet
 /// and its 14-byte Ethernet header.
@@ -369,7 +384,8 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
 pub fn shaping_lines(s: &Shaping<'_>, verb: &str) -> String {
     let burst = (s.rate / 8 / 200).max(32 * 1024);
     let framing = s.framing;
-    // TBF counts what the veth counts; `none` cannot charge less than that.
+    // TBF counts what the veth counts, header included, and its overhead cannot
+    // be negative: `none` is paced by the relay instead (Impairment::relay_paces).
     let overhead = framing.beyond_ip().saturating_sub(ETHERNET_HEADER);
     let queue = s.queue_bytes.unwrap_or(s.rate / 8 / 20 + burst);
     let frame = s.mtu + ETHERNET_HEADER + 4;
@@ -393,8 +409,12 @@ pub struct Shaping<'a> {
 }
 
 impl<'a> Shaping<'a> {
-    /// How `imp` shapes `dev` on a link of `mtu`, if it has a rate.
+    /// How `imp` shapes `dev` on a link of `mtu`, if it has a rate the kernel
+    /// shapes (not one the relay paces).
     pub fn of(dev: &'a str, imp: &Impairment, mtu: u32) -> Option<Shaping<'a>> {
+        if imp.relay_paces() {
+            return None;
+        }
         Some(Shaping {
             dev,
             rate: imp.rate?,
@@ -489,7 +509,10 @@ mod tests {
         );
         assert!(shaped(r#"{ rate = "50M" }"#).contains("burst 32768 "));
         assert!(shaped(r#"{ rate = "50M", framing = "pppoe" }"#).contains(" overhead 32 mpu 84\n"));
-        assert!(shaped(r#"{ rate = "50M", framing = "ethernet-vlan" }"#).contains(" overhead 28 mpu 84\n"));
+        assert!(
+            shaped(r#"{ rate = "50M", framing = "ethernet-vlan" }"#)
+                .contains(" overhead 28 mpu 84\n")
+        );
         // A queue is the rate's queue: 1000 full frames instead of 50 ms.
         let line = shaped(r#"{ rate = "100M", queue = 1000 }"#);
         assert!(line.contains(" limit 1514000\n"), "{line}");

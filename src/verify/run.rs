@@ -400,6 +400,27 @@ fn check(
     }
 }
 
+/// The largest packet of an echo of `inner` bytes encapsulated (at most 200
+/// bytes more) that `cap` has seen since it was last read. The echo was
+/// answered, so its request crossed the interface; a loaded machine may still
+/// be queueing the copy, so this waits for it, up to 2 s.
+fn encapsulated(cap: &probe::Capture, inner: usize) -> Option<usize> {
+    let started = std::time::Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        seen.extend(cap.arrived());
+        let outer = seen
+            .iter()
+            .copied()
+            .filter(|&l| l > inner && l <= inner + 200)
+            .max();
+        if outer.is_some() || started.elapsed() > Duration::from_secs(2) {
+            return outer;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -464,11 +485,7 @@ fn overhead(
                 format!("no reply from {inner} through {tunnel} to a {n}-byte echo"),
             ));
         }
-        let outer = cap
-            .arrived()
-            .into_iter()
-            .filter(|&l| l > n as usize && l <= n as usize + 200)
-            .max()
+        let outer = encapsulated(&cap, n as usize)
             .with_context(|| format!("no encapsulated packet seen on {far_node}:{iface}"))?;
         seen.push(outer - n as usize);
     }

@@ -37,11 +37,9 @@ fn fixture() -> PathBuf {
 /// The bounds of a direction shaped to `rate`, for an engine test of `secs`.
 /// At most what TBF lets through from the first packet on: the burst it
 /// starts with (5 ms of the rate, at least 32 KB; see
-/// topology::impair::tbf_line), then its rate, over the test and `START_LAG`;
-/// and, since TBF counts the framing once per GSO packet that fits its burst
-/// (issue 27), the `WIRE` bytes of every segment but one of such a packet,
-/// +1.6 % at most. For TCP over 4 s that stays within 5 % of the goodput,
-/// what TBF-shaped TCP was always held to. At least `REACHED` of the goodput.
+/// topology::impair::shaping_lines), then its rate, over the test and
+/// `START_LAG`, every frame charged its framing. At least `REACHED` of the
+/// goodput. (tests/datapath/wire.rs holds the steady rate to physics itself.)
 fn bounds(rate: f64, secs: f64, frame: (f64, f64)) -> (f64, f64) {
     let burst = (rate / 8.0 / 200.0).max(32.0 * 1024.0) * 8.0;
     let (payload, headers) = frame;

@@ -72,7 +72,11 @@ fn udp_in(ns: &str, at: &str) -> UdpSocket {
     })
 }
 
-/// `delays` (ms) show `delay_ms`: none shorter, the median at most 20 % above.
+/// `delays` (ms) show `delay_ms`: none shorter (the relay never releases a
+/// frame early), and the median under twice the delay: a relay that delayed
+/// twice, or queued behind its own line, would be at 2x or more, while a
+/// loaded machine's wake-ups add milliseconds (+15 ms seen with 8 tests at
+/// once beside a build on 2 cores).
 fn assert_delay(what: &str, mut delays: Vec<f64>, delay_ms: f64) {
     delays.sort_by(f64::total_cmp);
     let (min, median) = (delays[0], delays[delays.len() / 2]);
@@ -82,8 +86,8 @@ fn assert_delay(what: &str, mut delays: Vec<f64>, delay_ms: f64) {
         "{what}: a datagram arrived early: {min} ms"
     );
     assert!(
-        median <= 1.2 * delay_ms,
-        "{what}: median {median} ms, more than 20 % above {delay_ms}"
+        median < 2.0 * delay_ms,
+        "{what}: median {median} ms, twice the delay {delay_ms} or more"
     );
 }
 

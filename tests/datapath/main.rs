@@ -17,3 +17,4 @@ mod support;
 mod terminations;
 mod tun_rs;
 mod wire;
+mod wire_tunnels;

@@ -17,9 +17,12 @@
 //!   the line holds at most [`DEFAULT_QUEUE_PACKETS`], netem's default `limit`,
 //!   so a flood into a long delay cannot hold unbounded memory.
 //!
-//! The rate of a link is not here: the kernel shapes it (TBF on the sending
-//! end), before the packets reach this stage.
+//! A link's rate is shaped by the kernel (TBF on the sending end) before the
+//! packets reach this stage, except in `framing = "none"`, which the kernel
+//! cannot charge (its veth frames carry an Ethernet header): then `pace` holds
+//! each frame until the wire is free, charged its IP packet, ahead of the delay.
 
+use crate::vocab::framing::Framing;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
@@ -38,7 +41,21 @@ pub struct Impairments {
     pub reorder: f64,
     pub queue_packets: Option<u32>,
     pub queue_bytes: Option<u64>,
+    /// A line rate paced here rather than in the kernel.
+    pub pace: Option<Pace>,
 }
+
+/// A line rate: each frame leaves when the wire is free, charged its framing's
+/// bytes; at most `queue_bytes` of wire time wait, beyond that the newest drops.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    pub bps: u64,
+    pub framing: Framing,
+    pub queue_bytes: u64,
+}
+
+/// The Ethernet header of the TAP's frames, which no IP packet pays for.
+const FRAME_HEADER: usize = 14;
 
 /// What became of an offered packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +118,8 @@ pub struct LinkShaper {
     seq: u64,
     held_bytes: u64,
     counts: LinkCounts,
+    /// When the paced wire is free for the next frame.
+    wire_free: Option<Instant>,
 }
 
 fn percent(rng: &mut fastrand::Rng, p: f64) -> bool {
@@ -116,6 +135,7 @@ impl LinkShaper {
             seq: 0,
             held_bytes: 0,
             counts: LinkCounts::default(),
+            wire_free: None,
         }
     }
 
@@ -155,13 +175,20 @@ impl LinkShaper {
         if twice {
             self.counts.duplicated += 1;
         }
+        let depart = match self.paced(now, packet.len()) {
+            Some(t) => t,
+            None => {
+                self.counts.queue_full += 1;
+                return Fate::QueueFull;
+            }
+        };
         let delayed = !self.imp.delay.is_zero() || !self.imp.jitter.is_zero();
-        if delayed && percent(&mut self.rng, self.imp.reorder) {
+        if delayed && depart <= now && percent(&mut self.rng, self.imp.reorder) {
             // Jumps the line: leaves now, ahead of what is held.
             self.counts.reordered += 1;
             return if twice { Fate::PassTwice } else { Fate::Pass };
         }
-        if !delayed && self.line.is_empty() {
+        if !delayed && depart <= now && self.line.is_empty() {
             return if twice { Fate::PassTwice } else { Fate::Pass };
         }
         let copies = if twice { 2 } else { 1 };
@@ -174,7 +201,7 @@ impl LinkShaper {
             let j = self.imp.jitter.as_secs_f64();
             wait += (self.rng.f64() * 2.0 - 1.0) * j;
         }
-        let leave = now + Duration::from_secs_f64(wait.max(0.0));
+        let leave = depart + Duration::from_secs_f64(wait.max(0.0));
         let p = std::mem::take(packet);
         self.held_bytes += (p.len() * copies) as u64;
         if twice {
@@ -182,6 +209,23 @@ impl LinkShaper {
         }
         self.hold(leave, p);
         Fate::Held
+    }
+
+    /// When a frame of `len` bytes offered `now` leaves the paced wire (now
+    /// when nothing paces), or None when the wire's queue is full.
+    fn paced(&mut self, now: Instant, len: usize) -> Option<Instant> {
+        let Some(p) = self.imp.pace else {
+            return Some(now);
+        };
+        let free = self.wire_free.filter(|&t| t > now).unwrap_or(now);
+        let waiting = (free - now).as_secs_f64() * p.bps as f64 / 8.0;
+        if waiting > p.queue_bytes as f64 {
+            return None;
+        }
+        let ip_len = len.saturating_sub(FRAME_HEADER) as u32;
+        let bits = f64::from(p.framing.wire_bytes(ip_len)) * 8.0;
+        self.wire_free = Some(free + Duration::from_secs_f64(bits / p.bps as f64));
+        Some(free)
     }
 
     fn hold(&mut self, leave: Instant, packet: Vec<u8>) {
@@ -240,6 +284,60 @@ mod tests {
             out.push((id, Duration::MAX));
         }
         (out, s.counts())
+    }
+
+    #[test]
+    fn a_paced_wire_charges_each_frame_its_ip_packet_and_bounds_its_queue() {
+        // 1 Mbit/s in framing none: a 1514-byte frame (IP 1500) takes 12 ms.
+        let imp = Impairments {
+            pace: Some(Pace {
+                bps: 1_000_000,
+                framing: Framing::None,
+                queue_bytes: 4_500,
+            }),
+            ..Default::default()
+        };
+        let t0 = Instant::now();
+        let mut s = LinkShaper::new(imp, 1);
+        let mut fates = Vec::new();
+        for _ in 0..6 {
+            fates.push(s.offer(t0, &mut vec![0; 1514]));
+        }
+        // The first leaves at once; the fourth finds 36 ms of wire time
+        // (4,500 bytes) ahead and waits; the fifth would find 6,000 and drops.
+        assert_eq!(
+            fates,
+            [
+                Fate::Pass,
+                Fate::Held,
+                Fate::Held,
+                Fate::Held,
+                Fate::QueueFull,
+                Fate::QueueFull
+            ]
+        );
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        assert_eq!(s.deadline(), Some(ms(12)));
+        assert!(s.poll(ms(11)).is_none());
+        assert!(s.poll(ms(12)).is_some());
+        assert!(s.poll(ms(23)).is_none());
+        assert!(s.poll(ms(24)).is_some());
+        assert_eq!(s.deadline(), Some(ms(36)));
+        // Ethernet framing charges 38 bytes more: 1538 bytes, 12.304 ms.
+        let mut e = LinkShaper::new(
+            Impairments {
+                pace: Some(Pace {
+                    bps: 1_000_000,
+                    framing: Framing::Ethernet,
+                    queue_bytes: 100_000,
+                }),
+                ..Default::default()
+            },
+            1,
+        );
+        e.offer(t0, &mut vec![0; 1514]);
+        e.offer(t0, &mut vec![0; 1514]);
+        assert_eq!(e.deadline(), Some(t0 + Duration::from_micros(12_304)));
     }
 
     #[test]
