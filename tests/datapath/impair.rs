@@ -36,12 +36,12 @@ fn fixture() -> PathBuf {
 
 /// The bounds of a direction shaped to `rate`, for an engine test of `secs`.
 /// At most what TBF lets through from the first packet on: the burst it
-/// starts with (5 ms of the rate, at least 32 KB; see
+/// starts with (10 ms of the rate, at least two frames; see
 /// topology::impair::shaping_lines), then its rate, over the test and
 /// `START_LAG`, every frame charged its framing. At least `REACHED` of the
 /// goodput. (tests/datapath/wire.rs holds the steady rate to physics itself.)
 fn bounds(rate: f64, secs: f64, frame: (f64, f64)) -> (f64, f64) {
-    let burst = (rate / 8.0 / 200.0).max(32.0 * 1024.0) * 8.0;
+    let burst = (rate / 8.0 / 100.0).max(2.0 * 1518.0) * 8.0;
     let (payload, headers) = frame;
     let through = rate * (1.0 + START_LAG / secs) + burst / secs;
     let most = goodput(through, frame) * (payload + headers + WIRE) / (payload + headers);
