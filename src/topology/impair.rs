@@ -116,7 +116,6 @@ impl LinkImpairments {
     }
 }
 
-
 /// Bytes of a full frame as the veth (and TBF) counts it: a 1500-byte packet
 /// and its 14-byte Ethernet header.
 const FULL_FRAME: u64 = 1514;
@@ -466,7 +465,7 @@ mod tests {
         }
         let (_, p) = parse(r#"{ b_to_a = { lossy = 1 } }"#);
         assert!(
-            p[0].contains("unknown impairment `lossy`; known: rate, delay"),
+            p[0].contains("unknown impairment `lossy`; known: rate, framing, delay"),
             "{p:?}"
         );
         let (_, p) = parse(r#"{ rate = "fast" }"#);
@@ -489,7 +488,10 @@ mod tests {
         );
         assert!(shaped(r#"{ rate = "50M" }"#).contains("burst 32768 "));
         assert!(shaped(r#"{ rate = "50M", framing = "pppoe" }"#).contains(" overhead 32 mpu 84\n"));
-        assert!(shaped(r#"{ rate = "50M", framing = "ethernet-vlan" }"#).contains(" overhead 28 mpu 84\n"));
+        assert!(
+            shaped(r#"{ rate = "50M", framing = "ethernet-vlan" }"#)
+                .contains(" overhead 28 mpu 84\n")
+        );
         // A queue is the rate's queue: 1000 full frames instead of 50 ms.
         let line = shaped(r#"{ rate = "100M", queue = 1000 }"#);
         assert!(line.contains(" limit 1514000\n"), "{line}");

@@ -4,10 +4,10 @@
 //! the Debian packages that have them (`programs`); what a measurement measures
 //! to, a lab node or an address outside any lab (`target`).
 
+pub mod framing;
 pub mod keys;
 pub mod programs;
 pub mod target;
-pub mod framing;
 pub mod units;
 
 use serde::{Deserialize, Serialize};
