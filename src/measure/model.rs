@@ -130,6 +130,11 @@ pub struct CellResult {
     /// what limits a path nobody published a figure for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_limit: Option<ModelLimit>,
+    /// The tightest goodput the shaped links on the cell's way allow its
+    /// packets (line rate x payload / wire bytes per frame): what physics
+    /// predicts, whatever the devices do. Absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_limit: Option<ModelLimit>,
 }
 
 /// A ceiling of a device model on a cell's path, and whose it is.
@@ -163,6 +168,7 @@ impl CellResult {
             error: None,
             latency: None,
             model_limit: None,
+            wire_limit: None,
         }
     }
 
@@ -178,6 +184,7 @@ impl CellResult {
             error: Some(error),
             latency: None,
             model_limit: None,
+            wire_limit: None,
         }
     }
 }

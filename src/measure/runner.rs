@@ -747,6 +747,16 @@ pub fn measure(
                 bps: l.bps,
             })
         });
+        // What the shaped links let through of the cell's packets: physics'
+        // prediction, beside the models'.
+        let wire_limit = from.and_then(|f| {
+            crate::topology::wire::wire_limit(&lab.topology, f, addr, cell, spec.udp_len).map(|l| {
+                ModelLimit {
+                    what: l.what,
+                    bps: l.bps,
+                }
+            })
+        });
         // A dead datapath on the way fails the cell by name, before the client
         // would meet it as a timeout (or, after the cell, as a suspect figure).
         let dead_datapath =
@@ -754,6 +764,7 @@ pub fn measure(
         if let Some(why) = dead_datapath() {
             out.cells.push(CellResult {
                 model_limit,
+                wire_limit,
                 ..CellResult::failed(*cell, why)
             });
             progress(&done(&out, i));
@@ -958,6 +969,7 @@ pub fn measure(
             Err(e) if e.to_string() == "interrupted" => return Err(e),
             result => out.cells.push(CellResult {
                 model_limit,
+                wire_limit,
                 ..match (dead_datapath(), result) {
                     (Some(why), _) => CellResult::failed(*cell, format!("during this cell, {why}")),
                     (None, Ok(r)) => r,

@@ -11,12 +11,29 @@
 
 use super::reference::{Basis, Outcome, compare, published};
 use super::{ordered_cells, udp_figure, udp_rate};
-use crate::measure::model::Results;
+use crate::measure::model::{CellResult, PathResult, Results};
 
 pub(crate) const HEADER: &str = "path,scenario,cell,family,protocol,direction,streams,runs,\
 best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,\
 sender_limited,error,idle_rtt_median_ms,rtt_median_ms,rtt_p90_ms,rtt_p99_ms,rtt_max_ms,\
 forward_median_ms,reverse_median_ms,probe_lost_percent";
+
+/// The columns about the links' line rates, last, where a cell has a wire
+/// limit: the limit, its figure, and whether the line rate predicts the
+/// cell (a path through no tunnel, within 1 % of it).
+pub(crate) const WIRE_HEADER: &str = "wire_limit,wire_limit_bps,line_rate";
+
+/// A cell's [`WIRE_HEADER`] fields; empty without a wire limit.
+fn wire_fields(p: &PathResult, c: &CellResult) -> [String; 3] {
+    match &c.wire_limit {
+        None => Default::default(),
+        Some(l) => [
+            l.what.clone(),
+            format!("{:.0}", l.bps),
+            super::wire::line_rate(p, c).is_some().to_string(),
+        ],
+    }
+}
 
 /// The columns about the lab's model, after [`HEADER`]'s where they apply.
 pub(crate) const MODEL_HEADER: &str =
@@ -30,11 +47,20 @@ pub(crate) fn render(r: &Results) -> String {
             .iter()
             .flat_map(|p| &p.cells)
             .any(|c| c.model_limit.is_some());
+    let wired = r
+        .paths
+        .iter()
+        .flat_map(|p| &p.cells)
+        .any(|c| c.wire_limit.is_some());
     let comparisons = reference.map(|x| compare(r, x)).unwrap_or_default();
     let mut out = String::from(HEADER);
     if model {
         out.push(',');
         out.push_str(MODEL_HEADER);
+    }
+    if wired {
+        out.push(',');
+        out.push_str(WIRE_HEADER);
     }
     out.push('\n');
     let order = ordered_cells(r);
@@ -131,6 +157,9 @@ pub(crate) fn render(r: &Results) -> String {
                     .iter()
                     .map(|f| quote(f)),
                 );
+            }
+            if wired {
+                line.extend(wire_fields(p, c).iter().map(|f| quote(f)));
             }
             out.push_str(&line.join(","));
             out.push('\n');

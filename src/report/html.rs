@@ -362,8 +362,8 @@ mod tests {
             "a throughput chart"
         );
         assert!(predictions.contains(
-            "<td class=\"num\">30.0</td><td>nvr500 fast path ipv4 udp upload ceiling 30.12 Mbit/s</td>"
-        ));
+            "<td class=\"num\">30.0 (29.7 rcvd, 1.0 % lost)</td><td>nvr500 fast path ipv4 udp upload ceiling 30.12 Mbit/s</td>"
+        ), "{predictions}");
         assert!(html.find("id=\"view-predictions\"") > html.find("id=\"view-published\""));
         // Unmarked, the page has neither.
         let html = page(&fixture::main_job(), None, Err("not given".into()));

@@ -35,6 +35,7 @@ pub mod reference;
 mod svg;
 mod table;
 pub mod views;
+mod wire;
 
 use crate::measure::model::{CellResult, Results, Trial};
 /// Text safe in XML (SVG, HTML) content and double-quoted attributes.

@@ -245,7 +245,18 @@ fn rows(r: &Results, reference: &Reference) -> Vec<Vec<String>> {
             verdict,
         ];
         if let Some(b) = c.basis {
-            row.push(b.word().to_string());
+            // A raw cell the line rate predicts says so, with the formula's figure.
+            let line_rate = r
+                .paths
+                .iter()
+                .find(|p| p.label() == f.path)
+                .zip(measured_cell(r, f))
+                .and_then(|(p, x)| super::wire::line_rate(p, x))
+                .filter(|_| b == Basis::Predicted);
+            row.push(match line_rate {
+                Some(w) => format!("predicted (line rate {})", mbit(w)),
+                None => b.word().to_string(),
+            });
         }
         out.push(row);
     }
@@ -890,16 +901,16 @@ Predictions for cells nobody published
 ======================================
 What does the lab's model predict where no figure was published?
 Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %
-(the best run where there was no search). Nobody published these cells: each figure is the lab model's prediction, not
-tested against a published one.
+(the best run where there was no search), with what that run received (what the chart plots) and lost. Nobody published
+these cells: each figure is the lab model's prediction, not tested against a published one.
 limited by: the tightest ceiling the lab's device models put on the cell's traffic, as the run recorded it; empty where
 it recorded none.
 
-path  cell               measured  limited by
-raw   IPv6 TCP Sender         928
-wg    IPv4 TCP Receiver       470
-      IPv4 UDP Sender         120  router fast path ipv4 udp upload ceiling 29.43 Mbit/s
-      IPv4 UDP Receiver       500
+path  cell                                 measured  limited by
+raw   IPv6 TCP Sender                           928
+wg    IPv4 TCP Receiver                         470
+      IPv4 UDP Sender    120 (118 rcvd, 1.5 % lost)  router fast path ipv4 udp upload ceiling 29.43 Mbit/s
+      IPv4 UDP Receiver  500 (480 rcvd, 3.0 % lost)
 ";
 
     #[test]
@@ -968,11 +979,11 @@ wg    IPv4 TCP Receiver       470
              within tolerance (1 not measured, 1 failed); tolerance TCP +-15 %, UDP +-25 %\n\n\
              - not predicted: RBBS speed test, published 300 Mbit/s: its limit is the NGN's test server\n",
             "\n### Predictions for cells nobody published\n\n",
-            "| path | cell              | measured | limited by                                            |\n\
-             | :--- | :---------------- | -------: | :---------------------------------------------------- |\n\
-             | raw  | IPv6 TCP Sender   |      928 |                                                       |\n\
-             | wg   | IPv4 TCP Receiver |      470 |                                                       |\n\
-             |      | IPv4 UDP Sender   |      120 | router fast path ipv4 udp upload ceiling 29.43 Mbit/s |\n",
+            "| path | cell              |                   measured | limited by                                            |\n\
+             | :--- | :---------------- | -------------------------: | :---------------------------------------------------- |\n\
+             | raw  | IPv6 TCP Sender   |                        928 |                                                       |\n\
+             | wg   | IPv4 TCP Receiver |                        470 |                                                       |\n\
+             |      | IPv4 UDP Sender   | 120 (118 rcvd, 1.5 % lost) | router fast path ipv4 udp upload ceiling 29.43 Mbit/s |\n",
         ] {
             assert!(md.contains(want), "{want}\nnot in\n{md}");
         }

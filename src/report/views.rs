@@ -131,6 +131,14 @@ pub struct Figures {
     /// The tightest device-model ceiling on the cell's traffic, where the run
     /// recorded one (the predictions view).
     pub model_limit: Option<ModelLimit>,
+    /// What the shaped links' line rates let through of the cell's payload,
+    /// where the run recorded it.
+    pub wire_limit: Option<ModelLimit>,
+    /// The baseline row's wire limit, bit/s (the tunnels view's raw path).
+    pub baseline_wire_bps: Option<f64>,
+    /// The wire limit, where the line rate alone predicts the figure
+    /// ([`super::wire::line_rate`]).
+    pub line_rate: Option<f64>,
     /// Round-trip time with the path idle (this cell's family), ms.
     pub idle_rtt: Option<Spread>,
     /// Round-trip time under this cell's load, ms.
@@ -141,6 +149,12 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// What a chart plots for the row: what arrived, a UDP figure's received
+    /// rate and never the rate offered (the table keeps that beside it).
+    pub fn plotted_bps(&self) -> Option<f64> {
+        self.udp.map(|u| u.received).or(self.rate_bps)
+    }
+
     /// Median round trip under load minus idle, ms.
     pub fn increase_ms(&self) -> Option<f64> {
         Some(self.loaded_rtt.as_ref()?.median - self.idle_rtt.as_ref()?.median)
@@ -175,6 +189,12 @@ pub enum Column {
     Basis,
     /// The device-model ceiling that limits the cell: what it is and its rate.
     LimitedBy,
+    /// The wire limit's Mbit/s.
+    WireLimit,
+    /// The rate over the wire limit: what the datapath costs.
+    OfWire,
+    /// The wire limit over the baseline's: what a tunnel's bytes cost.
+    WireOfRaw,
     /// UDP: offered rate (loss).
     Udp,
     Overhead,
@@ -196,6 +216,9 @@ impl Column {
             Column::Verdict => "tolerance",
             Column::Basis => "basis",
             Column::LimitedBy => "limited by",
+            Column::WireLimit => "wire limit",
+            Column::OfWire => "/wire",
+            Column::WireOfRaw => "wire/raw",
             Column::Udp => "-b (loss)",
             Column::Overhead => "B/pkt",
             Column::IdleMs => "idle",
@@ -259,11 +282,23 @@ impl Column {
                 Some(Verdict::NotMeasured) => "not measured".into(),
                 Some(Verdict::Failed) => "failed".into(),
             },
-            Column::Basis => opt(f.basis.map(|b| b.word().to_string())),
+            Column::Basis => match (f.basis, f.line_rate) {
+                (Some(Basis::Calibrated), _) | (_, None) => opt(f.basis.map(|b| b.word().into())),
+                (_, Some(w)) => format!("predicted (line rate {})", mbit(w)),
+            },
             Column::LimitedBy => opt(f
                 .model_limit
                 .as_ref()
                 .map(|l| format!("{} {}", l.what, ceiling(l.bps)))),
+            Column::WireLimit => opt(f.wire_limit.as_ref().map(|l| mbit(l.bps))),
+            Column::OfWire => opt(f.wire_limit.as_ref().and_then(|l| {
+                let rate = f.rate_bps.filter(|_| f.failed.is_none())?;
+                Some(format!("{:.2}", rate / l.bps))
+            })),
+            Column::WireOfRaw => opt(f
+                .wire_limit
+                .as_ref()
+                .and_then(|l| Some(format!("{:.2}", l.bps / f.baseline_wire_bps?)))),
             Column::Udp => opt(f.udp.filter(|_| f.failed.is_none()).map(|u| {
                 format!(
                     "{}{} ({} %)",
@@ -436,6 +471,10 @@ fn published(r: &Results) -> Option<View> {
         let mut figures = Figures {
             published_bps: Some(f.published_bps),
             basis: c.basis,
+            wire_limit: cell.and_then(|x| x.wire_limit.clone()),
+            line_rate: path
+                .zip(cell)
+                .and_then(|(i, x)| super::wire::line_rate(&r.paths[i], x)),
             ..Figures::default()
         };
         match &c.outcome {
@@ -500,7 +539,7 @@ fn published(r: &Results) -> Option<View> {
         let mut measured = vec![None; categories.len()];
         let mut publ = vec![None; categories.len()];
         for row in rows.iter().filter(|x| &x.label == label) {
-            measured[row.category] = point(row.figures.rate_bps);
+            measured[row.category] = point(row.figures.plotted_bps());
             publ[row.category] = point(row.figures.published_bps);
         }
         series.push(Series {
@@ -528,8 +567,20 @@ fn published(r: &Results) -> Option<View> {
         Column::Ratio,
         Column::Verdict,
     ];
-    if reference.marks_calibration {
+    let mut legend = super::reference::legend(r, reference);
+    if rows.iter().any(|x| x.figures.wire_limit.is_some()) {
+        columns.push(Column::WireLimit);
+        legend.push(super::wire::LEGEND.into());
+        notes.extend(super::wire::notes(
+            rows.iter().filter_map(|x| x.figures.wire_limit.as_ref()),
+        ));
+    }
+    let line_rate = rows.iter().any(|x| x.figures.line_rate.is_some());
+    if reference.marks_calibration || line_rate {
         columns.push(Column::Basis);
+    }
+    if line_rate {
+        legend.push(super::wire::LINE_RATE_LEGEND.into());
     }
     Some(View {
         kind: ViewKind::Published,
@@ -540,7 +591,7 @@ fn published(r: &Results) -> Option<View> {
         categories,
         rows,
         series,
-        legend: super::reference::legend(r, reference),
+        legend,
         notes,
         timelines: Vec::new(),
     })
@@ -573,7 +624,9 @@ pub(crate) fn predictions(r: &Results) -> Option<View> {
             baseline: None,
             figures: Figures {
                 rate_bps: Some(measured_bps(c)),
+                udp: udp_figure(c),
                 model_limit: c.model_limit.clone(),
+                wire_limit: c.wire_limit.clone(),
                 ..Figures::default()
             },
         });
@@ -592,7 +645,7 @@ pub(crate) fn predictions(r: &Results) -> Option<View> {
                 series.last_mut().expect("just pushed")
             }
         };
-        s.points[row.category] = row.figures.rate_bps.map(|value| Point {
+        s.points[row.category] = row.figures.plotted_bps().map(|value| Point {
             value,
             low: value,
             high: value,
@@ -604,9 +657,13 @@ pub(crate) fn predictions(r: &Results) -> Option<View> {
     if limited {
         columns.push(Column::LimitedBy);
     }
+    let wired = rows.iter().any(|x| x.figures.wire_limit.is_some());
+    if wired {
+        columns.push(Column::WireLimit);
+    }
     let mut legend = vec![format!(
         "Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss{} \
-         (the best run where there was no search). Nobody published these cells: each figure is the lab model's \
+         (the best run where there was no search), with what that run received (what the chart plots) and lost. Nobody published these cells: each figure is the lab model's \
          prediction, not tested against a published one.",
         super::loss_within(r)
     )];
@@ -616,6 +673,11 @@ pub(crate) fn predictions(r: &Results) -> Option<View> {
              recorded it; empty where it recorded none."
                 .to_string(),
         );
+    }
+    let mut notes = Vec::new();
+    if wired {
+        legend.push(super::wire::LEGEND.into());
+        notes = super::wire::notes(rows.iter().filter_map(|x| x.figures.wire_limit.as_ref()));
     }
     Some(View {
         kind: ViewKind::Predictions,
@@ -628,7 +690,7 @@ pub(crate) fn predictions(r: &Results) -> Option<View> {
         series,
         timelines: Vec::new(),
         legend,
-        notes: Vec::new(),
+        notes,
     })
 }
 
@@ -746,6 +808,12 @@ fn tunnels(r: &Results) -> Vec<View> {
             legend,
         );
         v.kind = ViewKind::Tunnels;
+        // What the tunnel's bytes cost and what its datapath costs, apart.
+        if let Some(at) = v.columns.iter().position(|c| *c == Column::WireLimit) {
+            v.columns
+                .splice(at + 1..at + 1, [Column::OfWire, Column::WireOfRaw]);
+            v.legend.push(super::wire::TUNNEL_LEGEND.into());
+        }
         out.push(v);
     }
     out
@@ -931,6 +999,9 @@ fn compared(
             let Some(cr) = p.cell(c) else { continue };
             let base = b.and_then(|b| baseline_cell(&r.paths[b], c).map(|(bc, x)| (b, bc, x)));
             let mut figures = figures(r, p, cr);
+            if let Some((_, bc, _)) = &base {
+                figures.baseline_wire_bps = bc.wire_limit.as_ref().map(|l| l.bps);
+            }
             if let Some((_, bc, x)) = &base {
                 if cr.error.is_none() && bc.error.is_none() && bc.median_bps > 0.0 {
                     figures.ratio = Some(cr.median_bps / bc.median_bps);
@@ -963,6 +1034,10 @@ fn compared(
     }
     if has(&|f| f.overhead_bytes.is_some()) {
         columns.push(Column::Overhead);
+    }
+    let wired = has(&|f| f.wire_limit.is_some());
+    if wired {
+        columns.push(Column::WireLimit);
     }
     let latency = has(&|f| f.loaded_rtt.is_some() || f.idle_rtt.is_some());
     if latency {
@@ -1002,13 +1077,16 @@ fn compared(
     if columns.contains(&Column::Overhead) {
         legend.push("B/pkt: bytes per packet the path's tunnel adds.".into());
     }
+    if wired {
+        legend.push(super::wire::LEGEND.into());
+    }
     if latency {
         legend.push(
             "Round trips in ms: idle median; under the cell's load median, p99, and the median's increase over idle."
                 .into(),
         );
     }
-    let mut notes = Vec::new();
+    let mut notes = super::wire::notes(rows.iter().filter_map(|x| x.figures.wire_limit.as_ref()));
     for &(i, _) in members {
         for c in &r.paths[i].cells {
             let steps = super::step_down_notes(c);
@@ -1133,6 +1211,8 @@ fn figures(r: &Results, p: &PathResult, c: &CellResult) -> Figures {
         loaded_rtt: loaded.map(|l| l.rtt_ms.clone()),
         loaded_forward: loaded.and_then(|l| l.forward_ms.clone()),
         loaded_reverse: loaded.and_then(|l| l.reverse_ms.clone()),
+        wire_limit: c.wire_limit.clone(),
+        line_rate: super::wire::line_rate(p, c),
         ..Figures::default()
     }
 }

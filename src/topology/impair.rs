@@ -488,7 +488,7 @@ mod tests {
         }
         let (_, p) = parse(r#"{ b_to_a = { lossy = 1 } }"#);
         assert!(
-            p[0].contains("unknown impairment `lossy`; known: rate, delay"),
+            p[0].contains("unknown impairment `lossy`; known: rate, framing, delay"),
             "{p:?}"
         );
         let (_, p) = parse(r#"{ rate = "fast" }"#);

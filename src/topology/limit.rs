@@ -25,7 +25,7 @@
 //! overhead less the outer IP and UDP headers. Left out: the reverse
 //! direction's ACKs (no payload of their own through a plain path; through a
 //! tunnel, a few percent of the reverse class), smaller packets, and the
-//! links' own rates (no device model's).
+//! links' own rates (no device model's: [`super::wire`] has them).
 
 use super::model::{Node, Topology};
 use super::routing::{Arrival, Hop, Router};
@@ -47,10 +47,10 @@ pub struct Limit {
 /// A mode's description goes into the name only when it is this short.
 const SHORT_DESCRIPTION: usize = 32;
 /// Tunnels in tunnels followed at most this deep.
-const MAX_NESTING: usize = 4;
+pub(super) const MAX_NESTING: usize = 4;
 /// TCP's header with the timestamps option Linux sends by default.
-const TCP_HEADER: usize = 32;
-const UDP_HEADER: usize = 8;
+pub(super) const TCP_HEADER: usize = 32;
+pub(super) const UDP_HEADER: usize = 8;
 
 /// The tightest ceiling the device models of `t` put on `cell` measured from
 /// node `from` to address `dst` (an upload sends from `from` to `dst`, a
@@ -58,15 +58,7 @@ const UDP_HEADER: usize = 8;
 /// routing model finds no way.
 pub fn model_limit(t: &Topology, from: usize, dst: IpAddr, cell: &Cell) -> Option<Limit> {
     let router = Router::new(t);
-    let forward = router.trace(from, dst).ok()?;
-    let (hops, receiver) = match cell.direction {
-        Direction::Sender => (forward, dst),
-        Direction::Receiver => {
-            let src = router.source_for(from, dst)?;
-            let to = forward.last()?.node;
-            (back(t, &router, &forward, to, src), src)
-        }
-    };
+    let (hops, receiver) = data_path(t, &router, from, dst, cell.direction)?;
     let traffic = Traffic {
         family: cell.family,
         protocol: Some(cell.protocol),
@@ -78,6 +70,27 @@ pub fn model_limit(t: &Topology, from: usize, dst: IpAddr, cell: &Cell) -> Optio
     let mut best = None;
     meter(t, &router, &hops, &traffic, 0, &mut best);
     best
+}
+
+/// The way a cell's data takes between node `from` and address `dst`, and
+/// the address it goes to: an upload from `from` to `dst`, a download from
+/// `dst`'s node back to `from`'s source address. None: routing finds no way.
+pub(super) fn data_path(
+    t: &Topology,
+    router: &Router,
+    from: usize,
+    dst: IpAddr,
+    direction: Direction,
+) -> Option<(Vec<Hop>, IpAddr)> {
+    let forward = router.trace(from, dst).ok()?;
+    match direction {
+        Direction::Sender => Some((forward, dst)),
+        Direction::Receiver => {
+            let src = router.source_for(from, dst)?;
+            let to = forward.last()?.node;
+            Some((back(t, router, &forward, to, src), src))
+        }
+    }
 }
 
 /// The way a download's data takes from `to` back to `src`: as routing has

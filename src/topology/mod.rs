@@ -20,6 +20,7 @@ pub mod scenario;
 pub mod termination;
 pub mod tunnel;
 mod validate;
+pub mod wire;
 pub mod wireguard;
 
 #[cfg(test)]

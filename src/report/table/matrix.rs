@@ -53,6 +53,14 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
     if with_latency {
         names.push(RTT_COLUMN);
     }
+    // What the links' line rates allow, where the run recorded it.
+    let with_wire = r
+        .paths
+        .iter()
+        .any(|p| p.cells.iter().any(|c| c.wire_limit.is_some()));
+    if with_wire {
+        names.push(WIRE_COLUMN);
+    }
     for p in &r.paths {
         for n in &names {
             long_columns.push(format!("{} {n}", p.label()));
@@ -118,6 +126,10 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
             );
             if with_latency {
                 figures.push(round_trips(p, c));
+            }
+            if with_wire {
+                let limit = p.cell(c).and_then(|cr| cr.wire_limit.as_ref());
+                figures.push(limit.map(|l| mbit(l.bps)).unwrap_or_default());
             }
             row.extend(figures);
         }
@@ -191,6 +203,11 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
             "{RTT_COLUMN}: the latency probes' median round trip with the path idle (that family's), under the cell's load, and that load's p99."
         ));
     }
+    if with_wire {
+        legend.push(format!(
+            "{WIRE_COLUMN}: what the shaped links' line rates allow the cell's payload (rate x payload / wire bytes per frame on the tightest link of its way)."
+        ));
+    }
     if !others.is_empty() {
         legend.push(format!(
             "Ratios: a path's median divided by {}'s.",
@@ -212,6 +229,7 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
 }
 
 const RTT_COLUMN: &str = "RTT ms idle / load / p99";
+const WIRE_COLUMN: &str = "wire limit";
 
 /// "0.22 / 2.28 / 4.63"; "-" for a figure the probes did not give.
 fn round_trips(p: &crate::measure::model::PathResult, c: &Cell) -> String {
