@@ -47,7 +47,7 @@ shape() {
 
 # measure -> "Mbit/s busy_core_seconds" of one test, steady state.
 measure() {
-  ip netns exec "$LAB-right" "$TB" server -1 -p 5401 >/dev/null &
+  ip netns exec "$LAB-right" "$TB" server -1 -p 5401 >/dev/null 2>&1 &
   local srv=$!
   for _ in $(seq 100); do
     [[ -n $(ip netns exec "$LAB-right" ss -Hltn "sport = :5401") ]] && break

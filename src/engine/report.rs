@@ -30,8 +30,15 @@ pub struct DirectionSum {
     pub streams: usize,
     pub sent_bytes: u64,
     pub received_bytes: u64,
+    /// The test's time, which iperf3 divides both counts by.
     pub seconds: f64,
+    /// The receiving end's own time, the tail after the test's time included
+    /// (the longest of its streams'): what arrived took this long.
+    pub receiver_seconds: f64,
     pub sent_bps: f64,
+    /// iperf3's figure: received bytes over the test's time. Bytes a queue
+    /// still held at the end arrive after it, so this can exceed what the
+    /// path carries; `arrived_bps` cannot.
     pub received_bps: f64,
     pub retransmits: Option<u64>,
     pub packets: u64,
@@ -39,6 +46,17 @@ pub struct DirectionSum {
     pub lost_percent: f64,
     pub out_of_order: u64,
     pub jitter_ms: f64,
+}
+
+impl DirectionSum {
+    /// Bits per second of what arrived over the time it took to arrive.
+    pub fn arrived_bps(&self) -> f64 {
+        if self.receiver_seconds > 0.0 {
+            self.received_bytes as f64 * 8.0 / self.receiver_seconds
+        } else {
+            0.0
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -171,11 +189,17 @@ impl TestReport {
                 0.0
             }
         };
+        let receiver_seconds = ps.iter().map(|p| p.receiver_seconds).fold(0.0, f64::max);
         DirectionSum {
             streams: ps.len(),
             sent_bytes: sent,
             received_bytes: received,
             seconds,
+            receiver_seconds: if receiver_seconds > 0.0 {
+                receiver_seconds
+            } else {
+                seconds
+            },
             sent_bps: bps(sent),
             received_bps: bps(received),
             retransmits: ps.iter().map(|p| p.retransmits).sum(),

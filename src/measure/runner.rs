@@ -560,7 +560,7 @@ fn udp_trial(r: &TestReport, asked: f64) -> Trial {
     let sender_limited = d.sent_bps > 0.0 && d.sent_bps < 0.95 * asked;
     Trial {
         offered_bps: if sender_limited { d.sent_bps } else { asked },
-        received_bps: d.received_bps,
+        received_bps: d.arrived_bps(),
         lost_percent: udp_loss(&d),
         out_of_order: d.out_of_order,
         remeasured: false,
@@ -574,7 +574,7 @@ fn to_run(r: &TestReport, offered: Option<f64>, sender_limited: bool) -> Run {
     let intervals = receiving_intervals(r);
     let udp = r.protocol == Protocol::Udp;
     Run {
-        bits_per_second: d.received_bps,
+        bits_per_second: d.arrived_bps(),
         bytes: d.received_bytes,
         seconds: d.seconds,
         retransmits: if udp { None } else { d.retransmits },
