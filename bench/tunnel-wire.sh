@@ -53,5 +53,5 @@ for kind in tunnels wireguard; do
   echo "$measures" >> "$DIR/$kind.toml"
   echo "== $kind.toml at 1G, $RUNS run(s) of $SECS s" >&2
   "$TB" run "$DIR/$kind.toml" --name "btw$$${kind:0:1}" --runs "$RUNS" --duration "$SECS" \
-    --format md --save "$DIR/$kind.json"
+    --format md
 done

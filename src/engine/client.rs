@@ -186,7 +186,7 @@ pub fn local_results(outcomes: &[StreamOutcome], cpu: &CpuUtil, omit: u32) -> Ex
                 packets: o.packets as i64,
                 omitted_packets: o.omitted_packets as i64,
                 start_time: 0.0,
-                end_time: (o.seconds - omit as f64).max(0.0),
+                end_time: o.arrival_span.unwrap_or((o.seconds - omit as f64).max(0.0)),
             })
             .collect(),
     }

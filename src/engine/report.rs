@@ -145,7 +145,7 @@ impl TestReport {
                 receiver_seconds: if l.sending {
                     r_secs
                 } else {
-                    (r_secs - omit).max(0.0)
+                    l.arrival_span.unwrap_or((r_secs - omit).max(0.0))
                 },
                 retransmits: retrans,
                 packets,

@@ -90,6 +90,10 @@ pub struct StreamOutcome {
     pub retransmits: Option<u64>,
     /// Seconds from the test start to the stream's last byte.
     pub seconds: f64,
+    /// UDP receiver: seconds from the first datagram's arrival to the last's
+    /// (after the omit period), when two or more arrived: the time what it
+    /// received took to arrive, without the wait before the first.
+    pub arrival_span: Option<f64>,
     /// Why the stream ended early, if it did.
     pub error: Option<String>,
 }
@@ -427,6 +431,8 @@ fn udp_recv(
     let mut batch = RecvBatch::new(cap, gso::enable_gro(sock));
     let mut stats = UdpReceiverStats::new();
     let mut omitted = plan.omit.is_zero();
+    // The first and the last arrival counted.
+    let mut span: (Option<Duration>, Option<Duration>) = (None, None);
     while !shared.stop.load(Ordering::Relaxed) {
         match batch.recv(sock) {
             Ok(_) => {}
@@ -437,7 +443,9 @@ fn udp_recv(
         if !omitted && plan.start.elapsed() >= plan.omit {
             stats.end_omit_period();
             omitted = true;
+            span = (None, None);
         }
+        span = (span.0.or(Some(arrived)), Some(arrived));
         let mut bytes = 0u64;
         for d in batch.datagrams() {
             bytes += d.len() as u64;
@@ -472,6 +480,9 @@ fn udp_recv(
     out.jitter = stats.jitter_seconds();
     out.omitted_packets = stats.omitted_packets();
     out.omitted_lost = stats.omitted_errors();
+    if let ((Some(first), Some(last)), true) = (span, stats.datagrams() >= 2) {
+        out.arrival_span = Some((last - first).as_secs_f64());
+    }
     Ok(())
 }
 
