@@ -137,7 +137,7 @@ pub struct Figures {
     /// The baseline row's wire limit, bit/s (the tunnels view's raw path).
     pub baseline_wire_bps: Option<f64>,
     /// The wire limit, where the line rate alone predicts the figure
-    /// ([`super::wire::line_rate`]).
+    /// (`report::wire::line_rate`).
     pub line_rate: Option<f64>,
     /// Round-trip time with the path idle (this cell's family), ms.
     pub idle_rtt: Option<Spread>,
