@@ -1,7 +1,7 @@
 //! The layering of src/, kept: every top-level module of the library is one
 //! layer, and a module may use `crate::X` only for an X of its own layer or
-//! one below it. The order is written once, here (shared/DESIGN.md's layer
-//! list; README's Layout section describes the same folders).
+//! one below it. The order is written once, here (README's Layout section
+//! describes the same folders).
 //!
 //! Unit tests at the end of a file (`#[cfg(test)] mod tests`) and files that
 //! are only compiled for tests may reach anywhere: a topology test may bring

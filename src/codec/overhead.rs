@@ -148,8 +148,8 @@ mod tests {
                 }
             }
         }
-        // The figures of shared/reference/tunnels.md: IPv4 in ESP-in-UDP over
-        // IPv4 adds 62..65 bytes, and 1438 is the largest inner packet in 1500.
+        // RFC 3948 with AES-GCM-128 (RFC 4106): IPv4 in ESP-in-UDP over IPv4
+        // adds 62..65 bytes, and 1438 is the largest inner packet in 1500.
         assert_eq!(
             Encapsulation::Esp { udp: true }.overhead_range(false),
             (62, 65)

@@ -2,7 +2,7 @@
 //! Debian installs charon, swanctl and the plugins; the strongswan.conf and
 //! swanctl.conf of one IKEv2 end; and the SAs in `swanctl --list-sas --raw`.
 //!
-//! Facts (shared/reference/strongswan-libipsec.md, checked on this machine):
+//! Facts (checked against Debian's strongSwan 5.9):
 //! kernel-libipsec must load before kernel-netlink (else kernel-netlink tries
 //! kernel SAs and fails with "Protocol not supported"), and kernel-netlink
 //! must stay loaded to install the routes into libipsec's TUN; AES-GCM and

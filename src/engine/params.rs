@@ -363,7 +363,7 @@ mod tests {
 
     #[test]
     fn parses_what_iperf3_3_12_sends() {
-        // Captured from Debian 12's iperf3 -c -P 2 -t 2 (shared/reference/iperf3-protocol.md).
+        // Captured from Debian 12's iperf3 -c -P 2 -t 2.
         let v: Value = serde_json::from_str(r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":2,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#).unwrap();
         let p = TestParams::from_json(&v).unwrap();
         assert_eq!(p.protocol, Protocol::Tcp);

@@ -1,5 +1,6 @@
 //! iperf3's control protocol vocabulary: state bytes, the cookie, and the framing
-//! of JSON messages (shared/reference/iperf3-protocol.md).
+//! of JSON messages (as iperf3 3.x speaks it: a 4-byte big-endian length, then
+//! the JSON).
 
 /// Control, TCP data and UDP data all use this port by default.
 pub const DEFAULT_PORT: u16 = 5201;

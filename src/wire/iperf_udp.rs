@@ -1,5 +1,5 @@
 //! The iperf3 UDP datagram header (iperf3 3.12 `iperf_udp_send` / `iperf_udp_recv`;
-//! /work/shared/reference/iperf3-protocol.md, "Data streams").
+//! read from its source, "Data streams").
 //!
 //! With 32-bit counters (the default):
 //!

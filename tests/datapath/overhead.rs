@@ -112,7 +112,7 @@ fn stated_overhead_matches_captured_packets_for_every_kind() {
             stated(tunnel)
         );
         assert_eq!(measured, stated(tunnel), "{tunnel}: captured {seen:?}");
-        // And what the wire formats say (shared/reference/tunnels.md).
+        // And what the wire formats' RFCs say.
         assert_eq!(measured, expected, "{tunnel}");
     }
 }
