@@ -112,7 +112,7 @@ fn carries_what_its_bytes_allow(tag: &str, t: &Tunnel) {
             }
             let port = 5340 + 2 * i as u16 + udp as u16;
             let j = crate::support::engine_json(&lab, client_node, server_node, to, port, &args);
-            let bps = crate::support::receiver_rate(&j);
+            let bps = crate::wire::interval_rate(&j);
             let ratio = bps / predicted;
             let cell = format!(
                 "{} {}/IPv{} ({payload} B per {wire} B)",
