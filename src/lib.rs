@@ -3,7 +3,7 @@
 //!
 //! One layer per folder; a module imports only from its own layer and those
 //! below it (tests/architecture.rs keeps it so). Lowest first: vocab, wire,
-//! socket, codec, topology, plan, keys, engine, driver, endpoint, lab,
+//! socket, codec, topology, routing, predict, plan, keys, engine, driver, endpoint, lab,
 //! measure, report, verify, commands, api.
 //!
 //! For tests of your own against real namespaces, [`api::Lab`] brings a
@@ -20,7 +20,9 @@ pub mod keys;
 pub mod lab;
 pub mod measure;
 pub mod plan;
+pub mod predict;
 pub mod report;
+pub mod routing;
 pub mod socket;
 pub mod topology;
 pub mod verify;

@@ -30,7 +30,15 @@ const LAYERS: &[(&str, &str)] = &[
     ),
     (
         "topology",
-        "the topology file: raw serde structs -> resolve (defaults, names, addresses) -> validate; tunnels, scenarios, published figures, profile files, a pure routing model (pure)",
+        "the topology file: raw serde structs -> resolve (defaults, names, addresses) -> validate; tunnels, scenarios, published figures, profile files (pure; the kernel's abilities are passed in)",
+    ),
+    (
+        "routing",
+        "the routing model: how the lab's kernels will forward (connected subnets, static routes, longest prefix match, switches, softwires); what `check` and reach assertions expect (pure)",
+    ),
+    (
+        "predict",
+        "the performance model: per measured cell, the device models' tightest ceiling and the links' wire limit (pure)",
     ),
     (
         "plan",
@@ -230,6 +238,63 @@ fn no_module_uses_a_layer_above_its_own() {
             .join(" < "),
         bad.join("\n")
     );
+}
+
+/// The layers that only compute: what they return depends on their arguments
+/// alone, never on state a caller set earlier.
+const PURE: &[&str] = &[
+    "vocab", "wire", "codec", "topology", "routing", "predict", "plan",
+];
+
+/// Mutable state shared across calls, as a line of code declares it.
+fn declares_global_state(line: &str) -> bool {
+    let l = line.trim_start();
+    let shared = [
+        "Mutex", "RwLock", "Atomic", "OnceLock", "OnceCell", "LazyLock", "Cell<", "RefCell",
+    ];
+    l.starts_with("thread_local!")
+        || l.contains("static mut ")
+        || (l.contains("static ") && shared.iter().any(|t| l.contains(t)))
+}
+
+#[test]
+fn pure_layers_keep_no_global_state() {
+    let mut bad = Vec::new();
+    for layer in PURE {
+        let mut files = Vec::new();
+        let dir = src().join(layer);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        } else {
+            files.push(src().join(format!("{layer}.rs")));
+        }
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for line in non_test_code(&text).lines() {
+                if declares_global_state(line) {
+                    bad.push(format!("{}: {}", f.display(), line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "global state in a pure layer:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_global_state() {
+    assert!(declares_global_state(
+        "static PROBE: RwLock<Option<fn()>> = RwLock::new(None);"
+    ));
+    assert!(declares_global_state("    thread_local! {"));
+    assert!(declares_global_state("static mut N: u32 = 0;"));
+    assert!(!declares_global_state("static GOLDEN: [u8; 4] = [0; 4];"));
+    assert!(!declares_global_state(
+        "pub fn name(self) -> &'static str {"
+    ));
 }
 
 #[test]

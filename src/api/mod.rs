@@ -79,8 +79,7 @@ impl Lab {
     /// unique lab name.
     pub fn up_file(path: impl AsRef<Path>) -> Result<Lab> {
         let path = path.as_ref();
-        topology::kernel::set_probe(Some(crate::lab::this_kernel));
-        let t = verify::load(path)?;
+        let t = verify::load(path, crate::lab::this_kernel())?;
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         Self::up_topology(t, path, &text)
@@ -90,8 +89,7 @@ impl Lab {
     /// from the current directory.
     pub fn up_str(toml: &str) -> Result<Lab> {
         let source = PathBuf::from("topology.toml");
-        topology::kernel::set_probe(Some(crate::lab::this_kernel));
-        let t = topology::parse_str(toml, &source)?;
+        let t = topology::parse_str_for(toml, &source, crate::lab::this_kernel())?;
         let problems = verify::problems(&t);
         if !problems.is_empty() {
             return Err(topology::located(problems, toml, &source).into());

@@ -5,9 +5,9 @@
 
 use crate::lab;
 use crate::plan::Naming;
+use crate::routing::Router;
 use crate::socket::{gso, icmp};
 use crate::topology::Topology;
-use crate::topology::routing::Router;
 use crate::wire::icmp_echo::{Family, Kind, Packet, Repr};
 use anyhow::Context;
 use ipnetwork::IpNetwork;

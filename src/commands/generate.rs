@@ -273,7 +273,8 @@ pub fn generate(a: GenArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{parse_str, routing::Router};
+    use crate::routing::Router;
+    use crate::topology::parse_str;
     use std::path::Path;
 
     #[test]

@@ -284,7 +284,7 @@ fn tunnel_edges(t: &Topology) -> Vec<(String, String, String)> {
 }
 
 /// "mtu 1500", and for a link out of the lab the host interface it leaves by.
-fn link_label(l: &crate::topology::model::Link) -> String {
+fn link_label(l: &crate::topology::resolved::Link) -> String {
     match &l.host {
         Some(h) => format!("mtu {}, host {} ({})", l.mtu, h.iface, h.attach),
         None => format!("mtu {}", l.mtu),
@@ -340,7 +340,7 @@ pub struct GraphArgs {
 /// The command: load the file, print the diagram.
 pub fn graph(a: GraphArgs) -> anyhow::Result<i32> {
     let GraphArgs { file, format } = a;
-    let t = topology::load(&file)?;
+    let t = topology::load(&file, crate::lab::this_kernel())?;
     print!("{}", render(&t, format));
     Ok(0)
 }

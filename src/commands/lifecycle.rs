@@ -49,12 +49,12 @@ pub fn up(a: UpArgs) -> Result<i32> {
         scenario,
         force,
     } = a;
-    let mut t = topology::load(&file)?;
+    let mut t = topology::load(&file, crate::lab::this_kernel())?;
     let mut text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
     let mut manual = None;
     if let Some(want) = &scenario {
-        let all = topology::scenario::scenarios_str(&text, &file)
+        let all = topology::scenario::scenarios_str(&text, &file, crate::lab::this_kernel())
             .map_err(|e| bad_input(e.to_string()))?;
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         let Some(s) = all.iter().find(|s| &s.name == want) else {

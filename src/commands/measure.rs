@@ -229,7 +229,7 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
 }
 
 pub fn run(a: RunArgs) -> Result<i32> {
-    let t = topology::load(&a.file)?;
+    let t = topology::load(&a.file, crate::lab::this_kernel())?;
     a.out.expectations()?;
     // Said before the lab is built, not after the run.
     if a.out.expect_reference && t.reference.is_none() {

@@ -165,9 +165,6 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 pub fn run(cli: Cli) -> Result<i32> {
-    // Topologies resolve for this machine's kernel (a DS-Lite endpoint's
-    // datapath = "auto"); probed only when a topology is read.
-    crate::topology::kernel::set_probe(Some(crate::lab::this_kernel));
     match cli.command {
         Command::Validate(a) => validate::validate(a),
         Command::Up(a) => lifecycle::up(a),

@@ -60,12 +60,14 @@ fn topology_graph(r: &crate::measure::model::Results) -> Result<(String, String)
         .topology
         .as_deref()
         .ok_or("the results do not name their topology file")?;
-    let t = crate::topology::load(std::path::Path::new(file)).map_err(|e| {
-        format!(
-            "topology file {file} could not be read: {}",
-            crate::report::one_line(&format!("{e:#}"))
-        )
-    })?;
+    let t = crate::topology::load(std::path::Path::new(file), crate::lab::this_kernel()).map_err(
+        |e| {
+            format!(
+                "topology file {file} could not be read: {}",
+                crate::report::one_line(&format!("{e:#}"))
+            )
+        },
+    )?;
     use super::graph::{Format, render};
     Ok((render(&t, Format::Svg), render(&t, Format::Dot)))
 }

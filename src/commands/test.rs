@@ -51,7 +51,7 @@ pub fn test(a: TestArgs) -> Result<i32> {
     let mut planned: Vec<Planned> = Vec::new();
     let mut bad = false;
     for f in &a.files {
-        let t = match verify::load(f) {
+        let t = match verify::load(f, crate::lab::this_kernel()) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("{e}");
@@ -69,8 +69,8 @@ pub fn test(a: TestArgs) -> Result<i32> {
         }
         let text = std::fs::read_to_string(f)
             .map_err(|e| bad_input(format!("reading {}: {e}", f.display())))?;
-        let mut scenarios =
-            topology::scenario::scenarios_str(&text, f).map_err(|e| bad_input(e.to_string()))?;
+        let mut scenarios = topology::scenario::scenarios_str(&text, f, crate::lab::this_kernel())
+            .map_err(|e| bad_input(e.to_string()))?;
         if !a.scenario.is_empty() && !scenarios.is_empty() {
             let mut picked = Vec::new();
             for want in &a.scenario {

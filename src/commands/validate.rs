@@ -29,14 +29,16 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
         file_only,
         force,
     } = a;
-    if file_only {
-        // A file meant for another machine: resolved for a kernel with
-        // everything, so nothing of this one's is held against it.
-        crate::topology::kernel::set_probe(None);
-    }
+    // A file meant for another machine (--file-only) is resolved for a kernel
+    // with everything, so nothing of this one's is held against it.
+    let kernel = if file_only {
+        crate::topology::kernel::KernelFacts::FULL
+    } else {
+        crate::lab::this_kernel()
+    };
     let mut bad = 0;
     for f in &files {
-        match crate::verify::load(f) {
+        match crate::verify::load(f, kernel) {
             Ok(t) => {
                 println!(
                     "{}: ok ({} nodes, {} links)",
@@ -46,7 +48,8 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
                 );
                 // What `run` will ask someone to do by hand, in its order.
                 let text = std::fs::read_to_string(f).unwrap_or_default();
-                let scenarios = topology::scenario::scenarios_str(&text, f).unwrap_or_default();
+                let scenarios =
+                    topology::scenario::scenarios_str(&text, f, kernel).unwrap_or_default();
                 for s in &scenarios {
                     if let Some(step) = &s.manual {
                         println!("  scenario {}, manual step: {step}", s.name);

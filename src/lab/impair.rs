@@ -54,7 +54,7 @@ pub fn apply(
         return Err(BadEnd(format!("\"{end}\" is not NODE:IFACE")).into());
     };
     let named =
-        |e: &crate::topology::model::Endpoint| t.nodes[e.node].name == node && e.iface == iface;
+        |e: &crate::topology::resolved::Endpoint| t.nodes[e.node].name == node && e.iface == iface;
     let Some((index, near, far)) = t.links.iter().enumerate().find_map(|(i, l)| {
         if named(&l.a) {
             Some((i, &l.a, &l.b))

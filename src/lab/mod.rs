@@ -144,7 +144,7 @@ pub fn find(lab: &str) -> Result<Running> {
         );
     };
     let copy = LabState::dir(lab).join(TOPOLOGY_COPY);
-    let topology = topology::load(&copy)
+    let topology = topology::load(&copy, this_kernel())
         .with_context(|| format!("reading the topology lab {lab} was built from"))?;
     // Recover the prefix from any node's namespace name.
     let prefix = state
@@ -168,7 +168,7 @@ pub fn find(lab: &str) -> Result<Running> {
 pub fn lab_name_of(arg: &str) -> Result<String> {
     let p = PathBuf::from(arg);
     if arg.ends_with(".toml") || (p.is_file() && !topology::valid_name(arg)) {
-        let t = topology::load(&p)?;
+        let t = topology::load(&p, this_kernel())?;
         return Ok(t.name);
     }
     if !topology::valid_name(arg) {

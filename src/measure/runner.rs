@@ -12,7 +12,7 @@ use crate::engine::probe::Phase;
 use crate::engine::report::TestReport;
 use crate::lab::Running;
 use crate::lab::spawn::{enter_before_exec, tunbench_exe};
-use crate::topology::routing::Router;
+use crate::routing::Router;
 use crate::vocab::target::MeasureTarget;
 use crate::vocab::{Cell, Direction, Family, Proto};
 use anyhow::{Context, Result, anyhow, bail};
@@ -742,20 +742,22 @@ pub fn measure(
         // What the lab's device models predict for the cell, whatever the
         // measurement makes of it.
         let model_limit = from.and_then(|f| {
-            crate::topology::limit::model_limit(&lab.topology, f, addr, cell).map(|l| ModelLimit {
-                what: l.what,
-                bps: l.bps,
-            })
-        });
-        // What the shaped links let through of the cell's packets: physics'
-        // prediction, beside the models'.
-        let wire_limit = from.and_then(|f| {
-            crate::topology::wire::wire_limit(&lab.topology, f, addr, cell, spec.udp_len).map(|l| {
+            crate::predict::device_limit::model_limit(&lab.topology, f, addr, cell).map(|l| {
                 ModelLimit {
                     what: l.what,
                     bps: l.bps,
                 }
             })
+        });
+        // What the shaped links let through of the cell's packets: physics'
+        // prediction, beside the models'.
+        let wire_limit = from.and_then(|f| {
+            crate::predict::wire_limit::wire_limit(&lab.topology, f, addr, cell, spec.udp_len).map(
+                |l| ModelLimit {
+                    what: l.what,
+                    bps: l.bps,
+                },
+            )
         });
         // A dead datapath on the way fails the cell by name, before the client
         // would meet it as a timeout (or, after the cell, as a suspect figure).

@@ -114,7 +114,7 @@ pub fn measure_lab(
 fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String> {
     use crate::measure::model::TunnelCost;
     use crate::topology::tunnel::TunnelKind;
-    let routes = crate::topology::routing::Router::new(t);
+    let routes = crate::routing::Router::new(t);
     let mut out = Vec::new();
     for (s, path) in specs.iter().zip(paths.iter_mut()) {
         let targets = s.target_ips();
@@ -307,7 +307,8 @@ fn model_notes(t: &Topology) -> Vec<String> {
 /// is empty (none, for a file without scenarios).
 pub fn selected_scenarios(text: &str, file: &Path, names: &[String]) -> Result<Vec<Scenario>> {
     let mut scenarios =
-        crate::topology::scenario::scenarios_str(text, file).map_err(|e| anyhow::anyhow!("{e}"))?;
+        crate::topology::scenario::scenarios_str(text, file, crate::lab::this_kernel())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     if names.is_empty() {
         return Ok(scenarios);
     }
@@ -553,7 +554,7 @@ to = { address = "198.18.200.2" }
     #[test]
     fn a_path_through_a_softwire_carries_its_cost() {
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/dslite.toml");
-        let t = crate::topology::load(&file).unwrap();
+        let t = crate::topology::load(&file, crate::topology::kernel::KernelFacts::FULL).unwrap();
         let specs: Vec<MeasureSpec> = t
             .measurements
             .iter()

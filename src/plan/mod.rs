@@ -216,6 +216,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::kernel::KernelFacts;
     use crate::topology::load;
     use std::path::Path;
 
@@ -230,10 +231,13 @@ mod tests {
 
     #[test]
     fn router_plan_reads_like_ip_commands() {
-        let t = load(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/topologies/router.toml"
-        )))
+        let t = load(
+            Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/topologies/router.toml"
+            )),
+            KernelFacts::FULL,
+        )
         .unwrap();
         let p = plan(&t, &Naming::new("x", None));
         let text: Vec<String> = p.ops.iter().map(|o| o.to_string()).collect();
@@ -270,10 +274,13 @@ mod tests {
 
     #[test]
     fn external_nodes_get_nothing_and_host_links_take_the_host_interface() {
-        let t = load(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/topologies/nvr500-real.toml"
-        )))
+        let t = load(
+            Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/topologies/nvr500-real.toml"
+            )),
+            KernelFacts::FULL,
+        )
         .unwrap();
         let p = plan(&t, &Naming::new("x", None));
         let text: Vec<String> = p.ops.iter().map(|o| o.to_string()).collect();
@@ -297,7 +304,7 @@ mod tests {
                 .any(|o| o.starts_with("ip -n x-pc link set eth0 up"))
         );
         // The routing model sees the path through the device it does not build.
-        let r = crate::topology::routing::Router::new(&t);
+        let r = crate::routing::Router::new(&t);
         let pc = t.node_index("pc").unwrap();
         let server = t.node_index("server").unwrap();
         assert_eq!(r.echo_works(pc, "2001:2:0:1::10".parse().unwrap()), Ok(()));
@@ -351,10 +358,13 @@ mtu = 1400
 
     #[test]
     fn prefix_replaces_lab_name_in_namespaces() {
-        let t = load(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/topologies/two-hosts.toml"
-        )))
+        let t = load(
+            Path::new(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/topologies/two-hosts.toml"
+            )),
+            KernelFacts::FULL,
+        )
         .unwrap();
         let p = plan(&t, &Naming::new("lab", Some("ci7-")));
         assert_eq!(

@@ -1,6 +1,6 @@
 //! The wire limit in reports: what the shaped links' line rates let through of
 //! a cell's payload (`CellResult::wire_limit`, from
-//! [`crate::topology::wire`]), how near the measured figure came to it, and
+//! [`crate::predict::wire_limit`]), how near the measured figure came to it, and
 //! which cells the line rate alone predicts.
 //!
 //! - Beside a cell: the wire limit's figure; what sets it (the link, the

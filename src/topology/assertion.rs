@@ -18,7 +18,7 @@
 //! `--expect` parser, a layer above (`verify`), which checks it against the
 //! file's `[[measure]]` paths.
 
-use super::model::{NodeKind, Topology};
+use super::resolved::{NodeKind, Topology};
 use super::{KeyPath, Problem, valid_name};
 use crate::vocab::Family;
 use serde::Deserialize;
@@ -577,7 +577,12 @@ scenarios = ["two"]
             }
             other => panic!("{other:?}"),
         }
-        let s = crate::topology::scenario::scenarios_str(BASE, path).unwrap();
+        let s = crate::topology::scenario::scenarios_str(
+            BASE,
+            path,
+            crate::topology::kernel::KernelFacts::FULL,
+        )
+        .unwrap();
         let names = |i: usize| -> Vec<&str> {
             s[i].topology
                 .assertions

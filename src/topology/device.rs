@@ -9,9 +9,9 @@
 //! lan = "lan1"            # the router's interface toward its LAN
 //! ```
 
-use super::model::{Node, NodeKind};
 use super::profile_file::{self, LoadError, Profile};
 use super::raw::RawNode;
+use super::resolved::{Node, NodeKind};
 use super::{KeyPath, Problem};
 use crate::codec::profile::{DeviceModel, HostModel, TerminationModel};
 use ipnetwork::IpNetwork;

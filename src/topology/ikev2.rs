@@ -11,7 +11,7 @@
 //! table 220, so `up` makes no device for it: the inner addresses go on the
 //! node's `lo` as host addresses (this kernel has no dummy interfaces).
 
-use super::model::{NodeKind, Topology};
+use super::resolved::{NodeKind, Topology};
 use super::wireguard::{Preshared, Wireguard};
 use super::{KeyPath, Problem, int_in};
 use crate::codec::overhead::Encapsulation;

@@ -4,11 +4,9 @@
 //! tunbench's own otherwise, and an explicit `datapath = "kernel"` without them
 //! is refused where the file says it.
 //!
-//! The topology layer never looks at the machine: the layer that does (the
-//! command line, the Rust API) hands it a probe once, and a parse without one
-//! assumes a kernel that has everything (unit tests, `validate --file-only`).
-
-use std::sync::RwLock;
+//! The topology layer never looks at the machine: the layer that does (the lab,
+//! the command line) passes these facts to the parse; `KernelFacts::FULL`
+//! stands for a kernel that has everything (unit tests, `validate --file-only`).
 
 /// The kernel's abilities a topology's resolution depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,20 +26,3 @@ impl KernelFacts {
 /// What the kernel DS-Lite datapath is made of, for messages.
 pub const SEG6_NEEDS: &str =
     "SRv6 lightweight tunnels (seg6 and seg6local routes, kernel option CONFIG_IPV6_SEG6_LWTUNNEL)";
-
-static PROBE: RwLock<Option<fn() -> KernelFacts>> = RwLock::new(None);
-
-/// Resolve topologies from now on for the kernel `probe` describes (called at
-/// most once per parse; the probe caches what it finds). `None` goes back to
-/// assuming a full kernel.
-pub fn set_probe(probe: Option<fn() -> KernelFacts>) {
-    *PROBE.write().unwrap_or_else(|e| e.into_inner()) = probe;
-}
-
-/// The facts the current probe gives, or a full kernel's.
-pub fn facts() -> KernelFacts {
-    match *PROBE.read().unwrap_or_else(|e| e.into_inner()) {
-        Some(p) => p(),
-        None => KernelFacts::FULL,
-    }
-}

@@ -8,26 +8,23 @@ pub mod ikev2;
 pub mod impair;
 pub mod kernel;
 pub mod l2tp;
-pub mod limit;
 pub mod locate;
-pub mod model;
 pub mod profile_file;
 pub mod raw;
 pub mod reference;
 mod resolve;
-pub mod routing;
+pub mod resolved;
 pub mod scenario;
 pub mod termination;
 pub mod tunnel;
 mod validate;
-pub mod wire;
 pub mod wireguard;
 
 #[cfg(test)]
 mod tests;
 
 pub use device::absolute_profile_paths;
-pub use model::{Endpoint, Interface, Link, Measurement, Node, NodeKind, Route, Topology};
+pub use resolved::{Endpoint, Interface, Link, Measurement, Node, NodeKind, Route, Topology};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -144,22 +141,24 @@ pub enum LoadError {
     Invalid(InvalidTopology),
 }
 
-/// Read, parse, resolve and validate a topology file.
-pub fn load(path: &Path) -> Result<Topology, LoadError> {
+/// Read, parse, resolve and validate a topology file for a kernel of the
+/// given abilities.
+pub fn load(path: &Path, kernel: kernel::KernelFacts) -> Result<Topology, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_str(&text, path).map_err(LoadError::Invalid)
+    parse_str_for(&text, path, kernel).map_err(LoadError::Invalid)
 }
 
-/// Parse, resolve and validate topology text; `path` only names it in errors.
+/// Parse, resolve and validate topology text for a kernel that has
+/// everything (tests; a file checked for any machine); `path` only names it in
+/// errors.
 pub fn parse_str(text: &str, path: &Path) -> Result<Topology, InvalidTopology> {
-    parse_with(text, path, None)
+    parse_str_for(text, path, kernel::KernelFacts::FULL)
 }
 
-/// `parse_str` for a kernel of the given abilities rather than the one the
-/// command line probed (tests; checking a file for another machine).
+/// `parse_str` for a kernel of the given abilities.
 pub fn parse_str_for(
     text: &str,
     path: &Path,
@@ -174,8 +173,9 @@ pub(crate) fn parse_with(
     text: &str,
     path: &Path,
     scenario_names: Option<&[String]>,
+    k: kernel::KernelFacts,
 ) -> Result<Topology, InvalidTopology> {
-    parse_inner(text, path, scenario_names, kernel::facts())
+    parse_inner(text, path, scenario_names, k)
 }
 
 fn parse_inner(
@@ -245,7 +245,7 @@ fn parse_inner(
     if problems.is_empty() {
         // Each scenario must be a valid topology too.
         if raw.scenarios.is_some() {
-            scenario::scenarios_str(text, path)?;
+            scenario::scenarios_str(text, path, k)?;
         }
         return Ok(topo);
     }

@@ -559,7 +559,12 @@ source = "the seed"
         );
         // Each scenario's lab is the file without it: the run's results get it
         // once, from the file.
-        let s = scenarios_str(&text, Path::new("r.toml")).unwrap();
+        let s = scenarios_str(
+            &text,
+            Path::new("r.toml"),
+            crate::topology::kernel::KernelFacts::FULL,
+        )
+        .unwrap();
         assert_eq!(s.len(), 2);
         for sc in &s {
             assert!(sc.topology.reference.is_none(), "{}", sc.name);

@@ -3,8 +3,8 @@
 //! routes parsed. Problems that make a value meaningless are reported here; checks
 //! that need the whole model are in `validate`.
 
-use super::model::*;
 use super::raw::*;
+use super::resolved::*;
 use super::tunnel::Datapath;
 use super::{KeyPath, Problem};
 use crate::vocab::target::MeasureTarget;

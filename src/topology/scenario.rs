@@ -9,6 +9,7 @@
 //! measured (the seed's `ip routing process fast` on the router's console):
 //! `tunbench run` prints it and waits; it changes nothing in the lab.
 
+use super::kernel::KernelFacts;
 use super::{Diagnostic, InvalidTopology, KeyPath, Seg, Topology, locate, parse_with};
 use std::path::Path;
 
@@ -23,9 +24,13 @@ pub struct Scenario {
     pub text: String,
 }
 
-/// The scenarios of a topology file, each resolved and validated; empty when the
-/// file declares none.
-pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTopology> {
+/// The scenarios of a topology file, each resolved and validated for a kernel
+/// of the given abilities; empty when the file declares none.
+pub fn scenarios_str(
+    text: &str,
+    path: &Path,
+    kernel: KernelFacts,
+) -> Result<Vec<Scenario>, InvalidTopology> {
     let at = |line, column, at: String, message: String| Diagnostic {
         file: path.to_path_buf(),
         line,
@@ -161,7 +166,7 @@ pub fn scenarios_str(text: &str, path: &Path) -> Result<Vec<Scenario>, InvalidTo
         keep_entries_of(&mut merged, "measure", &name);
         keep_entries_of(&mut merged, "assert", &name);
         let merged_text = toml::to_string(&merged).unwrap_or_default();
-        match parse_with(&merged_text, path, Some(&names)) {
+        match parse_with(&merged_text, path, Some(&names), kernel) {
             Ok(topology) => out.push(Scenario {
                 name,
                 description,
@@ -350,7 +355,7 @@ b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
         let text = format!(
             "{BASE}\n[scenarios.plain]\ndescription = \"as written\"\n[scenarios.hostb.nodes.b]\nkind = \"host\"\n"
         );
-        let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
+        let s = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap();
         assert_eq!(s.len(), 2);
         let hostb = s.iter().find(|x| x.name == "hostb").unwrap();
         assert!(!hostb.topology.nodes[1].forwarding);
@@ -363,7 +368,7 @@ b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
     #[test]
     fn a_bad_override_is_located_in_the_scenario() {
         let text = format!("{BASE}\n[scenarios.bad.nodes.b]\nkind = \"toaster\"\n");
-        let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
+        let e = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap_err();
         let d = &e.0[0];
         assert!(d.message.starts_with("in scenario bad: "), "{}", d.message);
         assert_eq!(d.line, 12, "{d}");
@@ -374,7 +379,7 @@ b = { port = "b:eth0", ipv4 = "198.18.0.2/24" }
         let text = format!(
             "{BASE}\n[[measure]]\nfrom = \"a\"\nto = \"b\"\nscenarios = [\"one\"]\n\n[scenarios.one]\n[scenarios.two]\n"
         );
-        let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
+        let s = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap();
         let count = |n: &str| {
             s.iter()
                 .find(|x| x.name == n)
@@ -411,7 +416,7 @@ b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
         let text = format!(
             "{NAMED}\n[scenarios.toc.links.l1]\nb = {{ port = \"c:eth0\", ipv4 = \"198.18.0.2/24\" }}\nmtu = 1400\n"
         );
-        let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
+        let s = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap();
         let t = &s[0].topology;
         let c = t.node_index("c").unwrap();
         let l = &t.links[0];
@@ -425,7 +430,7 @@ b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
     #[test]
     fn a_link_name_no_link_has_is_an_error_in_the_scenario() {
         let text = format!("{NAMED}\n[scenarios.wan.links.l9]\nmtu = 1400\n");
-        let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
+        let e = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap_err();
         let d = &e.0[0];
         assert_eq!(d.at, "scenarios.wan.links.l9");
         assert_eq!(
@@ -440,7 +445,7 @@ b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
     #[test]
     fn a_bad_change_to_a_named_link_is_located_in_the_scenario() {
         let text = format!("{NAMED}\n[scenarios.loop.links.l1]\nb = \"a:eth1\"\n");
-        let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
+        let e = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap_err();
         let d = &e.0[0];
         assert!(
             d.message
@@ -472,7 +477,7 @@ b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
         let text = format!(
             "{BASE}\n[scenarios.fast]\nmanual = \"On the router's console: ip routing process fast\"\n[scenarios.plain]\n"
         );
-        let s = scenarios_str(&text, Path::new("x.toml")).unwrap();
+        let s = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap();
         let fast = s.iter().find(|x| x.name == "fast").unwrap();
         assert_eq!(
             fast.manual.as_deref(),
@@ -486,7 +491,7 @@ b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
 
         for bad in ["manual = 1", "manual = \"  \"", "manual = [\"a\"]"] {
             let text = format!("{BASE}\n[scenarios.fast]\n{bad}\n");
-            let e = scenarios_str(&text, Path::new("x.toml")).unwrap_err();
+            let e = scenarios_str(&text, Path::new("x.toml"), KernelFacts::FULL).unwrap_err();
             let d = &e.0[0];
             assert_eq!(d.at, "scenarios.fast.manual", "{bad}");
             assert_eq!(d.line, 12, "{bad}: {d}");
@@ -497,6 +502,10 @@ b = { port = "c:eth1", ipv4 = "198.18.1.2/24" }
 
     #[test]
     fn no_scenarios_is_an_empty_list() {
-        assert!(scenarios_str(BASE, Path::new("x.toml")).unwrap().is_empty());
+        assert!(
+            scenarios_str(BASE, Path::new("x.toml"), KernelFacts::FULL)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

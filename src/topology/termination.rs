@@ -4,7 +4,7 @@
 //! what the router's forwarding ceilings must then leave alone. Pure.
 
 use super::Problem;
-use super::model::Node;
+use super::resolved::Node;
 use super::tunnel::{Datapath, Role, Tunnel, TunnelKind};
 use super::wireguard::Implementation;
 use crate::codec::profile::TerminationModel;

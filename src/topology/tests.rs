@@ -372,7 +372,7 @@ fn a_hub_forwards_even_on_a_host() {
     assert_eq!(a.sysctls["net.ipv6.conf.all.forwarding"], "1");
     // The spokes stay hosts that do not forward.
     assert!(!t.nodes[t.node_index("s1").unwrap()].forwarding);
-    let r = super::routing::Router::new(&t);
+    let r = crate::routing::Router::new(&t);
     assert_eq!(
         r.echo_works(t.node_index("s1").unwrap(), "198.18.83.12".parse().unwrap()),
         Ok(())

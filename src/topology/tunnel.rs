@@ -3,7 +3,7 @@
 //! each kind is one variant of `RawTunnel` and of `TunnelKind`.
 
 use super::kernel::KernelFacts;
-use super::model::{NodeKind, Topology};
+use super::resolved::{NodeKind, Topology};
 use super::{KeyPath, Problem, int_in, valid_name};
 use ipnetwork::{IpNetwork, Ipv4Network};
 use serde::Deserialize;

@@ -1,8 +1,8 @@
 //! Checks on the resolved model that need the whole topology. Pure: reports
 //! problems, changes nothing.
 
-use super::model::HostAttach;
-use super::model::*;
+use super::resolved::HostAttach;
+use super::resolved::*;
 use super::{KeyPath, Problem, interface_name_problem, valid_name};
 use ipnetwork::IpNetwork;
 use std::collections::{BTreeMap, BTreeSet};

@@ -6,7 +6,7 @@
 //! peers with every other (two peers: point to point); with `hub = "node"` the
 //! spokes peer only with the hub, which forwards between them.
 
-use super::model::{NodeKind, Topology};
+use super::resolved::{NodeKind, Topology};
 use super::{KeyPath, Problem, int_in};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;

@@ -18,6 +18,7 @@ pub use tap::Tap;
 
 use crate::report::expect::{self, Expectation, Phase, Subject};
 use crate::topology::assertion::{Assertion, Check};
+use crate::topology::kernel::KernelFacts;
 use crate::topology::{KeyPath, LoadError, Problem, Topology};
 use std::path::{Path, PathBuf};
 
@@ -237,8 +238,8 @@ fn words<S: ToString>(i: impl Iterator<Item = S>) -> String {
 
 /// `topology::load` and the throughput assertions' checks, every problem
 /// located in the file.
-pub fn load(path: &Path) -> Result<Topology, LoadError> {
-    let t = crate::topology::load(path)?;
+pub fn load(path: &Path, kernel: KernelFacts) -> Result<Topology, LoadError> {
+    let t = crate::topology::load(path, kernel)?;
     let problems = problems(&t);
     if problems.is_empty() {
         return Ok(t);

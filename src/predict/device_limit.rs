@@ -25,13 +25,13 @@
 //! overhead less the outer IP and UDP headers. Left out: the reverse
 //! direction's ACKs (no payload of their own through a plain path; through a
 //! tunnel, a few percent of the reverse class), smaller packets, and the
-//! links' own rates (no device model's: [`super::wire`] has them).
+//! links' own rates (no device model's: [`super::wire_limit`] has them).
 
-use super::model::{Node, Topology};
-use super::routing::{Arrival, Hop, Router};
-use super::tunnel::{Tunnel, TunnelKind};
 use crate::codec::overhead::Encapsulation;
 use crate::codec::profile::{Ceiling, DeviceModel, TerminationModel, Way, way_to};
+use crate::routing::{Arrival, Hop, Router};
+use crate::topology::resolved::{Node, Topology};
+use crate::topology::tunnel::{Tunnel, TunnelKind};
 use crate::vocab::{Cell, Direction, Family, Proto};
 use std::net::IpAddr;
 
@@ -243,7 +243,8 @@ fn termination_at<'n>(tun: &Tunnel, index: usize, node: &'n Node) -> Option<&'n 
             return None;
         }
     }
-    node.terminations.get(super::termination::kind_name(tun))
+    node.terminations
+        .get(crate::topology::termination::kind_name(tun))
 }
 
 /// A termination ceiling `c` of `node` on `traffic` going `way`, kept in
@@ -431,7 +432,7 @@ mod tests {
     fn home(scenario: &str) -> Topology {
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/nvr500-home.toml");
         let text = std::fs::read_to_string(&file).unwrap();
-        scenarios_str(&text, &file)
+        scenarios_str(&text, &file, crate::topology::kernel::KernelFacts::FULL)
             .unwrap_or_else(|e| panic!("{e}"))
             .into_iter()
             .find(|s| s.name == scenario)

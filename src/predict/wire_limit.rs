@@ -4,7 +4,7 @@
 //! link of `rate` carries `rate x payload / wire bytes` of payload per full
 //! packet; the tightest link on the cell's way is the wire limit.
 //!
-//! The way is the one [`model_limit`](super::limit::model_limit) follows (the
+//! The way is the one [`model_limit`](super::device_limit::model_limit) follows (the
 //! data's own direction). Each hop over a link crosses that link, or the
 //! links through the switches between the two nodes, each in one direction
 //! with its own impairments. The cell's packets:
@@ -20,9 +20,9 @@
 //! followed as the model's limit follows them. Left out, as there: the
 //! reverse direction's ACKs and smaller packets.
 
-use super::limit::{Limit, MAX_NESTING, TCP_HEADER, UDP_HEADER, data_path};
-use super::model::{Interface, Topology};
-use super::routing::{Arrival, Hop, Router};
+use super::device_limit::{Limit, MAX_NESTING, TCP_HEADER, UDP_HEADER, data_path};
+use crate::routing::{Arrival, Hop, Router};
+use crate::topology::resolved::{Interface, Topology};
 use crate::vocab::framing::Framing;
 use crate::vocab::{Cell, Family, Proto};
 use std::net::IpAddr;
@@ -159,7 +159,7 @@ fn consider(t: &Topology, link: usize, a_to_b: bool, packet: &Packet, best: &mut
     if best.as_ref().is_some_and(|b| b.bps <= bps) {
         return;
     }
-    let end = |e: &super::model::Endpoint| format!("{}:{}", t.nodes[e.node].name, e.iface);
+    let end = |e: &crate::topology::Endpoint| format!("{}:{}", t.nodes[e.node].name, e.iface);
     let mut what = format!(
         "{} {framing} link {} -> {}: {} B of payload per {} B on the wire",
         rate_name(rate),
@@ -287,7 +287,7 @@ peers = [
     fn home(scenario: &str) -> Topology {
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/nvr500-home.toml");
         let text = std::fs::read_to_string(&file).unwrap();
-        scenarios_str(&text, &file)
+        scenarios_str(&text, &file, crate::topology::kernel::KernelFacts::FULL)
             .unwrap_or_else(|e| panic!("{e}"))
             .into_iter()
             .find(|s| s.name == scenario)

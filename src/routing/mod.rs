@@ -3,9 +3,9 @@
 //! `check` uses it to know which probes must succeed; `validate` uses it to find
 //! configurations that can never work.
 
-use super::model::Topology;
-use super::tunnel::{B4, Tunnel, TunnelKind};
-use super::wireguard::Wireguard;
+use crate::topology::resolved::Topology;
+use crate::topology::tunnel::{B4, Tunnel, TunnelKind};
+use crate::topology::wireguard::Wireguard;
 
 /// Next-hop interfaces named like this stand for a softwire, not a device.
 const SOFTWIRE: &str = "softwire:";
