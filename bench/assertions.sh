@@ -13,6 +13,8 @@
 # Lab names: sa + count. Output: the table on stdout (markdown), every step on
 # stderr. Exit 1 when a `tunbench test` does not pass. Labs are taken down on
 # exit, also on failure or Ctrl-C.
+#
+# Figures, method and history: docs/benchmarks/scale.md (index: BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=assertions

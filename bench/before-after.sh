@@ -54,6 +54,8 @@
 # The labs are taken down on exit, also on failure or Ctrl-C; one run of this script
 # at a time (a lock in /run/lock). Environment: PORT (iperf3's port in the lab,
 # default 5201).
+#
+# Figures, method and history: docs/benchmarks/before-after.md (index: BENCHMARKS.md).
 set -euo pipefail
 HERE=$(pwd)
 cd "$(dirname "$0")/.."

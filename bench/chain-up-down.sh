@@ -19,6 +19,8 @@
 # Prints per-round times, the medians and the median of the per-round ratio
 # tunbench/script to stdout; writes nothing outside a temporary directory that it
 # removes. Every namespace it creates is removed on exit, also on failure or Ctrl-C.
+#
+# Figures, method and history: docs/benchmarks/scale.md (index: BENCHMARKS.md).
 set -euo pipefail
 
 NODES=${1:-100}

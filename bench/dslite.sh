@@ -16,6 +16,8 @@
 # medians, the median of the per-round ratios, and the datapath processes' CPU
 # seconds per Gbit (userspace). The labs (bds<pid>k, bds<pid>u) are taken down on
 # exit, also on failure or Ctrl-C.
+#
+# Figures, method and history: docs/benchmarks/dslite.md (index: BENCHMARKS.md).
 set -euo pipefail
 ROUNDS=${1:-5}
 SECS=${2:-5}

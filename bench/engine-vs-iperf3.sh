@@ -61,6 +61,8 @@
 # Prints per-round figures, medians and the median of the per-round ratio
 # tunbench/iperf3 per test to stdout (progress to stderr). The lab, bench<pid>e, is
 # taken down on exit, also on failure or Ctrl-C, and the sysctls are put back.
+#
+# Figures, method and history: docs/benchmarks/engine-vs-iperf3.md (index: BENCHMARKS.md).
 set -euo pipefail
 
 ROUNDS=${1:-5}

@@ -10,8 +10,7 @@
 #    processes; `--topology wireguard`: topologies/wireguard.toml, scenario
 #    tunbench), each followed by `tunbench clean LAB`, watched: the longest up
 #    is T, and B is 1.5 x the latest moment its last datapath process started.
-#    (Here up builds everything in ~0.15 s, then waits ~1 s for the datapaths'
-#    first stats files.)
+#    (Most of up is the wait for the datapaths' first stats files.)
 # 2. N trials (default 20) that SIGKILL `tunbench up` after a random delay:
 #    3/4 of them in [0, B] (building), 1/4 in [B, T] (waiting), stratified (one
 #    uniform draw in each equal part of a stretch, the parts in a shuffled
@@ -41,6 +40,8 @@
 # command's output, each leftover found). faults.md is also printed.
 #
 # Environment: CARGO_TARGET_DIR.
+#
+# Figures, method and history: docs/benchmarks/faults-soak.md (index: BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh

@@ -31,6 +31,8 @@
 #
 # The labs are taken down on exit, also on failure or Ctrl-C; one run at a time (a
 # lock in /run/lock).
+#
+# Figures, method and history: docs/benchmarks/scale.md (index: BENCHMARKS.md).
 set -euo pipefail
 HERE=$(pwd)
 cd "$(dirname "$0")/.."

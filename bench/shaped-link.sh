@@ -16,6 +16,8 @@
 #   sudo bench/shaped-link.sh [ROUNDS [SECONDS]]     (defaults: 3 rounds, 5 s)
 #
 # The lab (bsl<pid>) is taken down on exit, also on failure or Ctrl-C.
+#
+# Figures, method and history: docs/benchmarks/shaped-wire.md (index: BENCHMARKS.md).
 set -euo pipefail
 BENCH=shaped-link
 ROUNDS=${1:-3}

@@ -40,6 +40,8 @@
 # run's data without running anything (the verdict rules applied anew).
 #
 # Environment: CARGO_TARGET_DIR, PORT (the server's port in the lab, default 5201).
+#
+# Figures, method and history: docs/benchmarks/faults-soak.md (index: BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh

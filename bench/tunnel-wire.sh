@@ -13,6 +13,8 @@
 #
 # Prints the markdown matrix of each; the labs (btw<pid>i, btw<pid>w) are
 # taken down by `tunbench run` itself, also on failure or Ctrl-C.
+#
+# Figures, method and history: docs/benchmarks/shaped-wire.md (index: BENCHMARKS.md).
 set -euo pipefail
 BENCH=tunnel-wire
 RUNS=${1:-1}

@@ -21,6 +21,8 @@
 # esp/ikev2 and l2tp-ipsec/esp, and the median CPU seconds per Gbit.
 #
 # Environment: CARGO_TARGET_DIR, PORT (iperf3's port in the lab, default 5201).
+#
+# Figures, method and history: docs/benchmarks/vpn-vs-strongswan.md (index: BENCHMARKS.md).
 set -euo pipefail
 ROUNDS=${1:-${ROUNDS:-5}}
 SECS=${2:-${DURATION:-5}}

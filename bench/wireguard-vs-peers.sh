@@ -34,6 +34,8 @@
 # tunbench/boringtun and tunbench/wireguard-go, and the median CPU seconds per Gbit
 # received. Progress goes to stderr. The lab is taken down on exit, also on failure or
 # Ctrl-C, and processes it leaves are killed.
+#
+# Figures, method and history: docs/benchmarks/wireguard.md (index: BENCHMARKS.md).
 set -euo pipefail
 ROUNDS=${1:-${ROUNDS:-5}}
 SECS=${2:-${DURATION:-5}}

@@ -13,7 +13,7 @@
 //!
 //! The floor is `REACHED` of the formula. How close to it a cell comes depends
 //! on the CPU the sender, the shaper and the receiver get, which other tests
-//! share: BENCHMARKS.md measures it (1.000 x physics at 1G, alone).
+//! share: docs/benchmarks/shaped-wire.md measures it alone.
 
 use crate::common::*;
 use crate::support::*;

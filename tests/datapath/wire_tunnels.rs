@@ -4,8 +4,8 @@
 //! Ethernet underlay, TCP and UDP carry at most +0.5 % over rate x payload /
 //! wire bytes of the outer frame, measured as tests/datapath/wire.rs does, and
 //! at least `REACHED` of it: how close they come depends on the CPU the
-//! datapaths get beside other tests. Alone, every cell came within 0.2 %
-//! (BENCHMARKS.md, with the 1G table).
+//! datapaths get beside other tests; docs/benchmarks/shaped-wire.md measures
+//! it alone, with the same table at 1G.
 
 use crate::common::*;
 use crate::support::REACHED;

@@ -180,7 +180,7 @@ fn an_ipvlan_carries_traffic_or_is_refused_naming_the_driver() {
 }
 
 /// One NIC, two VLANs toward a managed switch: traffic when the kernel has
-/// 802.1Q; without it (no CONFIG_VLAN_8021Q here) a clear refusal.
+/// 802.1Q; without it (a kernel without CONFIG_VLAN_8021Q) a clear refusal.
 #[test]
 fn vlans_of_one_nic_serve_both_lans_or_are_refused_naming_the_driver() {
     let h = EmulatedHost::new("vl");
