@@ -25,12 +25,12 @@
 //! async runtime (the lab's work runs on a thread of its own). Root is
 //! needed, as for the command line.
 
-use crate::commands::check;
 use crate::lab::{self as labs, Running};
 use crate::measure::model::Results;
 use crate::measure::session::{Overrides, measure_lab, spec_of};
 use crate::plan::Naming;
 use crate::topology::{self, Topology};
+use crate::verify::reach_matrix::{self, DEFAULT_SAMPLE, Mode, Report};
 use crate::verify::{self, Verdict};
 use anyhow::{Context, Result, anyhow, bail};
 use std::path::{Path, PathBuf};
@@ -153,21 +153,21 @@ impl Lab {
     /// `tunbench check`: every node echoes every address (all pairs up to 100
     /// nodes, a sample above, as `--mode auto`); the report says which replies
     /// the routing model expected and which came.
-    pub fn check(&self) -> Result<check::Report> {
+    pub fn check(&self) -> Result<Report> {
         let built = self
             .topology
             .nodes
             .iter()
             .filter(|n| n.kind.is_built())
             .count();
-        let mode = check::Mode::choose(check::ModeArg::Auto, None, 0, built);
+        let mode = Mode::auto(built, DEFAULT_SAMPLE, 0);
         self.check_with(mode)
     }
 
     /// `check` in a mode of your choice (all pairs, segments, a sample).
-    pub fn check_with(&self, mode: check::Mode) -> Result<check::Report> {
+    pub fn check_with(&self, mode: Mode) -> Result<Report> {
         let naming = Naming::new(&self.name, None);
-        Ok(check::run(&self.topology, &naming, mode)?)
+        Ok(reach_matrix::run(&self.topology, &naming, mode)?)
     }
 
     /// Measure the `[[measure]]` entry named `path` (its method, with

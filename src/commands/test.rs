@@ -4,9 +4,8 @@
 //! Exit 0 when every assertion holds, 1 when any fails, 2 on bad input.
 
 use super::{bad_input, on_signals, runtime};
-use crate::plan::Naming;
-use crate::topology::{self, Topology};
-use crate::verify::{self, Outcome, Suite, SuiteRun, Tap};
+use crate::verify::suites::{self, Control, Event, Refused, TestFile};
+use crate::verify::{self, Outcome, Suite, Tap};
 use anyhow::Result;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -38,205 +37,116 @@ pub struct TestArgs {
     pub force: bool,
 }
 
-struct Planned {
-    file: PathBuf,
-    lab: String,
-    topology: Topology,
-    text: String,
-    scenarios: Vec<topology::scenario::Scenario>,
-}
-
 pub fn test(a: TestArgs) -> Result<i32> {
     // Every file read and checked before anything is built.
-    let mut planned: Vec<Planned> = Vec::new();
-    let mut bad = false;
-    for f in &a.files {
-        let t = match verify::load(f, crate::lab::this_kernel()) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{e}");
-                bad = true;
-                continue;
-            }
-        };
-        if t.assertions.is_empty() {
-            eprintln!(
-                "{}: no [[assert]] entries; add one (docs/topology.md, Assertions)",
-                f.display()
-            );
-            bad = true;
-            continue;
-        }
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| bad_input(format!("reading {}: {e}", f.display())))?;
-        let mut scenarios = topology::scenario::scenarios_str(&text, f, crate::lab::this_kernel())
-            .map_err(|e| bad_input(e.to_string()))?;
-        if !a.scenario.is_empty() && !scenarios.is_empty() {
-            let mut picked = Vec::new();
-            for want in &a.scenario {
-                if let Some(i) = scenarios.iter().position(|s| &s.name == want) {
-                    picked.push(scenarios.remove(i));
-                }
-            }
-            if picked.is_empty() {
-                eprintln!("{}: none of the scenarios asked for; skipped", f.display());
-                continue;
-            }
-            scenarios = picked;
-        }
-        let base = match &a.name {
-            Some(n) => n.clone(),
-            None => t.name.clone(),
-        };
-        let mut lab = base.clone();
-        let mut k = 1;
-        while planned.iter().any(|p| p.lab == lab) {
-            k += 1;
-            lab = format!("{base}-{k}");
-        }
-        if !topology::valid_name(&lab) {
-            return Err(bad_input(format!(
-                "lab name \"{lab}\" must be 1-32 letters, digits, '-' or '_'"
-            )));
-        }
-        planned.push(Planned {
-            file: f.clone(),
-            lab,
-            topology: t,
-            text,
-            scenarios,
-        });
-    }
-    if bad {
-        return Ok(2);
-    }
-    for want in &a.scenario {
-        let known = planned
-            .iter()
-            .any(|p| p.scenarios.iter().any(|s| &s.name == want));
-        if !known {
-            return Err(bad_input(format!("no file has a scenario \"{want}\"")));
-        }
-    }
+    let files = match suites::read(&a.files, &a.scenario, a.name.as_deref(), &mut |m| {
+        eprintln!("{m}")
+    }) {
+        Ok(f) => f,
+        Err(Refused::Reported) => return Ok(2),
+        Err(Refused::Input(m)) => return Err(bad_input(m)),
+    };
     if !a.yes && !std::io::stdin().is_terminal() {
-        if let Some(s) = planned
-            .iter()
-            .flat_map(|p| p.scenarios.iter())
-            .find(|s| s.manual.is_some())
-        {
-            return Err(bad_input(format!(
-                "scenario {} has a manual step (\"{}\") and standard input is not a terminal to confirm it on: run from a terminal, or give --yes to print each step and go on",
-                s.name,
-                s.manual.as_deref().unwrap_or_default()
-            )));
-        }
+        refuse_manual_steps(&files)?;
     }
-
     let rt = runtime()?;
     let (cancel, flag) = on_signals(&rt);
     let mut manual = super::measure::manual_step(a.yes, flag.clone());
-    let mut tap = Tap::default();
-    let tap_on = a.tap;
-    let say = |s: &str| {
-        if tap_on {
-            eprint!("{s}");
-        } else {
-            print!("{s}");
-            let _ = std::io::stdout().flush();
-        }
+    let mut out = Printer {
+        tap: a.tap.then(Tap::default),
     };
-    if tap_on {
+    if out.tap.is_some() {
         print!("{}", Tap::header());
     }
-    let mut suites: Vec<Suite> = Vec::new();
-    'files: for p in &planned {
-        let naming = Naming::new(&p.lab, None);
-        let runs: Vec<(Option<&topology::scenario::Scenario>, &Topology, &str)> =
-            if p.scenarios.is_empty() {
-                vec![(None, &p.topology, p.text.as_str())]
-            } else {
-                p.scenarios
-                    .iter()
-                    .map(|s| (Some(s), &s.topology, s.text.as_str()))
-                    .collect()
-            };
-        for (scenario, t, text) in runs {
-            let count = t
-                .assertions
-                .iter()
-                .filter(|x| verify::runs_in(x, scenario.map(|s| s.name.as_str())))
-                .count();
-            if count == 0 {
-                continue;
-            }
-            let name = Suite {
-                file: p.file.clone(),
-                scenario: scenario.map(|s| s.name.clone()),
-                lab: p.lab.clone(),
-                verdicts: Vec::new(),
-                seconds: 0.0,
-                error: None,
-            }
-            .name();
-            say(&format!("# {name} (lab {})\n", p.lab));
-            if tap_on {
-                print!("{}", tap.suite(&name, &p.lab));
-            }
-            let mut on_verdict = |v: &verify::Verdict| {
-                say(&format!("{}\n", v.line()));
-                if tap_on {
-                    print!("{}", tap.verdict(&name, v));
-                    let _ = std::io::stdout().flush();
-                }
-            };
-            let suite = rt.block_on(verify::run_suite(
-                SuiteRun {
-                    topology: t,
-                    file: &p.file,
-                    text,
-                    scenario,
-                    naming: &naming,
-                    force: a.force,
-                },
-                &cancel,
-                &flag,
-                &mut manual,
-                &mut on_verdict,
-            ));
-            if let Some(e) = &suite.error {
-                eprintln!("{name}: {e}");
-            }
-            suites.push(suite);
-            if flag.load(std::sync::atomic::Ordering::SeqCst) {
-                eprintln!("interrupted: the lab was taken down; no further files run");
-                break 'files;
-            }
-        }
-    }
-    if tap_on {
-        print!("{}", tap.plan());
-    }
-    let all: Vec<&verify::Verdict> = suites.iter().flat_map(|s| s.verdicts.iter()).collect();
-    let failed = all.iter().filter(|v| v.outcome != Outcome::Pass).count();
-    let seconds: f64 = suites.iter().map(|s| s.seconds).sum();
-    say(&format!(
-        "{} assertions in {} suite{}: {} passed, {failed} failed ({seconds:.1} s)\n",
-        all.len(),
-        suites.len(),
-        if suites.len() == 1 { "" } else { "s" },
-        all.len() - failed
-    ));
+    let control = Control {
+        force: a.force,
+        cancel_up: &cancel,
+        cancel: &flag,
+        manual: &mut manual,
+    };
+    let suites = rt.block_on(suites::run(&files, control, &mut |e| out.event(e)));
+    out.summary(&suites);
     if let Some(path) = &a.junit {
         let xml = verify::junit(&suites)?;
         std::fs::write(path, xml)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     }
+    let failed = suites
+        .iter()
+        .any(|s| s.error.is_some() || s.verdicts.iter().any(|v| v.outcome != Outcome::Pass));
     let interrupted = flag.load(std::sync::atomic::Ordering::SeqCst);
-    Ok(
-        if failed > 0 || interrupted || suites.iter().any(|s| s.error.is_some()) {
-            1
+    Ok(if failed || interrupted { 1 } else { 0 })
+}
+
+/// A scenario's manual step waits for Enter on a terminal; without one (and
+/// without --yes) the run is refused before anything is built.
+fn refuse_manual_steps(files: &[TestFile]) -> Result<()> {
+    if let Some(s) = files
+        .iter()
+        .flat_map(|p| p.scenarios.iter())
+        .find(|s| s.manual.is_some())
+    {
+        return Err(bad_input(format!(
+            "scenario {} has a manual step (\"{}\") and standard input is not a terminal to confirm it on: run from a terminal, or give --yes to print each step and go on",
+            s.name,
+            s.manual.as_deref().unwrap_or_default()
+        )));
+    }
+    Ok(())
+}
+
+/// The lines of a run: on standard output, or with TAP on standard output
+/// and the lines on standard error.
+struct Printer {
+    tap: Option<Tap>,
+}
+
+impl Printer {
+    fn say(&self, s: &str) {
+        if self.tap.is_some() {
+            eprint!("{s}");
         } else {
-            0
-        },
-    )
+            print!("{s}");
+            let _ = std::io::stdout().flush();
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        match e {
+            Event::Suite { name, lab } => {
+                self.say(&format!("# {name} (lab {lab})\n"));
+                if let Some(tap) = &mut self.tap {
+                    print!("{}", tap.suite(name, lab));
+                }
+            }
+            Event::Verdict { suite, verdict } => {
+                self.say(&format!("{}\n", verdict.line()));
+                if let Some(tap) = &mut self.tap {
+                    print!("{}", tap.verdict(suite, verdict));
+                    let _ = std::io::stdout().flush();
+                }
+            }
+            Event::SuiteError { name, error } => eprintln!("{name}: {error}"),
+            Event::Interrupted => {
+                eprintln!("interrupted: the lab was taken down; no further files run")
+            }
+        }
+    }
+
+    /// The TAP plan and the closing line.
+    fn summary(&mut self, suites: &[Suite]) {
+        if let Some(tap) = &self.tap {
+            print!("{}", tap.plan());
+        }
+        let all: Vec<&verify::Verdict> = suites.iter().flat_map(|s| s.verdicts.iter()).collect();
+        let failed = all.iter().filter(|v| v.outcome != Outcome::Pass).count();
+        let seconds: f64 = suites.iter().map(|s| s.seconds).sum();
+        self.say(&format!(
+            "{} assertions in {} suite{}: {} passed, {failed} failed ({seconds:.1} s)\n",
+            all.len(),
+            suites.len(),
+            if suites.len() == 1 { "" } else { "s" },
+            all.len() - failed
+        ));
+    }
 }

@@ -5,6 +5,7 @@ pub mod datapath;
 pub mod impair;
 pub mod liveness;
 pub mod spawn;
+pub mod status;
 
 use crate::plan::{self, Naming};
 use crate::topology::{self, Topology};

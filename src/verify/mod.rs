@@ -7,9 +7,15 @@
 //! expression belongs to `report::expect`, a layer above it, so [`load`] adds
 //! those checks to the file's own (located like every topology error).
 
+pub mod capture;
+mod checks;
+pub mod command;
+pub mod icmp;
 mod junit;
 pub mod probe;
+pub mod reach_matrix;
 mod run;
+pub mod suites;
 mod tap;
 
 pub use junit::junit;
@@ -78,12 +84,16 @@ pub struct Suite {
 impl Suite {
     /// `dslite.toml` or `dslite.toml:kernel`: the suite's name in reports.
     pub fn name(&self) -> String {
-        let f = self
-            .file
+        Suite::name_of(&self.file, self.scenario.as_deref())
+    }
+
+    /// The name of the suite of `file` in `scenario`.
+    pub fn name_of(file: &Path, scenario: Option<&str>) -> String {
+        let f = file
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.file.display().to_string());
-        match &self.scenario {
+            .unwrap_or_else(|| file.display().to_string());
+        match scenario {
             Some(s) => format!("{f}:{s}"),
             None => f,
         }
