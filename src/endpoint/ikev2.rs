@@ -1,14 +1,14 @@
 //! One end of an IKEv2 tunnel as a process (`tunbench datapath`, started by
 //! `up` in the end's namespace): it writes charon's configuration into the
 //! lab's state (`ikev2-TUNNEL-NODE/`), runs strongSwan's charon with that
-//! directory as its /run (5.9.8 hard-codes /var/run/charon.pid, so two
-//! instances need two), loads it with swanctl, initiates from end 0, and
+//! directory as its /run (charon's pid file is always /var/run/charon.pid,
+//! so two instances need two), loads it with swanctl, initiates from end 0, and
 //! writes the stats file `up` waits for only once the child SA is INSTALLED.
 //! Then it rewrites that file and `sa-TUNNEL-NODE.json` every second from
 //! `swanctl --list-sas`, and stops charon when it is stopped.
 //!
-//! End 0 initiates explicitly: trap policies (start_action = trap) drop
-//! packets instead of negotiating with libipsec in 5.9.8.
+//! End 0 initiates explicitly: with libipsec, trap policies (start_action =
+//! trap) drop packets instead of negotiating.
 
 use crate::endpoint::external::{PrivateRun, cpu_seconds, isolate, stop};
 use crate::endpoint::strongswan::{EndAuth, EndConfig, IkeSa, Install, log_tail, parse_list_sas};

@@ -1,17 +1,15 @@
-//! What tunbench needs of strongSwan 5.9.8 and what it says back: where
-//! Debian installs charon, swanctl and the plugins; the strongswan.conf and
+//! What tunbench needs of strongSwan and what it says back: where Debian
+//! installs charon, swanctl and the plugins; the strongswan.conf and
 //! swanctl.conf of one IKEv2 end; and the SAs in `swanctl --list-sas --raw`.
-//!
-//! Facts (checked against Debian's strongSwan 5.9):
-//! kernel-libipsec must load before kernel-netlink (else kernel-netlink tries
-//! kernel SAs and fails with "Protocol not supported"), and kernel-netlink
-//! must stay loaded to install the routes into libipsec's TUN; AES-GCM and
-//! ECP groups come from the openssl plugin (libstrongswan-standard-plugins).
 
 pub use crate::vocab::programs::Install;
 use std::path::Path;
 
-/// charon's plugins, in load order: kernel-libipsec before kernel-netlink.
+/// charon's plugins, in load order: kernel-libipsec before kernel-netlink
+/// (else kernel-netlink tries kernel SAs and fails with "Protocol not
+/// supported"), and kernel-netlink stays loaded to install the routes into
+/// libipsec's TUN; AES-GCM and ECP groups come from the openssl plugin
+/// (libstrongswan-standard-plugins).
 const CHARON_PLUGINS: &str = "random nonce openssl aes sha1 sha2 hmac gcm pem pkcs1 pkcs8 x509 pubkey kdf kernel-libipsec kernel-netlink socket-default vici";
 const SWANCTL_PLUGINS: &str = "pem pkcs1 pkcs8 x509 pubkey openssl random";
 
@@ -341,7 +339,7 @@ pub fn log_tail(path: &Path, lines: usize) -> String {
 mod tests {
     use super::*;
 
-    // Captured from strongSwan 5.9.8 on this machine (two namespaces).
+    // What charon printed for an established SA between two namespaces.
     const LIST_SAS: &str = "list-sa event {t {uniqueid=1 version=2 state=ESTABLISHED local-host=198.18.86.2 local-port=4500 local-id=b remote-host=198.18.86.1 remote-port=4500 remote-id=a initiator-spi=a3f964a36d001439 responder-spi=2e93bd1aa1599566 nat-remote=yes nat-any=yes encr-alg=AES_GCM_16 encr-keysize=128 prf-alg=PRF_HMAC_SHA2_256 dh-group=ECP_256 established=1 rekey-time=14387 child-sas {t-1 {name=t uniqueid=1 reqid=1 state=INSTALLED mode=TUNNEL protocol=ESP encap=yes spi-in=d4205e5a spi-out=6679dd98 encr-alg=AES_GCM_16 encr-keysize=128 bytes-in=168 packets-in=2 use-in=0 bytes-out=168 packets-out=2 use-out=0 rekey-time=3513 life-time=3959 install-time=1 local-ts=[198.18.87.2/32 2001:2:0:87::2/128] remote-ts=[198.18.87.1/32]}}}}\nlist-sas reply {}\n";
 
     #[test]

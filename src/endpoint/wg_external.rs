@@ -5,12 +5,9 @@
 //! (<https://www.wireguard.com/xplatform/>), read back every second for
 //! status, and stopped when this process is.
 //!
-//! Facts found on this machine: wireguard-go 0.0.20220316 attaches only to a
-//! single-queue TUN and boringtun-cli 0.7.1 only to a multi-queue one (`up`
-//! makes each the TUN it needs); boringtun needs --disable-drop-privileges
-//! when run as root without a login; wireguard-go sets no MTU of its own on a
-//! TUN it did not make (`up` sets it). `get=1` answers differ: wireguard-go
-//! gives last_handshake_time_sec as Unix time, boringtun as seconds since.
+//! wireguard-go attaches only to a single-queue TUN and boringtun-cli only
+//! to a multi-queue one; `up` makes each the TUN it needs, and sets its MTU
+//! (wireguard-go sets none on a TUN it did not make).
 
 use crate::codec::wireguard::PeerStatus;
 use crate::endpoint::external::{PrivateRun, find_program, isolate, stop};
@@ -120,6 +117,7 @@ pub fn parse_get(text: &str, setup: &PeerSetup, now_unix: f64) -> Vec<PeerStatus
             "allowed_ip" => p.allowed_ips.extend(v.parse::<ipnetwork::IpNetwork>().ok()),
             "tx_bytes" => p.tx_bytes = v.parse().unwrap_or(0),
             "rx_bytes" => p.rx_bytes = v.parse().unwrap_or(0),
+            // wireguard-go gives Unix time, boringtun seconds since.
             "last_handshake_time_sec" => {
                 let t: f64 = v.parse().unwrap_or(0.0);
                 p.latest_handshake_secs = if t == 0.0 {
@@ -154,6 +152,7 @@ fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Result<
             // 2 threads unless the tunnel asks for more queues: the setting
             // the reference figures were measured with.
             let threads = if w.queues > 1 { w.queues } else { 2 };
+            // Run as root without a login, it must keep its privileges.
             cmd.args([
                 "-f",
                 "--disable-drop-privileges",

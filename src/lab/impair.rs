@@ -8,6 +8,7 @@
 use crate::lab::Running;
 use crate::plan::link::Way;
 use crate::topology::impair::{Impairment, Shaping, shaping_lines};
+use crate::topology::resolved::{Endpoint, Link};
 use anyhow::{Context, Result};
 
 /// Which traffic of a link, seen from the end the user named.
@@ -49,12 +50,35 @@ pub fn apply(
     direction: Direction,
     change: &Change,
 ) -> Result<Vec<String>> {
+    let (index, near, far) = named_link(lab, end)?;
+    // Traffic is shaped where it is sent: leaving `near` on near's egress.
+    let mut ends = Vec::new();
+    if direction != Direction::In {
+        ends.push((near, "leaving"));
+    }
+    if direction != Direction::Out {
+        ends.push((far, "arriving at"));
+    }
+    let mut done = Vec::new();
+    if change.touches_relay() {
+        done.extend(change_relay(lab, end, index, &ends, change)?);
+    }
+    if let Some(rate) = change.rate {
+        for (e, what) in ends {
+            done.push(change_rate(lab, end, index, e, what, rate)?);
+        }
+    }
+    Ok(done)
+}
+
+/// The link with the end `end` (NODE:IFACE): its index, the named end and
+/// the other one. Links to external nodes are not the lab's to impair.
+fn named_link<'a>(lab: &'a Running, end: &str) -> Result<(usize, &'a Endpoint, &'a Endpoint)> {
     let t = &lab.topology;
     let Some((node, iface)) = end.split_once(':') else {
         return Err(BadEnd(format!("\"{end}\" is not NODE:IFACE")).into());
     };
-    let named =
-        |e: &crate::topology::resolved::Endpoint| t.nodes[e.node].name == node && e.iface == iface;
+    let named = |e: &Endpoint| t.nodes[e.node].name == node && e.iface == iface;
     let Some((index, near, far)) = t.links.iter().enumerate().find_map(|(i, l)| {
         if named(&l.a) {
             Some((i, &l.a, &l.b))
@@ -76,107 +100,108 @@ pub fn apply(
         ))
         .into());
     }
-    // Traffic is shaped where it is sent: leaving `near` on near's egress.
-    let mut ends = Vec::new();
-    if direction != Direction::In {
-        ends.push((near, "leaving"));
+    Ok((index, near, far))
+}
+
+/// The direction of `link` that traffic sent from its end `e` travels: a
+/// frame leaving `a` travels a_to_b.
+fn way_from(link: &Link, e: &Endpoint) -> Way {
+    if std::ptr::eq(e, &link.a) {
+        Way::AToB
+    } else {
+        Way::BToA
     }
-    if direction != Direction::Out {
-        ends.push((far, "arriving at"));
+}
+
+/// New relay settings (delay, loss and the like) for the directions sent
+/// from `ends`; all or nothing: every direction is checked before any is
+/// changed.
+fn change_relay(
+    lab: &Running,
+    end: &str,
+    index: usize,
+    ends: &[(&Endpoint, &str)],
+    change: &Change,
+) -> Result<Vec<String>> {
+    let link = &lab.topology.links[index];
+    let ways: Vec<(Way, &str)> = ends
+        .iter()
+        .map(|(e, what)| (way_from(link, e), *what))
+        .collect();
+    for (way, what) in &ways {
+        if !way.impairment(link).needs_relay() {
+            return Err(BadEnd(format!(
+                "{end}: traffic {what} it was built without the userspace link path, which delay, jitter, loss, duplicate, reorder and queue need; declare one of them for that direction in the topology (delay = \"0ms\" is enough) and bring the lab up again"
+            ))
+            .into());
+        }
     }
     let mut done = Vec::new();
-    if change.touches_relay() {
-        let link = &t.links[index];
-        // The sending end says which way: a frame leaving `a` travels a_to_b.
-        let ways: Vec<(Way, &str)> = ends
-            .iter()
-            .map(|(e, what)| {
-                let way = if std::ptr::eq(*e, &link.a) {
-                    Way::AToB
-                } else {
-                    Way::BToA
-                };
-                (way, *what)
-            })
-            .collect();
-        // All or nothing: check every direction before changing any.
-        for (way, what) in &ways {
-            if !way.impairment(link).needs_relay() {
-                return Err(BadEnd(format!(
-                    "{end}: traffic {what} it was built without the userspace link path, which delay, jitter, loss, duplicate, reorder and queue need; declare one of them for that direction in the topology (delay = \"0ms\" is enough) and bring the lab up again"
-                ))
-                .into());
-            }
-        }
-        for (way, what) in ways {
-            let mut now = if change.clear_relay {
-                Impairment::default()
-            } else {
-                crate::endpoint::relay::current(&lab.naming.lab, index, way, link)
-            };
-            let mut over = change.relay;
-            over.rate = None;
-            // The kernel shapes the rate, unless the relay paces it.
-            if !now.relay_paces() {
-                now.rate = None;
-            }
-            now.overlay(&over);
-            write_settings(&lab.naming.lab, index, way, &now)?;
-            done.push(format!("{end}: traffic {what} it: {}", describe(&now)));
-        }
-    }
-    let Some(rate) = change.rate else {
-        return Ok(done);
-    };
-    for (e, what) in ends {
-        let n = &t.nodes[e.node].name;
-        let ns = lab.naming.namespace(n);
-        // The topology's framing and queue for this direction stay.
-        let link = &t.links[index];
-        let own = if std::ptr::eq(e, &link.a) {
-            Way::AToB
+    for (way, what) in ways {
+        let mut now = if change.clear_relay {
+            Impairment::default()
         } else {
-            Way::BToA
+            crate::endpoint::relay::current(&lab.naming.lab, index, way, link)
+        };
+        let mut over = change.relay;
+        over.rate = None;
+        // The kernel shapes the rate, unless the relay paces it.
+        if !now.relay_paces() {
+            now.rate = None;
         }
-        .impairment(link);
-        if own.relay_paces() {
-            // framing = "none": the relay paces the rate (Impairment::relay_paces).
-            let way = if std::ptr::eq(e, &link.a) {
-                Way::AToB
-            } else {
-                Way::BToA
-            };
-            let mut now = crate::endpoint::relay::current(&lab.naming.lab, index, way, link);
-            now.rate = rate;
-            now.framing = own.framing;
-            write_settings(&lab.naming.lab, index, way, &now)?;
-            done.push(match rate {
-                Some(r) => format!("{end}: traffic {what} it paced to {r} bit/s (framing none)"),
-                None => format!("{end}: traffic {what} it not shaped"),
-            });
-            continue;
-        }
-        match rate {
-            Some(r) => {
-                let shaping = Shaping {
-                    dev: &e.iface,
-                    rate: r,
-                    framing: own.framing.unwrap_or_default(),
-                    mtu: link.mtu,
-                    queue_bytes: own.rate_queue_bytes(),
-                };
-                netns::tc::run(&ns, &shaping_lines(&shaping, "replace"))
-                    .map_err(anyhow::Error::msg)
-                    .with_context(|| format!("shaping {n}:{}", e.iface))?;
-                done.push(format!("{end}: traffic {what} it shaped to {r} bit/s"));
-            }
-            None => {
-                clear(&ns, &e.iface).with_context(|| format!("unshaping {n}:{}", e.iface))?;
-                done.push(format!("{end}: traffic {what} it not shaped"));
-            }
-        }
+        now.overlay(&over);
+        write_settings(&lab.naming.lab, index, way, &now)?;
+        done.push(format!("{end}: traffic {what} it: {}", describe(&now)));
     }
     Ok(done)
+}
+
+/// The rate of the direction sent from `e`: shaped by tc on its veth end,
+/// or paced by the relay where the topology's framing is "none"
+/// (Impairment::relay_paces). The direction's framing and queue stay.
+fn change_rate(
+    lab: &Running,
+    end: &str,
+    index: usize,
+    e: &Endpoint,
+    what: &str,
+    rate: Option<u64>,
+) -> Result<String> {
+    let t = &lab.topology;
+    let n = &t.nodes[e.node].name;
+    let ns = lab.naming.namespace(n);
+    let link = &t.links[index];
+    let way = way_from(link, e);
+    let own = way.impairment(link);
+    if own.relay_paces() {
+        let mut now = crate::endpoint::relay::current(&lab.naming.lab, index, way, link);
+        now.rate = rate;
+        now.framing = own.framing;
+        write_settings(&lab.naming.lab, index, way, &now)?;
+        return Ok(match rate {
+            Some(r) => format!("{end}: traffic {what} it paced to {r} bit/s (framing none)"),
+            None => format!("{end}: traffic {what} it not shaped"),
+        });
+    }
+    match rate {
+        Some(r) => {
+            let shaping = Shaping {
+                dev: &e.iface,
+                rate: r,
+                framing: own.framing.unwrap_or_default(),
+                mtu: link.mtu,
+                queue_bytes: own.rate_queue_bytes(),
+            };
+            netns::tc::run(&ns, &shaping_lines(&shaping, "replace"))
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("shaping {n}:{}", e.iface))?;
+            Ok(format!("{end}: traffic {what} it shaped to {r} bit/s"))
+        }
+        None => {
+            clear(&ns, &e.iface).with_context(|| format!("unshaping {n}:{}", e.iface))?;
+            Ok(format!("{end}: traffic {what} it not shaped"))
+        }
+    }
 }
 
 /// Leaves a relay direction's new settings where its process looks.

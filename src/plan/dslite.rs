@@ -1,30 +1,9 @@
-//! The kernel objects of a DS-Lite softwire's endpoints.
-//!
-//! kernel datapath (no ip6tnl on this kernel): SRv6 reduced encapsulation with one
-//! segment puts exactly IPv6 (next header 4) + IPv4 on the wire, and seg6local
-//! End.DX4 takes it off again. The endpoint address is one of the node's own, so a
-//! rule placed before `lookup local` steers protocol-4 packets to it into the
-//! decapsulating route while everything else (ping, ND) stays local.
-//! NAT44 at a kernel AFTR is nftables: each softwire's outer packets get a mark
-//! (B4 index + 1) before decapsulation (nf_hooks_lwtunnel keeps it through End.DX4),
-//! the inner connection gets that number as its original-direction conntrack zone,
-//! so two B4s with the same inner 5-tuple are two connections, and replies go back
-//! into the right softwire by the connection's mark and a policy rule.
-//!
-//! The MTU gate: seg6 encapsulates a forwarded packet from the route's input
-//! hook, before ip_forward, so the kernel would neither check the IPv4 MTU (no
-//! ICMP fragmentation needed) nor decrement the TTL, and ip6_forward drops the
-//! too-big IPv6 packet. So a kernel endpoint first routes IPv4 into the softwire
-//! through a veth pair inside its own namespace (`swa-T` -> `swb-T`, MTU = the
-//! softwire's): ip_forward does the router's work on `swa-T`, and a rule `iif
-//! swb-T` sends what comes back in to the encapsulating route. A DF-clear packet
-//! is fragmented as IPv4 there: ip6_forward never fragments a forwarded packet,
-//! so the kernel datapath cannot fragment after encapsulation (RFC 2473 7.2); the
-//! userspace datapath does. Conntrack skips `swb-T` (its defragmentation would
-//! undo the fragmenting, and the NAT44 was done on the first pass).
-//!
-//! userspace datapath: a persistent TUN the datapath process attaches to; the
-//! kernel routes the softwire's IPv4 into it.
+//! The kernel objects of a DS-Lite softwire's endpoints. A kernel endpoint
+//! encapsulates with SRv6 (reduced encapsulation with one segment: IPv6 with
+//! next header 4, then IPv4, on the wire) and decapsulates with seg6local
+//! End.DX4; an AFTR's NAT44 is nftables. A userspace endpoint gets a
+//! persistent TUN that its datapath process attaches to, and the kernel
+//! routes the softwire's IPv4 into it.
 
 use crate::topology::Topology;
 use crate::topology::tunnel::{AFTR_SOFTWIRE_V4, B4_SOFTWIRE_V4, Datapath, Dslite, Role, Tunnel};
@@ -101,6 +80,8 @@ pub fn ops(t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op> 
     ops
 }
 
+/// A kernel endpoint: decapsulation, the MTU gate, and its role's routes
+/// (B4) or softwires with NAT44 (AFTR).
 fn kernel(
     t: &Topology,
     tun: &Tunnel,
@@ -115,122 +96,177 @@ fn kernel(
         Role::B4(i) => (d.b4s[i].address, B4_SOFTWIRE_V4),
         Role::Peer(_) => return,
     };
-    let dev = device_of(t, node, IpAddr::V6(own));
+    let (gate_in, gate_out) = gate_names(&tun.name);
+    let e = KernelEndpoint {
+        ns,
+        dev: device_of(t, node, IpAddr::V6(own)),
+        gate_in,
+        gate_out,
+    };
     ops.push(Op::Address {
         ns: ns.into(),
         iface: "lo".into(),
         addr: IpNetwork::new(IpAddr::V4(softwire_v4), 32).expect("/32"),
     });
-    ops.push(Op::LocalRuleAt {
-        ns: ns.into(),
-        pref: LOCAL_RULE_PREF,
-    });
-    ops.push(Op::Rule {
-        ns: ns.into(),
-        v6: true,
-        pref: RULE_PREF_DECAP,
-        iif: None,
-        to: Some(IpNetwork::new(IpAddr::V6(own), 128).expect("/128")),
-        ipproto: Some(4),
-        fwmark: None,
-        table: DECAP_TABLE,
-    });
-    ops.push(Op::Seg6Local {
-        ns: ns.into(),
-        sid: own,
-        dev: dev.clone(),
-        table: DECAP_TABLE,
-    });
-    let (gate_in, gate_out) = gate_names(&tun.name);
-    ops.push(Op::Veth {
-        ns: ns.into(),
-        name: gate_in.clone(),
-        peer_ns: ns.into(),
-        peer_name: gate_out.clone(),
-        mtu: d.mtu,
-    });
-    ops.push(Op::Up {
-        ns: ns.into(),
-        iface: gate_out.clone(),
-    });
-    // What the endpoint itself sends (192.0.0.x, the AFTR's replies) comes back
-    // in on `swb` with a local source address: not a martian here.
-    ops.push(Op::Sysctl {
-        ns: ns.into(),
-        key: format!("net.ipv4.conf.{gate_out}.accept_local"),
-        value: "1".into(),
-    });
-    let default: ipnetwork::Ipv4Network = "0.0.0.0/0".parse().expect("default");
-    // Into the gate: ip_forward checks the MTU on its way out of `swa`.
-    let into_gate = |to, table| Op::PairRoute {
-        ns: ns.into(),
-        to,
-        gate: GATE,
-        dev: gate_in.clone(),
-        peer: gate_out.clone(),
-        table,
-    };
-    // Back in on `swb` (softwire `id` at the AFTR, by the mark): encapsulated.
-    let encapsulate = |ops: &mut Vec<Op>, id: Option<u32>, segment| {
-        let table = ENCAP_TABLE + id.unwrap_or(0);
-        ops.push(Op::Rule {
-            ns: ns.into(),
-            v6: false,
-            pref: RULE_PREF_ENCAP + id.unwrap_or(0),
-            iif: Some(gate_out.clone()),
-            to: None,
-            ipproto: None,
-            fwmark: id,
-            table,
-        });
-        ops.push(Op::Seg6Encap {
-            ns: ns.into(),
-            to: default,
-            segment,
-            dev: dev.clone(),
-            table,
-        });
-    };
+    e.decapsulation(own, ops);
+    e.gate(d.mtu, ops);
     match role {
         Role::B4(i) => {
             for r in &d.b4s[i].routes {
-                ops.push(into_gate(*r, MAIN_TABLE));
+                ops.push(e.into_gate(*r, MAIN_TABLE));
             }
-            encapsulate(ops, None, d.aftr.address);
+            e.encapsulate(ops, None, d.aftr.address);
             ops.push(Op::Nftables {
                 ns: ns.into(),
                 ruleset: b4_ruleset(&tun.name, d.mss),
             });
         }
         Role::Peer(_) => {}
-        Role::Aftr => {
-            for (i, b) in d.b4s.iter().enumerate() {
-                let id = i as u32 + 1;
-                ops.push(Op::Rule {
-                    ns: ns.into(),
-                    v6: false,
-                    pref: RULE_PREF_SOFTWIRE + id,
-                    iif: None,
-                    to: None,
-                    ipproto: None,
-                    fwmark: Some(id),
-                    table: DECAP_TABLE + id,
-                });
-                ops.push(into_gate(default, DECAP_TABLE + id));
-                encapsulate(ops, Some(id), b.address);
-            }
-            for p in &d.aftr.pool {
-                ops.push(Op::Blackhole {
-                    ns: ns.into(),
-                    to: IpNetwork::V4(*p),
-                });
-            }
-            ops.push(Op::Nftables {
-                ns: ns.into(),
-                ruleset: aftr_ruleset(&tun.name, d),
-            });
+        Role::Aftr => e.aftr(tun, d, ops),
+    }
+}
+
+/// A kernel endpoint's namespace, its underlay device (the one holding its
+/// softwire address) and its MTU gate's two ends.
+struct KernelEndpoint<'a> {
+    ns: &'a str,
+    dev: String,
+    gate_in: String,
+    gate_out: String,
+}
+
+impl KernelEndpoint<'_> {
+    /// The endpoint address is one of the node's own, so a rule placed before
+    /// `lookup local` steers protocol-4 packets to it into the decapsulating
+    /// route while everything else (ping, ND) stays local.
+    fn decapsulation(&self, own: std::net::Ipv6Addr, ops: &mut Vec<Op>) {
+        let ns = self.ns;
+        ops.push(Op::LocalRuleAt {
+            ns: ns.into(),
+            pref: LOCAL_RULE_PREF,
+        });
+        ops.push(Op::Rule {
+            ns: ns.into(),
+            v6: true,
+            pref: RULE_PREF_DECAP,
+            iif: None,
+            to: Some(IpNetwork::new(IpAddr::V6(own), 128).expect("/128")),
+            ipproto: Some(4),
+            fwmark: None,
+            table: DECAP_TABLE,
+        });
+        ops.push(Op::Seg6Local {
+            ns: ns.into(),
+            sid: own,
+            dev: self.dev.clone(),
+            table: DECAP_TABLE,
+        });
+    }
+
+    /// The MTU gate. seg6 encapsulates a forwarded packet from the route's
+    /// input hook, before ip_forward, so the kernel would neither check the
+    /// IPv4 MTU (no ICMP fragmentation needed) nor decrement the TTL, and
+    /// ip6_forward drops the too-big IPv6 packet. So IPv4 is first routed into
+    /// the softwire through a veth pair inside the namespace (`swa-T` ->
+    /// `swb-T`, MTU = the softwire's): ip_forward does the router's work on
+    /// `swa-T`, and a rule `iif swb-T` sends what comes back in to the
+    /// encapsulating route. A DF-clear packet is fragmented as IPv4 there:
+    /// ip6_forward never fragments a forwarded packet, so the kernel datapath
+    /// cannot fragment after encapsulation (RFC 2473 7.2); the userspace
+    /// datapath does.
+    fn gate(&self, mtu: u32, ops: &mut Vec<Op>) {
+        ops.push(Op::Veth {
+            ns: self.ns.into(),
+            name: self.gate_in.clone(),
+            peer_ns: self.ns.into(),
+            peer_name: self.gate_out.clone(),
+            mtu,
+        });
+        ops.push(Op::Up {
+            ns: self.ns.into(),
+            iface: self.gate_out.clone(),
+        });
+        // What the endpoint itself sends (192.0.0.x, the AFTR's replies) comes back
+        // in on `swb` with a local source address: not a martian here.
+        ops.push(Op::Sysctl {
+            ns: self.ns.into(),
+            key: format!("net.ipv4.conf.{}.accept_local", self.gate_out),
+            value: "1".into(),
+        });
+    }
+
+    /// A route into the gate: ip_forward checks the MTU on its way out of `swa`.
+    fn into_gate(&self, to: ipnetwork::Ipv4Network, table: u32) -> Op {
+        Op::PairRoute {
+            ns: self.ns.into(),
+            to,
+            gate: GATE,
+            dev: self.gate_in.clone(),
+            peer: self.gate_out.clone(),
+            table,
         }
     }
+
+    /// What comes back in on `swb` (softwire `id` at the AFTR, by the mark)
+    /// is encapsulated toward `segment`.
+    fn encapsulate(&self, ops: &mut Vec<Op>, id: Option<u32>, segment: std::net::Ipv6Addr) {
+        let table = ENCAP_TABLE + id.unwrap_or(0);
+        ops.push(Op::Rule {
+            ns: self.ns.into(),
+            v6: false,
+            pref: RULE_PREF_ENCAP + id.unwrap_or(0),
+            iif: Some(self.gate_out.clone()),
+            to: None,
+            ipproto: None,
+            fwmark: id,
+            table,
+        });
+        ops.push(Op::Seg6Encap {
+            ns: self.ns.into(),
+            to: default_route(),
+            segment,
+            dev: self.dev.clone(),
+            table,
+        });
+    }
+
+    /// At the AFTR, each softwire's outer packets get a mark (B4 index + 1)
+    /// before decapsulation (nf_hooks_lwtunnel keeps it through End.DX4), the
+    /// inner connection gets that number as its original-direction conntrack
+    /// zone, so two B4s with the same inner 5-tuple are two connections, and
+    /// replies go back into the right softwire by the connection's mark and a
+    /// policy rule. The pool's unused addresses are blackholed.
+    fn aftr(&self, tun: &Tunnel, d: &Dslite, ops: &mut Vec<Op>) {
+        for (i, b) in d.b4s.iter().enumerate() {
+            let id = i as u32 + 1;
+            ops.push(Op::Rule {
+                ns: self.ns.into(),
+                v6: false,
+                pref: RULE_PREF_SOFTWIRE + id,
+                iif: None,
+                to: None,
+                ipproto: None,
+                fwmark: Some(id),
+                table: DECAP_TABLE + id,
+            });
+            ops.push(self.into_gate(default_route(), DECAP_TABLE + id));
+            self.encapsulate(ops, Some(id), b.address);
+        }
+        for p in &d.aftr.pool {
+            ops.push(Op::Blackhole {
+                ns: self.ns.into(),
+                to: IpNetwork::V4(*p),
+            });
+        }
+        ops.push(Op::Nftables {
+            ns: self.ns.into(),
+            ruleset: aftr_ruleset(&tun.name, d),
+        });
+    }
+}
+
+fn default_route() -> ipnetwork::Ipv4Network {
+    "0.0.0.0/0".parse().expect("default")
 }
 
 fn userspace(tun: &Tunnel, d: &Dslite, role: Role, ns: &str, ops: &mut Vec<Op>) {

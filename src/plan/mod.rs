@@ -2,7 +2,7 @@
 //! topology and lab name always give the same plan, printable as a dry run.
 
 use crate::topology::impair::{Shaping, shaping_lines};
-use crate::topology::{NodeKind, Topology};
+use crate::topology::{Node, NodeKind, Topology};
 use netns::{Op, Plan};
 
 pub mod datapath;
@@ -44,17 +44,53 @@ fn names_device(key: &str) -> bool {
         && parts[3] != "default"
 }
 
+/// The kernel operations that build `t` as the lab `naming` names, in the
+/// order of their phases.
 pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     let ns = |n: usize| naming.namespace(&t.nodes[n].name);
-    // External nodes are real devices: nothing is built or written for them.
-    let built = || {
-        t.nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.kind.is_built())
-    };
+    let mut ops = namespaces(t, naming);
+    ops.extend(bridges(t, &ns));
+    ops.extend(links(t, naming, &ns));
+    ops.extend(device_sysctls(t, &ns));
+    ops.extend(link_ups(t, &ns));
+    ops.extend(switch_ports(t, &ns));
+    ops.extend(addresses_and_routes(t, &ns));
+    for tun in &t.tunnels {
+        ops.extend(dslite::ops(t, tun, &ns));
+        ops.extend(wireguard::ops(t, tun, &ns));
+    }
+    for (i, _) in built(t) {
+        ops.extend(router::ops(t, i, &ns(i)));
+    }
+    for (i, l) in link::relayed(t) {
+        ops.extend(link::ops(l, &naming.namespace(&link::relay_node(i))));
+    }
+    ops.extend(shaping(t, naming, &ns));
+    // Tunnel ops join the phases of the rest (a stable sort keeps their order).
+    ops.sort_by_key(|o| o.phase());
+    Plan {
+        lab: naming.lab.clone(),
+        nodes: built(t)
+            .map(|(i, n)| (n.name.clone(), ns(i), n.kind.to_string()))
+            .collect(),
+        ops,
+    }
+}
+
+/// The nodes tunbench builds, with their indices. External nodes are real
+/// devices: nothing is built or written for them.
+fn built(t: &Topology) -> impl Iterator<Item = (usize, &Node)> {
+    t.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind.is_built())
+}
+
+/// A namespace per built node (with the sysctls that name no device) and per
+/// link relay.
+fn namespaces(t: &Topology, naming: &Naming) -> Vec<Op> {
     let mut ops = Vec::new();
-    for (i, n) in built() {
+    for (i, n) in built(t) {
         let mut early: Vec<(String, String)> = n
             .sysctls
             .iter()
@@ -63,7 +99,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             .collect();
         early.extend(dslite::sysctls(t, i));
         ops.push(Op::Namespace {
-            ns: ns(i),
+            ns: naming.namespace(&n.name),
             marker: netns::apply::marker(&naming.lab),
             sysctls: early,
         });
@@ -74,6 +110,12 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             &netns::apply::marker(&naming.lab),
         ));
     }
+    ops
+}
+
+/// The bridge of each node that has one.
+fn bridges(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    let mut ops = Vec::new();
     for (i, n) in t.nodes.iter().enumerate() {
         if let Some(br) = &n.bridge {
             // A bridge takes the smallest MTU of its ports anyway; say so up front.
@@ -85,6 +127,13 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
+    ops
+}
+
+/// Each link inside the lab: a host interface taken, a veth pair through a
+/// relay, or a plain veth pair.
+fn links(t: &Topology, naming: &Naming, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    let mut ops = Vec::new();
     for (i, l) in t.links.iter().enumerate() {
         if l.is_external(t) {
             continue;
@@ -112,7 +161,13 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             mtu: l.mtu,
         });
     }
-    for (i, n) in built() {
+    ops
+}
+
+/// The sysctls that name a device, once the devices exist.
+fn device_sysctls(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for (i, n) in built(t) {
         for (k, v) in n.sysctls.iter().filter(|(k, _)| names_device(k)) {
             ops.push(Op::Sysctl {
                 ns: ns(i),
@@ -121,17 +176,25 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
-    // A veth's first end is made up; a host link's device too.
-    for l in t
-        .links
+    ops
+}
+
+/// A veth's second end set up (its first end is made up; a host link's
+/// device too).
+fn link_ups(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    t.links
         .iter()
         .filter(|l| l.host.is_none() && !l.is_external(t))
-    {
-        ops.push(Op::Up {
+        .map(|l| Op::Up {
             ns: ns(l.b.node),
             iface: l.b.iface.clone(),
-        });
-    }
+        })
+        .collect()
+}
+
+/// A switch's interfaces, ports of its bridge.
+fn switch_ports(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    let mut ops = Vec::new();
     for (i, n) in t.nodes.iter().enumerate() {
         if n.kind == NodeKind::Switch {
             let br = n.bridge.clone().unwrap_or_default();
@@ -144,7 +207,13 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             }
         }
     }
-    for (i, _) in built() {
+    ops
+}
+
+/// Every built node's addresses, then its static routes.
+fn addresses_and_routes(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for (i, _) in built(t) {
         for (dev, addr) in t.node_addresses(i) {
             ops.push(Op::Address {
                 ns: ns(i),
@@ -153,7 +222,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
-    for (i, n) in built() {
+    for (i, n) in built(t) {
         for r in &n.routes {
             ops.push(Op::Route {
                 ns: ns(i),
@@ -164,19 +233,15 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             });
         }
     }
-    for tun in &t.tunnels {
-        ops.extend(dslite::ops(t, tun, &ns));
-        ops.extend(wireguard::ops(t, tun, &ns));
-    }
-    for (i, _) in built() {
-        ops.extend(router::ops(t, i, &ns(i)));
-    }
-    for (i, l) in link::relayed(t) {
-        ops.extend(link::ops(l, &naming.namespace(&link::relay_node(i))));
-    }
-    // A direction's rate shapes the sending end of the veth, and the device
-    // that receives from it steers by flow (netns::steer): behind a TBF one
-    // flow would otherwise reach two CPUs' backlogs and arrive out of order.
+    ops
+}
+
+/// Each link direction's rate, shaped at the sending end of the veth, and
+/// the device that receives from it steering by flow (netns::steer): behind a
+/// TBF one flow would otherwise reach two CPUs' backlogs and arrive out of
+/// order.
+fn shaping(t: &Topology, naming: &Naming, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+    let mut ops = Vec::new();
     for (i, l) in t.links.iter().enumerate() {
         let relay = l
             .impairments
@@ -202,15 +267,7 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
             }
         }
     }
-    // Tunnel ops join the phases of the rest (a stable sort keeps their order).
-    ops.sort_by_key(|o| o.phase());
-    Plan {
-        lab: naming.lab.clone(),
-        nodes: built()
-            .map(|(i, n)| (n.name.clone(), ns(i), n.kind.to_string()))
-            .collect(),
-        ops,
-    }
+    ops
 }
 
 #[cfg(test)]

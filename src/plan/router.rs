@@ -51,8 +51,8 @@ pub fn ops(t: &Topology, node: usize, ns: &str) -> Vec<Op> {
 /// multicast addresses, and neighbour discovery (ICMPv6 with hop limit 255,
 /// which RFC 4861 requires of it). ARP is neither protocol.
 /// The exceptions match with a classid and no action: the first matching
-/// filter ends classification and the packet goes on as usual (this kernel has
-/// no gact for `action pass`).
+/// filter ends classification and the packet goes on as usual (without
+/// needing the gact module for `action pass`).
 pub fn redirect_batch(ifaces: &[&str]) -> String {
     let mut s = String::new();
     for dev in ifaces {
