@@ -1,6 +1,7 @@
 //! `tunbench measure` (the matrix in a running lab) and `tunbench run` (up, every
-//! measurement of the topology, report, down), with their progress line.
+//! measurement of the topology, report, down).
 
+use super::progress::ProgressLine;
 use super::report::{NO_REFERENCE, OutputArgs, emit};
 use super::{bad_input, on_signals, runtime};
 use crate::lab;
@@ -222,9 +223,10 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
     }
     let rt = runtime()?;
     let (_, flag) = on_signals(&rt);
-    let mut progress = progress_line();
-    let r = crate::measure::session::measure_lab(&running, &[spec], &flag, &mut progress);
-    clear_progress();
+    let progress = ProgressLine::on_stderr();
+    let r =
+        crate::measure::session::measure_lab(&running, &[spec], &flag, &mut |p| progress.show(p));
+    progress.clear();
     emit(&r?, &a.out)
 }
 
@@ -272,8 +274,8 @@ pub fn run(a: RunArgs) -> Result<i32> {
     }
     let rt = runtime()?;
     let (cancel, flag) = on_signals(&rt);
-    let mut progress = progress_line();
-    let mut manual = manual_step(a.yes, flag.clone());
+    let progress = ProgressLine::on_stderr();
+    let mut manual = manual_step(a.yes, flag.clone(), Some(progress.clone()));
     let r = rt.block_on(crate::measure::session::run_topology(
         &t,
         &a.file,
@@ -281,10 +283,10 @@ pub fn run(a: RunArgs) -> Result<i32> {
         &o,
         &cancel,
         &flag,
-        &mut progress,
+        &mut |p| progress.show(p),
         &mut manual,
     ));
-    clear_progress();
+    progress.clear();
     emit(&r?, &a.out)
 }
 
@@ -351,15 +353,19 @@ fn dry_run(
     out
 }
 
-/// A scenario's manual step, said on standard error once its lab is up; then
-/// Enter on the terminal, or with `yes` nothing. Ctrl-C meanwhile (`cancel`)
-/// ends the wait as an interruption, which takes the lab down.
+/// A scenario's manual step, said on standard error once its lab is up
+/// (the `progress` line taken off first); then Enter on the terminal, or
+/// with `yes` nothing. Ctrl-C meanwhile (`cancel`) ends the wait as an
+/// interruption, which takes the lab down.
 pub(super) fn manual_step(
     yes: bool,
     cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    progress: Option<ProgressLine>,
 ) -> impl FnMut(&str, &str) -> Result<()> + Send {
     move |scenario, step| {
-        clear_progress();
+        if let Some(p) = &progress {
+            p.clear();
+        }
         eprintln!("scenario {scenario}, manual step: {step}");
         if yes {
             eprintln!("(--yes: going on)");
@@ -408,88 +414,4 @@ fn words<T: Copy>(given: &[String], all: &[(&str, T)], flag: &str) -> Result<Vec
                 })
         })
         .collect()
-}
-
-/// Progress on standard error: on a terminal one line, rewritten in place;
-/// otherwise (CI, a pipe) one line per finished cell, so a long job shows it
-/// is alive without filling a log with redraws.
-fn progress_line() -> impl FnMut(&crate::measure::runner::Progress) + Send {
-    let tty = std::io::stderr().is_terminal();
-    let started = std::time::Instant::now();
-    move |p| {
-        if !tty {
-            if p.finished.is_some() {
-                eprintln!("{}", finished_line(p, started.elapsed()));
-            }
-            return;
-        }
-        let left = p.estimated_total.saturating_sub(p.elapsed).as_secs();
-        let el = p.elapsed.as_secs();
-        eprint!(
-            "\r\x1b[K[{}] {} ({}/{}) {} - {}:{:02} elapsed, about {}:{:02} left",
-            p.path,
-            p.cell,
-            p.cell_index + 1,
-            p.cells,
-            p.step,
-            el / 60,
-            el % 60,
-            left / 60,
-            left % 60
-        );
-    }
-}
-
-/// "[fast/raw] IPv4 TCP Sender (1/8): 941 Mbit/s median (best 950), 0:42
-/// elapsed": a finished cell, `elapsed` since the command started.
-fn finished_line(p: &crate::measure::runner::Progress, elapsed: std::time::Duration) -> String {
-    let figure = p
-        .finished
-        .as_ref()
-        .map(crate::report::cell_summary)
-        .unwrap_or_default();
-    let el = elapsed.as_secs();
-    format!(
-        "[{}] {} ({}/{}): {figure}, {}:{:02} elapsed",
-        p.path,
-        p.cell.title(),
-        p.cell_index + 1,
-        p.cells,
-        el / 60,
-        el % 60
-    )
-}
-
-fn clear_progress() {
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[K");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::measure::model::CellResult;
-    use crate::measure::runner::Progress;
-    use crate::vocab::Cell;
-    use std::time::Duration;
-
-    #[test]
-    fn a_finished_cell_is_one_line() {
-        let cell = Cell::parse_key("ipv6.tcp.receiver").unwrap();
-        let p = Progress {
-            path: "fast/raw".into(),
-            cell,
-            cell_index: 5,
-            cells: 8,
-            step: "done".into(),
-            elapsed: Duration::from_secs(3),
-            estimated_total: Duration::from_secs(60),
-            finished: Some(CellResult::failed(cell, "refused\nby the server".into())),
-        };
-        assert_eq!(
-            finished_line(&p, Duration::from_secs(125)),
-            "[fast/raw] IPv6 TCP Receiver (6/8): failed: refused by the server, 2:05 elapsed"
-        );
-    }
 }

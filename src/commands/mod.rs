@@ -16,6 +16,7 @@ pub mod keys;
 pub mod latency;
 pub mod lifecycle;
 pub mod measure;
+pub mod progress;
 pub mod report;
 pub mod status;
 pub mod test;

@@ -51,7 +51,7 @@ pub fn test(a: TestArgs) -> Result<i32> {
     }
     let rt = runtime()?;
     let (cancel, flag) = on_signals(&rt);
-    let mut manual = super::measure::manual_step(a.yes, flag.clone());
+    let mut manual = super::measure::manual_step(a.yes, flag.clone(), None);
     let mut out = Printer {
         tap: a.tap.then(Tap::default),
     };
