@@ -6,7 +6,7 @@ use crate::lab;
 use crate::plan::Naming;
 use crate::topology;
 use anyhow::{Context, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct UpArgs {
@@ -49,46 +49,19 @@ pub fn up(a: UpArgs) -> Result<i32> {
         scenario,
         force,
     } = a;
-    let mut t = topology::load(&file, crate::lab::this_kernel())?;
-    let mut text =
+    let t = topology::load(&file, crate::lab::this_kernel())?;
+    let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-    let mut manual = None;
-    if let Some(want) = &scenario {
-        let all = topology::scenario::scenarios_str(&text, &file, crate::lab::this_kernel())
-            .map_err(|e| bad_input(e.to_string()))?;
-        let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-        let Some(s) = all.iter().find(|s| &s.name == want) else {
-            return Err(bad_input(format!(
-                "{} has no scenario \"{want}\"{}",
-                file.display(),
-                if names.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its scenarios: {}", names.join(", "))
-                }
-            )));
-        };
-        t = s.topology.clone();
-        text = s.text.clone();
-        manual = s.manual.clone().map(|m| (s.name.clone(), m));
-    }
-    let lab_name = name.unwrap_or_else(|| t.name.clone());
-    if !topology::valid_name(&lab_name) {
-        return Err(bad_input(format!(
-            "lab name \"{lab_name}\" must be 1-32 letters, digits, '-' or '_'"
-        )));
-    }
-    if let Some(p) = &prefix {
-        if !p
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c))
-            || p.len() > 32
-        {
-            return Err(bad_input(format!(
-                "prefix \"{p}\" must be at most 32 letters, digits, '-', '_' or '.'"
-            )));
+    let (t, text, manual) = match &scenario {
+        Some(want) => {
+            let s = scenario_of(&file, &text, want)?;
+            let manual = s.manual.map(|m| (s.name, m));
+            (s.topology, s.text, manual)
         }
-    }
+        None => (t, text, None),
+    };
+    let lab_name = name.unwrap_or_else(|| t.name.clone());
+    check_names(&lab_name, prefix.as_deref())?;
     let naming = Naming::new(&lab_name, prefix.as_deref());
     if dry_run {
         if let Some((scenario, step)) = &manual {
@@ -116,6 +89,47 @@ pub fn up(a: UpArgs) -> Result<i32> {
         s.elapsed.as_secs_f64()
     );
     Ok(0)
+}
+
+/// The scenario `want` of `file`, whose text is `text`.
+fn scenario_of(file: &Path, text: &str, want: &str) -> Result<topology::scenario::Scenario> {
+    let mut all = topology::scenario::scenarios_str(text, file, crate::lab::this_kernel())
+        .map_err(|e| bad_input(e.to_string()))?;
+    let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+    let Some(i) = all.iter().position(|s| s.name == want) else {
+        return Err(bad_input(format!(
+            "{} has no scenario \"{want}\"{}",
+            file.display(),
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!("; its scenarios: {}", names.join(", "))
+            }
+        )));
+    };
+    Ok(all.swap_remove(i))
+}
+
+/// A lab name of 1-32 letters, digits, '-' or '_'; a namespace prefix of at
+/// most 32 letters, digits, '-', '_' or '.'.
+fn check_names(lab_name: &str, prefix: Option<&str>) -> Result<()> {
+    if !topology::valid_name(lab_name) {
+        return Err(bad_input(format!(
+            "lab name \"{lab_name}\" must be 1-32 letters, digits, '-' or '_'"
+        )));
+    }
+    if let Some(p) = prefix {
+        if !p
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c))
+            || p.len() > 32
+        {
+            return Err(bad_input(format!(
+                "prefix \"{p}\" must be at most 32 letters, digits, '-', '_' or '.'"
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub fn down(a: DownArgs) -> Result<i32> {

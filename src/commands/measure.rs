@@ -138,6 +138,25 @@ pub struct RunArgs {
 }
 
 pub fn measure(a: MeasureArgs) -> Result<i32> {
+    let spec = spec(&a)?;
+    a.out.expectations()?;
+    if a.out.expect_reference {
+        return Err(bad_input(
+            "--expect-reference: `tunbench measure` has no published figures; use `tunbench run` with a topology that has a [reference] section",
+        ));
+    }
+    let running = lab::find(&a.lab)?;
+    let rt = runtime()?;
+    let (_, flag) = on_signals(&rt);
+    let progress = ProgressLine::on_stderr();
+    let r =
+        crate::measure::session::measure_lab(&running, &[spec], &flag, &mut |p| progress.show(p));
+    progress.clear();
+    emit(&r?, &a.out)
+}
+
+/// The measurement `measure`'s arguments ask for, once they are checked.
+fn spec(a: &MeasureArgs) -> Result<crate::measure::runner::MeasureSpec> {
     use crate::measure::runner::MeasureSpec;
     use crate::vocab::{Direction, Family, Proto};
     let families = match (&a.families, a.to.family()) {
@@ -188,13 +207,6 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
             "--runs must be at least 1, --duration and --trial-duration 1 to 3600 s, --udp-loss 0 to 100, --streams 1 to 128",
         ));
     }
-    a.out.expectations()?;
-    if a.out.expect_reference {
-        return Err(bad_input(
-            "--expect-reference: `tunbench measure` has no published figures; use `tunbench run` with a topology that has a [reference] section",
-        ));
-    }
-    let running = lab::find(&a.lab)?;
     let mut spec = MeasureSpec {
         path: a.path.clone(),
         families,
@@ -221,13 +233,7 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
             spec.ipv6 = Some(*addr);
         }
     }
-    let rt = runtime()?;
-    let (_, flag) = on_signals(&rt);
-    let progress = ProgressLine::on_stderr();
-    let r =
-        crate::measure::session::measure_lab(&running, &[spec], &flag, &mut |p| progress.show(p));
-    progress.clear();
-    emit(&r?, &a.out)
+    Ok(spec)
 }
 
 pub fn run(a: RunArgs) -> Result<i32> {

@@ -113,7 +113,7 @@ fn kernel(
     match role {
         Role::B4(i) => {
             for r in &d.b4s[i].routes {
-                ops.push(e.into_gate(*r, MAIN_TABLE));
+                ops.push(e.route_into_gate(*r, MAIN_TABLE));
             }
             e.encapsulate(ops, None, d.aftr.address);
             ops.push(Op::Nftables {
@@ -196,7 +196,7 @@ impl KernelEndpoint<'_> {
     }
 
     /// A route into the gate: ip_forward checks the MTU on its way out of `swa`.
-    fn into_gate(&self, to: ipnetwork::Ipv4Network, table: u32) -> Op {
+    fn route_into_gate(&self, to: ipnetwork::Ipv4Network, table: u32) -> Op {
         Op::PairRoute {
             ns: self.ns.into(),
             to,
@@ -249,7 +249,7 @@ impl KernelEndpoint<'_> {
                 fwmark: Some(id),
                 table: DECAP_TABLE + id,
             });
-            ops.push(self.into_gate(default_route(), DECAP_TABLE + id));
+            ops.push(self.route_into_gate(default_route(), DECAP_TABLE + id));
             self.encapsulate(ops, Some(id), b.address);
         }
         for p in &d.aftr.pool {
