@@ -74,7 +74,7 @@ const LAYERS: &[(&str, &str)] = &[
     ),
     (
         "verify",
-        "[[assert]] entries checked in a running lab (reach, path MTU, throughput, overhead, command) and their verdicts as lines, TAP and JUnit XML",
+        "[[assert]] entries checked in a running lab (reach, path MTU, throughput, overhead, command) and their verdicts as lines, TAP and JUnit XML; the reach matrix of `check`; the ICMP echo prober both use",
     ),
     (
         "commands",
