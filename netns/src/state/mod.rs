@@ -2,7 +2,13 @@
 //! It is written before the first object is made (write-ahead), so a lab killed
 //! at any point can still be removed exactly by `down` or `clean`.
 
-use crate::host::{HostLinkRecord, HostNetns};
+mod host_link;
+
+pub(crate) use host_link::INIT;
+pub use host_link::{
+    HostInterface, HostLinkRecord, HostNetns, SavedAddress, SavedRoute, host_links,
+};
+
 use crate::process::ProcessId;
 use serde::{Deserialize, Serialize};
 use std::fs::{DirBuilder, File, OpenOptions};
@@ -263,8 +269,8 @@ fn make_private_dir(run: &Path, lab: &str) -> io::Result<()> {
     let dir = run.join(lab);
     match DirBuilder::new().mode(0o700).create(&dir) {
         Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        // The mode given at creation is cut by the umask; set it outright, and
-        // tighten a directory an older tunbench made.
+        // The mode given at creation is cut by the umask; set it outright, which
+        // also tightens a directory made with a looser mode.
         _ => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)),
     }
 }
@@ -311,7 +317,7 @@ mod tests {
         let back: LabState = serde_json::from_str(&j).unwrap();
         assert_eq!(back, s);
         assert_eq!(back.namespaces().collect::<Vec<_>>(), ["home-pc"]);
-        // A record written before host links existed still loads.
+        // A record without the host-link fields still loads.
         let old = j
             .replace(",\"host_netns\":null", "")
             .replace(",\"host_links\":[]", "");
@@ -423,7 +429,7 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&LabState::dir(lab)), 0o700);
         assert_eq!(mode(&LabState::dir(lab).join("state.json")), 0o600);
-        // A directory an older tunbench left open is tightened on the next write.
+        // A directory left open (0755) is tightened on the next write.
         std::fs::set_permissions(LabState::dir(lab), std::fs::Permissions::from_mode(0o755))
             .unwrap();
         empty(lab).save().unwrap();
