@@ -469,7 +469,7 @@ fn clear_progress() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::model::CellResult;
+    use crate::measure::results::CellResult;
     use crate::measure::runner::Progress;
     use crate::vocab::Cell;
     use std::time::Duration;

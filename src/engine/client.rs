@@ -3,10 +3,10 @@
 
 use super::control::{ClientAction, ClientError, ClientSession};
 use super::cpu::{CpuSample, CpuUtil, utilization};
+use super::exchanged_results::{ExchangedResults, StreamResult};
 use super::params::{Protocol, TestParams};
 use super::protocol::{self, COOKIE_LEN};
 use super::report::{Interval, TestReport};
-use super::results::{ExchangedResults, StreamResult};
 use super::stream::{self, StreamOutcome, StreamPlan, StreamShared};
 use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{self, Read, Write};

@@ -4,11 +4,11 @@
 //! the lab is an iperf3 server someone else runs: no server is started, and one
 //! connection from the source node before the first cell says whether it answers.
 
-use super::model::*;
+use super::results::*;
 use super::search::{Confirmation, RateSearch};
 use crate::engine::client::{self, ClientOptions};
+use crate::engine::latency::sockets::Phase;
 use crate::engine::params::{Protocol, TestParams};
-use crate::engine::probe::Phase;
 use crate::engine::report::TestReport;
 use crate::lab::Running;
 use crate::lab::spawn::{enter_before_exec, tunbench_exe};
@@ -75,9 +75,9 @@ pub struct LatencySpec {
 impl Default for LatencySpec {
     fn default() -> Self {
         LatencySpec {
-            rate: crate::engine::probe::DEFAULT_RATE,
+            rate: crate::engine::latency::sockets::DEFAULT_RATE,
             idle_seconds: DEFAULT_IDLE_SECONDS,
-            port: crate::engine::probe::ECHO_PORT,
+            port: crate::engine::latency::sockets::ECHO_PORT,
         }
     }
 }
@@ -432,7 +432,9 @@ fn while_probing<T>(
     std::thread::scope(|s| {
         let h = std::thread::Builder::new()
             .name("probes".into())
-            .spawn_scoped(s, || crate::engine::probe::probe(at, rate, &stop));
+            .spawn_scoped(s, || {
+                crate::engine::latency::sockets::probe(at, rate, &stop)
+            });
         let out = work();
         stop.store(true, Ordering::Relaxed);
         let phase = h.ok().and_then(|h| h.join().ok()).and_then(|r| r.ok());

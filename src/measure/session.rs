@@ -2,7 +2,7 @@
 //! up, measure everything its `[[measure]]` entries ask for, and take it down again
 //! whatever happens.
 
-use super::model::{PathResult, Results};
+use super::results::{PathResult, Results};
 use super::runner::{self, MeasureSpec, Progress};
 use crate::lab::{self as labs, Running};
 use crate::plan::Naming;
@@ -112,7 +112,7 @@ pub fn measure_lab(
 /// the MTU and MSS that leaves, as a note and in the path's `tunnel`.
 /// `paths[i]` is what `specs[i]` measured.
 fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String> {
-    use crate::measure::model::TunnelCost;
+    use crate::measure::results::TunnelCost;
     use crate::topology::tunnel::TunnelKind;
     let routes = crate::topology::routing::Router::new(t);
     let mut out = Vec::new();
@@ -522,7 +522,7 @@ to = { address = "198.18.200.2" }
         // Notes: how it was measured, and the outside path's two cases.
         let specs = vec![spec(0, &none), spec(2, &none), spec(2, &on)];
         let mut paths: Vec<PathResult> = specs.iter().map(empty).collect();
-        let lost = crate::engine::latency::Probes {
+        let lost = crate::engine::latency::stats::Probes {
             sent: 10,
             ..Default::default()
         };

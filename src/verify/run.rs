@@ -5,7 +5,7 @@
 use super::probe::{self, Echo, Mtu};
 use super::{Outcome, Suite, Verdict, runs_in};
 use crate::lab::{self as labs, Running};
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use crate::measure::runner::MeasureSpec;
 use crate::measure::session::{Overrides, measure_lab, spec_of};
 use crate::plan::Naming;

@@ -264,7 +264,7 @@ fn read_all(pipe: Option<impl std::io::Read>) -> Vec<u8> {
 fn measure_in(
     lab: &str,
     spec: tunbench::measure::runner::MeasureSpec,
-) -> tunbench::measure::model::PathResult {
+) -> tunbench::measure::results::PathResult {
     let running = tunbench::lab::find(lab).unwrap();
     let spec = tunbench::measure::runner::MeasureSpec {
         server_exe: Some(bin().into()),
@@ -377,7 +377,7 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
         "{c:?}"
     );
     // The report says what happened.
-    let results = tunbench::measure::model::Results {
+    let results = tunbench::measure::results::Results {
         tool: "t".into(),
         lab: lab.clone(),
         topology: None,
