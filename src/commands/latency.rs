@@ -5,7 +5,7 @@
 use super::measure::probe_rate;
 use super::{bad_input, on_signals, runtime};
 use crate::engine::latency::stats::{Latency, Spread};
-use crate::measure::runner::{LatencySpec, MeasureSpec};
+use crate::measure::spec::{LatencySpec, MeasureSpec};
 use crate::vocab::Family;
 use crate::vocab::target::MeasureTarget;
 use anyhow::Result;

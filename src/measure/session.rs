@@ -3,7 +3,8 @@
 //! whatever happens.
 
 use super::results::{PathResult, Results};
-use super::runner::{self, MeasureSpec, Progress};
+use super::runner::{self, Progress};
+use super::spec::{LatencySpec, MeasureSpec};
 use crate::lab::{self as labs, Running};
 use crate::plan::Naming;
 use crate::topology::scenario::Scenario;
@@ -55,9 +56,9 @@ pub fn spec_of(m: &Measurement, o: &Overrides) -> MeasureSpec {
 /// A measurement's latency probes: as the entry says (on toward a node, off
 /// toward a server outside the lab, by default), unless the command line says
 /// otherwise.
-fn latency_of(m: &Measurement, o: &Overrides) -> Option<runner::LatencySpec> {
+fn latency_of(m: &Measurement, o: &Overrides) -> Option<LatencySpec> {
     let on = o.latency.or(m.latency).unwrap_or(m.to.node().is_some());
-    on.then(|| runner::LatencySpec {
+    on.then(|| LatencySpec {
         rate: o.latency_rate.unwrap_or(m.latency_rate),
         idle_seconds: m.latency_idle,
         ..Default::default()
