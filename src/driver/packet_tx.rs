@@ -228,8 +228,34 @@ impl Resolver {
         protocol: u8,
         hop_limit: u8,
     ) -> io::Result<Lookup> {
-        // The route, as `ip -6 route get <peer> from <local>` shows it, with a
-        // learnt path MTU among its metrics.
+        let Some(route) = self.route(local, peer)? else {
+            return Ok(Lookup::RawOnly);
+        };
+        let Some((dev_mtu, src_mac)) = self.ethernet_link(route.oif)? else {
+            return Ok(Lookup::RawOnly);
+        };
+        let Some(dst_mac) = self.neighbour_mac(route.oif, route.gateway.unwrap_or(peer))? else {
+            return Ok(Lookup::Unresolved);
+        };
+        let ip = ipv6::Repr {
+            src_addr: local,
+            dst_addr: peer,
+            next_header: protocol,
+            payload_len: 0,
+            hop_limit: route.hops.map_or(hop_limit, |h| h.min(255) as u8),
+            traffic_class: 0,
+            flow_label: 0,
+        };
+        let mtu = route.mtu.map_or(dev_mtu, |m| m.min(dev_mtu));
+        Ok(Lookup::Frame(NextHop::new(
+            route.oif, mtu, dst_mac, src_mac, &ip,
+        )))
+    }
+
+    /// The unicast route from `local` to `peer`, as `ip -6 route get <peer>
+    /// from <local>` shows it, with a learnt path MTU among its metrics;
+    /// `None` for no unicast route out of an interface.
+    fn route(&mut self, local: Ipv6Addr, peer: Ipv6Addr) -> io::Result<Option<Route>> {
         let mut rq = RouteMessage::default();
         rq.header.address_family = AddressFamily::Inet6;
         rq.header.destination_prefix_length = 128;
@@ -241,10 +267,10 @@ impl Resolver {
         let Some(RouteNetlinkMessage::NewRoute(route)) =
             self.ask(RouteNetlinkMessage::GetRoute(rq))?
         else {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         };
         if route.header.kind != RouteType::Unicast {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         }
         let (mut oif, mut gateway, mut route_mtu, mut route_hops) = (None, None, None, None);
         for a in &route.attributes {
@@ -263,19 +289,25 @@ impl Resolver {
                 _ => {}
             }
         }
-        let Some(ifindex) = oif else {
-            return Ok(Lookup::RawOnly);
-        };
+        Ok(oif.map(|oif| Route {
+            oif,
+            gateway,
+            mtu: route_mtu,
+            hops: route_hops,
+        }))
+    }
 
+    /// Device `ifindex`'s MTU and MAC address, if it is an Ethernet device.
+    fn ethernet_link(&mut self, ifindex: u32) -> io::Result<Option<(u32, Mac)>> {
         let mut lq = LinkMessage::default();
         lq.header.index = ifindex;
         let Some(RouteNetlinkMessage::NewLink(link)) =
             self.ask(RouteNetlinkMessage::GetLink(lq))?
         else {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         };
         if link.header.link_layer_type != LinkLayerType::Ether {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         }
         let (mut dev_mtu, mut src_mac) = (None, None);
         for a in &link.attributes {
@@ -285,46 +317,41 @@ impl Resolver {
                 _ => {}
             }
         }
-        let (Some(dev_mtu), Some(src_mac)) = (dev_mtu, src_mac) else {
-            return Ok(Lookup::RawOnly);
-        };
+        Ok(dev_mtu.zip(src_mac))
+    }
 
+    /// The MAC address of neighbour `addr` on device `ifindex`, if it is
+    /// known and usable.
+    fn neighbour_mac(&mut self, ifindex: u32, addr: Ipv6Addr) -> io::Result<Option<Mac>> {
         let mut nq = NeighbourMessage::default();
         nq.header.family = AddressFamily::Inet6;
         nq.header.ifindex = ifindex;
         nq.attributes
             .push(NeighbourAttribute::Destination(NeighbourAddress::Inet6(
-                gateway.unwrap_or(peer),
+                addr,
             )));
         let Some(RouteNetlinkMessage::NewNeighbour(n)) =
             self.ask(RouteNetlinkMessage::GetNeighbour(nq))?
         else {
-            return Ok(Lookup::Unresolved);
+            return Ok(None);
         };
         if !neighbour_usable(n.header.state) {
-            return Ok(Lookup::Unresolved);
+            return Ok(None);
         }
-        let Some(dst_mac) = n.attributes.iter().find_map(|a| match a {
+        Ok(n.attributes.iter().find_map(|a| match a {
             NeighbourAttribute::LinkLayerAddress(m) => mac(m),
             _ => None,
-        }) else {
-            return Ok(Lookup::Unresolved);
-        };
-
-        let ip = ipv6::Repr {
-            src_addr: local,
-            dst_addr: peer,
-            next_header: protocol,
-            payload_len: 0,
-            hop_limit: route_hops.map_or(hop_limit, |h| h.min(255) as u8),
-            traffic_class: 0,
-            flow_label: 0,
-        };
-        let mtu = route_mtu.map_or(dev_mtu, |m| m.min(dev_mtu));
-        Ok(Lookup::Frame(NextHop::new(
-            ifindex, mtu, dst_mac, src_mac, &ip,
-        )))
+        }))
     }
+}
+
+/// What a route lookup keeps: the device out, the gateway if any, and the
+/// route's own MTU and hop limit if it sets them.
+struct Route {
+    oif: u32,
+    gateway: Option<Ipv6Addr>,
+    mtu: Option<u32>,
+    hops: Option<u32>,
 }
 
 fn mac(b: &[u8]) -> Option<Mac> {

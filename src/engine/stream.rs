@@ -502,6 +502,18 @@ fn tcp_retransmits(sock: &Socket) -> Option<u64> {
     (r == 0).then_some(info.tcpi_total_retrans as u64)
 }
 
+/// The streams of a test under way, as either end keeps them: id, whether
+/// this end sends on it, its shared counters, its thread.
+pub type RunningStreams = Vec<(u32, bool, Arc<StreamShared>, JoinHandle<StreamOutcome>)>;
+
+/// Stops every stream of `running` (see [`stop_all`]), leaving it empty.
+pub fn stop_running(running: &mut RunningStreams, sockets: &[Socket]) -> Vec<StreamOutcome> {
+    stop_all(
+        running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
+        sockets,
+    )
+}
+
 /// Asks every stream to stop and collects them, in bounded time whatever the peer
 /// does: after `STOP_BOUND` the streams' `sockets` are shut down, which wakes a
 /// thread blocked on one, and a stream still running `STOP_BOUND` after that is
