@@ -1,31 +1,21 @@
 //! A cheaper way out for the raw IPv6 transport: whole Ethernet frames on an
-//! AF_PACKET socket instead of payloads on the raw IPv6 socket.
+//! AF_PACKET socket instead of payloads on the raw IPv6 socket, which costs the
+//! kernel, per packet, a copy with a checksum nobody reads, a route lookup, the
+//! OUTPUT and POSTROUTING hooks and a neighbour lookup. A frame is one copy and
+//! the device's queue; the route, the MTU and the next hop's MAC are looked up
+//! here instead, over rtnetlink, once per peer and again every [`REFRESH`].
+//! Frames skip the sending namespace's netfilter OUTPUT/POSTROUTING hooks and
+//! its IPv6 counters, not the egress device's qdisc or packet taps; their flow
+//! label and traffic class are 0.
 //!
-//! A raw IPv6 send costs the kernel, per packet, ip6_append_data (a copy with a
-//! checksum nobody reads), a route lookup, the OUTPUT and POSTROUTING hooks and
-//! a neighbour lookup: profiled on the DS-Lite softwire over a veth, about a
-//! fifth of all CPU time (sendmmsg took twice that, the other half being the
-//! receiver's softirq, which frames do not change). A frame on a packet socket
-//! is one copy and the device's queue. The route, the MTU and the next hop's MAC are looked up
-//! here instead, once per peer and again every [`REFRESH`], over rtnetlink.
-//!
-//! The raw socket stays the path of everything a frame cannot stand for:
-//! - packets larger than the path MTU, which the kernel must fragment after
-//!   encapsulation (RFC 2473 section 7.2);
-//! - peers whose next hop has no usable MAC yet (no neighbour entry, INCOMPLETE,
-//!   FAILED), and routes out of a non-Ethernet device;
-//! - one packet per peer at each refresh, so the kernel's neighbour state
-//!   machine sees traffic and re-confirms (or fails) the entry frames rely on.
-//!   Frames go on to a STALE/DELAY/PROBE entry's MAC, as the kernel itself does
-//!   until the entry fails.
-//!
-//! What frames skip: the sending namespace's netfilter OUTPUT/POSTROUTING hooks
-//! and its IPv6 counters. They still pass the egress device's qdisc and its
-//! packet taps. Flow label and traffic class are 0.
-//!
-//! Sockets are opened by [`PacketTx::open`] in the datapath's namespace (a
-//! netlink socket answers for the namespace it was made in); each sending
-//! thread keeps its own [`FrameSender`] with its own next-hop cache.
+//! The raw socket stays the path of what a frame cannot stand for: packets over
+//! the path MTU, which the kernel must fragment after encapsulation (RFC 2473
+//! section 7.2); peers whose next hop has no usable MAC yet, and routes out of a
+//! non-Ethernet device ([`Lookup`]); and one packet per peer at each refresh, so
+//! the kernel's neighbour entry sees traffic and is re-confirmed or fails
+//! (frames go on to a STALE/DELAY/PROBE entry's MAC, as the kernel does).
+//! [`PacketTx::open`] opens the sockets in the datapath's namespace; each
+//! sending thread keeps its own [`FrameSender`] with its own next-hop cache.
 
 use crate::wire::ipv6;
 use netlink_packet_core::{NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
@@ -388,9 +378,9 @@ impl PacketTx {
         }
         // SAFETY: a descriptor we own from here on.
         let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-        // No PACKET_QDISC_BYPASS: on a veth (noqueue) it measured no faster,
-        // and without it the egress device's qdisc and packet taps (tcpdump
-        // in the sending namespace) still see every frame.
+        // No PACKET_QDISC_BYPASS: a veth has no queue to skip, and without it
+        // the egress device's qdisc and packet taps (tcpdump in the sending
+        // namespace) still see every frame.
         // Like the tunnel socket's SO_SNDBUFFORCE; the default is enough if refused.
         let _ = setsockopt_int(
             &sock,

@@ -2,7 +2,7 @@
 //! all of them on one). TCP writes and reads blocks; UDP sends and receives in
 //! batches (sendmmsg / recvmmsg, with UDP GSO and GRO where the kernel has them, see
 //! `gso`) with iperf3's datagram header. BENCHMARKS.md ("Measurement engine vs
-//! iperf3") has the measurements behind the constants here.
+//! iperf3") has the measurements behind the sizes chosen here.
 
 use super::params::{Protocol, TestParams};
 use super::protocol;
@@ -182,12 +182,10 @@ fn counted(plan: &StreamPlan, out: &mut StreamOutcome, shared: &StreamShared, n:
 /// rate is not limited: one stream writes 512 KiB (four of iperf3's 128 KiB blocks)
 /// per call, four streams 128 KiB each. Fewer, larger writes cost less, until the
 /// buffers the streams copy from, and the data in flight, no longer stay in the CPU's
-/// cache: on a plain veth 1 MiB writes were slower than 512 KiB for one stream, and
-/// four streams were faster at 128 KiB each than at 512 KiB.
+/// cache.
 const TCP_WRITE_BUDGET: usize = 512 * 1024;
-/// Unsent bytes a TCP sender queues at most (TCP_NOTSENT_LOWAT). On a plain veth
-/// with four streams on two cores, 64 KiB gave about 1.4 times the throughput of the
-/// default (the whole send buffer); one stream gained a little.
+/// Unsent bytes a TCP sender queues at most (TCP_NOTSENT_LOWAT), rather than the
+/// whole send buffer (the default), which moved more with several streams.
 const TCP_NOTSENT_LOWAT: usize = 64 * 1024;
 
 /// Blocks of `len` bytes per write: one when paced, so -b stays smooth; with -n / -k,

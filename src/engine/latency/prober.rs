@@ -1,20 +1,9 @@
 //! Latency probes, sans-IO (quinn-proto style): a [`Prober`] is told the time,
 //! says when its next probe is due and writes it, takes the echoes that come
 //! back, and hands what it saw over as [`Probes`] (`stats` makes the figures).
-//! It opens no socket and reads no clock; `sockets` is the thin driver.
-//!
-//! Times are nanoseconds of the clock both ends stamp with (CLOCK_MONOTONIC,
-//! shared by every namespace of a host: `wire::probe`). From each echo:
-//! - round-trip time: arrival minus the probe's send time, less the time the
-//!   echo spent in the responder (its send minus receive stamp), as irtt counts
-//!   it;
-//! - one way out: the responder's receive stamp minus the send time; back: the
-//!   arrival minus the responder's send stamp. Meaningful only when both ends
-//!   share the clock, which the caller says.
-//!
-//! Probes are isochronous: the n-th is due at start + n / rate. A prober woken
-//! late sends the one due and keeps to the schedule from then on, without a
-//! burst to catch up (a burst would queue behind itself and read as delay).
+//! It opens no socket and reads no clock; `sockets` is the thin driver. Times
+//! are nanoseconds of the clock both ends stamp with (CLOCK_MONOTONIC, shared
+//! by every namespace of a host: `wire::probe`).
 
 use super::stats::{Probes, Sample};
 use crate::wire::probe::{Kind, PACKET_LEN, Packet, Repr};
@@ -79,7 +68,10 @@ impl Prober {
     }
 
     /// The next probe into `buf` (at least [`PACKET_LEN`] bytes) if one is due
-    /// at `now_ns`; its length.
+    /// at `now_ns`; its length. Probes are isochronous: the n-th is due at
+    /// start + n / rate. A prober woken late sends the one due and keeps to the
+    /// schedule from then on, without a burst to catch up (a burst would queue
+    /// behind itself and read as delay).
     pub fn poll_transmit(&mut self, now_ns: u64, buf: &mut [u8]) -> Option<usize> {
         if now_ns < self.next_due_ns || buf.len() < PACKET_LEN {
             return None;
@@ -104,7 +96,12 @@ impl Prober {
         Some(PACKET_LEN)
     }
 
-    /// A datagram that arrived at `now_ns`.
+    /// A datagram that arrived at `now_ns`. From an echo: the round-trip time
+    /// is the arrival minus the probe's send time, less the time the echo spent
+    /// in the responder (its send minus receive stamp), as irtt counts it; one
+    /// way out is the responder's receive stamp minus the send time, back the
+    /// arrival minus the responder's send stamp (meaningful only when both ends
+    /// share the clock, which `Probes::latency` is told).
     pub fn handle_echo(&mut self, now_ns: u64, datagram: &[u8]) -> Result<(), Ignored> {
         let p = Packet::new_checked(datagram).map_err(|_| Ignored::NotAProbe)?;
         let r = Repr::parse(&p).map_err(|_| Ignored::NotAProbe)?;
