@@ -137,7 +137,7 @@ pub struct RunArgs {
 }
 
 pub fn measure(a: MeasureArgs) -> Result<i32> {
-    use crate::measure::runner::MeasureSpec;
+    use crate::measure::spec::MeasureSpec;
     use crate::vocab::{Direction, Family, Proto};
     let families = match (&a.families, a.to.family()) {
         (Some(f), _) => words(
@@ -209,7 +209,7 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
         ..MeasureSpec::seed(&a.from, a.to.clone())
     };
     let on = a.latency.switch().unwrap_or(a.to.node().is_some());
-    spec.latency = on.then(|| crate::measure::runner::LatencySpec {
+    spec.latency = on.then(|| crate::measure::spec::LatencySpec {
         rate: a.latency.latency_rate.unwrap_or(crate::vocab::LATENCY_RATE),
         ..Default::default()
     });
@@ -469,7 +469,7 @@ fn clear_progress() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::model::CellResult;
+    use crate::measure::results::CellResult;
     use crate::measure::runner::Progress;
     use crate::vocab::Cell;
     use std::time::Duration;

@@ -9,7 +9,7 @@
 //! over the loss threshold does: the search bisects below it, a confirmation
 //! steps down. Pure: it proposes rates and is told the outcomes.
 
-use super::model::Trial;
+use super::results::Trial;
 
 /// How finely the search bisects, and the smallest step down of a
 /// confirmation: a fraction of the rate.

@@ -20,7 +20,7 @@
 use super::svg::{esc, nice_axis, tick};
 use super::views::{Metric, Series, View};
 use super::{rate_unit, sig};
-use crate::measure::model::Spread;
+use crate::measure::results::Spread;
 use std::fmt::Write;
 
 pub(super) const FONT: &str = "Helvetica, Arial, sans-serif";

@@ -11,7 +11,7 @@
 
 use super::reference::{Basis, Outcome, compare, published};
 use super::{ordered_cells, udp_figure, udp_rate};
-use crate::measure::model::{CellResult, PathResult, Results};
+use crate::measure::results::{CellResult, PathResult, Results};
 
 pub(crate) const HEADER: &str = "path,scenario,cell,family,protocol,direction,streams,runs,\
 best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,\
@@ -304,7 +304,7 @@ mod tests {
         // a model ceiling alone brings them, with no basis.
         let mut r = fixture::main_job();
         assert_eq!(render(&r, Format::Csv, None).lines().next(), Some(HEADER));
-        r.paths[0].cells[0].model_limit = Some(crate::measure::model::ModelLimit {
+        r.paths[0].cells[0].model_limit = Some(crate::measure::results::ModelLimit {
             what: "host, receive".into(),
             bps: 941e6,
         });

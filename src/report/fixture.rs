@@ -2,7 +2,7 @@
 //! cells, a 6-stream cell only raw has, and one failed cell on wg. The cells are
 //! deliberately out of the seed's order.
 
-use crate::measure::model::{
+use crate::measure::results::{
     CellResult, Latency, PathResult, Results, Run, Spread, Trial, UdpSearch,
 };
 use crate::vocab::Family;
@@ -393,7 +393,7 @@ pub(crate) fn main_job() -> Results {
 /// figure the lab does not predict; and model ceilings on two cells nobody
 /// published.
 pub(crate) fn calibrated() -> Results {
-    use crate::measure::model::ModelLimit;
+    use crate::measure::results::ModelLimit;
     use crate::topology::reference::{PublishedFigure, Unpredicted};
     let mut r = main_job();
     let reference = r.reference.as_mut().expect("the main job has a reference");
@@ -452,7 +452,7 @@ pub(crate) fn calibrated() -> Results {
 /// what arrived (the line rate's), `fast/raw` on a 1G Ethernet link and
 /// `fast/wireguard` on the same link's outer packets.
 pub(crate) fn wired() -> Results {
-    use crate::measure::model::ModelLimit;
+    use crate::measure::results::ModelLimit;
     let mut r = calibrated();
     for p in &mut r.paths {
         let label = p.label();

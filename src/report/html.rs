@@ -22,7 +22,7 @@ use super::chart::{self, Chart};
 use super::svg::esc;
 use super::table::{footnote, heading, path_line};
 use super::views::{Column, View, views_with_baseline};
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use std::fmt::Write;
 
 /// The topology's graph as `tunbench graph` draws it (SVG, embedded as it

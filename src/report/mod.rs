@@ -37,7 +37,7 @@ mod table;
 pub mod views;
 mod wire;
 
-use crate::measure::model::{CellResult, Results, Trial};
+use crate::measure::results::{CellResult, Results, Trial};
 /// Text safe in XML (SVG, HTML) content and double-quoted attributes.
 pub(crate) use svg::esc as xml_escape;
 
@@ -63,7 +63,7 @@ pub enum Format {
 }
 
 /// Render `r` in format `f`. `baseline` is the label of the path
-/// ([`PathResult::label`](crate::measure::model::PathResult::label)) that ratio
+/// ([`PathResult::label`](crate::measure::results::PathResult::label)) that ratio
 /// columns divide by; the first path when `None`. A baseline that names no path
 /// falls back to the first path with a note in the output: check it first with
 /// [`baseline_index`] to reject it as bad input.

@@ -20,7 +20,7 @@
 use super::expect::Failure;
 use super::md::{md_escape, md_table};
 use super::{loss_within, mbit, one_line, percent, rate, seed_order, sig, udp_figure, udp_rate};
-use crate::measure::model::{CellResult, Results};
+use crate::measure::results::{CellResult, Results};
 use crate::topology::reference::{PublishedFigure, Reference, Tolerance, Unpredicted};
 use crate::vocab::{Cell, Proto};
 use std::fmt::Write;
@@ -867,7 +867,7 @@ raw IPv4 TCP Sender: 6 streams 941 Mbit/s = 1.00x one stream (941)
         });
         let udp = &mut r.paths[1].cells[2];
         assert_eq!(udp.cell.key(), "ipv4.udp.sender");
-        udp.model_limit = Some(crate::measure::model::ModelLimit {
+        udp.model_limit = Some(crate::measure::results::ModelLimit {
             what: "router fast path ipv4 udp upload ceiling".into(),
             bps: 29.43e6,
         });

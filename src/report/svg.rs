@@ -5,7 +5,7 @@
 
 use super::chart::{FONT, LABEL_ANGLE, RIGHT, colour};
 use super::{ordered_cells, rate_unit, sig, utc};
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use crate::vocab::Cell;
 use std::fmt::Write;
 
@@ -585,7 +585,7 @@ mod tests {
 
     /// One path, all sixteen cells of streams {1, 6}.
     fn full_matrix() -> Results {
-        use crate::measure::model::CellResult;
+        use crate::measure::results::CellResult;
         use crate::vocab::{Direction, Family, Proto};
         let mut r = fixture::results();
         r.paths.truncate(1);

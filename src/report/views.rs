@@ -40,7 +40,7 @@
 
 use super::reference::{Basis, Outcome, compare, measured_bps, unpublished};
 use super::{UdpFigure, mbit, percent, seed_order, udp_figure};
-use crate::measure::model::{CellResult, Latency, ModelLimit, PathResult, Results, Spread};
+use crate::measure::results::{CellResult, Latency, ModelLimit, PathResult, Results, Spread};
 use crate::vocab::{Cell, Family};
 
 /// Which question a view answers.

@@ -14,7 +14,7 @@
 
 use super::reference::measured_bps;
 use super::udp_figure;
-use crate::measure::model::{CellResult, PathResult};
+use crate::measure::results::{CellResult, PathResult};
 use crate::vocab::Proto;
 
 /// How near (a fraction) a cell's figure must come to its wire limit to be
@@ -44,7 +44,7 @@ pub(crate) fn line_rate(p: &PathResult, c: &CellResult) -> Option<f64> {
 /// One note per distinct wire limit of `limits`, in their order:
 /// "wire limit 941 Mbit/s: 1G ethernet link ...".
 pub(crate) fn notes<'a>(
-    limits: impl IntoIterator<Item = &'a crate::measure::model::ModelLimit>,
+    limits: impl IntoIterator<Item = &'a crate::measure::results::ModelLimit>,
 ) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for l in limits {
@@ -73,7 +73,7 @@ pub(crate) const LINE_RATE_LEGEND: &str = "predicted (line rate X): a path throu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::model::ModelLimit;
+    use crate::measure::results::ModelLimit;
     use crate::report::views::{Column, Metric, Row, View, views};
     use crate::report::{Format, fixture, render};
     use crate::vocab::Cell;

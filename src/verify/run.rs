@@ -5,9 +5,9 @@
 use super::probe::{self, Echo, Mtu};
 use super::{Outcome, Suite, Verdict, runs_in};
 use crate::lab::{self as labs, Running};
-use crate::measure::model::Results;
-use crate::measure::runner::MeasureSpec;
+use crate::measure::results::Results;
 use crate::measure::session::{Overrides, measure_lab, spec_of};
+use crate::measure::spec::MeasureSpec;
 use crate::plan::Naming;
 use crate::report::expect::{Phase, Statistic, Subject, check_with_baseline, latency_figure};
 use crate::routing::Router;

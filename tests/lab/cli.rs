@@ -223,7 +223,7 @@ fn commands_on_a_lab_that_is_not_up_say_so() {
 /// Saved results of one path, raw, with TCP upload at 900 Mbit/s and the
 /// published figure for it.
 fn results_with_reference(published: &str) -> String {
-    use tunbench::measure::model::*;
+    use tunbench::measure::results::*;
     use tunbench::topology::reference::{PublishedFigure, Reference, Tolerance};
     use tunbench::vocab::Cell;
     let cell = Cell::parse_key("ipv4.tcp.sender").unwrap();

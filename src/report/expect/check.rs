@@ -3,7 +3,7 @@
 //! figure, and saying in one line per [`Failure`] by how much it missed.
 
 use super::model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
-use crate::measure::model::{CellResult, PathResult, Results};
+use crate::measure::results::{CellResult, PathResult, Results};
 use crate::report::{baseline_index, one_line, path_list, percent, rate, seed_order, sig};
 use crate::vocab::Cell;
 use std::fmt;

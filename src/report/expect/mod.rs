@@ -1,5 +1,5 @@
 //! CI expectations (`--expect`): a threshold on one cell's figure, or on the
-//! ratio of two paths' figures, checked against [`Results`](crate::measure::model::Results).
+//! ratio of two paths' figures, checked against [`Results`](crate::measure::results::Results).
 //!
 //! ```text
 //! ipv4.tcp.sender >= 500M              the cell on the baseline path

@@ -1,7 +1,7 @@
 //! What a parsed `--expect` is: the subject (a cell's figure or two paths'
 //! ratio), the operator and the value, with the statistic of the runs it reads.
 
-use crate::measure::model::{CellResult, Latency, Spread};
+use crate::measure::results::{CellResult, Latency, Spread};
 use crate::vocab::Cell;
 use std::fmt;
 

@@ -3,7 +3,7 @@
 //! latency probes' round trips where they ran, and the ratio columns, with their footnotes and legend, laid out as markdown
 //! (`--format md`); the text report prints views instead ([`crate::report::views`]).
 
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use crate::report::{
     baseline_index, loss_within, mbit, one_line, ordered_cells, percent, step_down_notes,
     udp_figure, utc,
@@ -232,7 +232,7 @@ const RTT_COLUMN: &str = "RTT ms idle / load / p99";
 const WIRE_COLUMN: &str = "wire limit";
 
 /// "0.22 / 2.28 / 4.63"; "-" for a figure the probes did not give.
-fn round_trips(p: &crate::measure::model::PathResult, c: &Cell) -> String {
+fn round_trips(p: &crate::measure::results::PathResult, c: &Cell) -> String {
     use crate::report::views::ms;
     let idle = p
         .idle_latency
@@ -255,7 +255,7 @@ fn round_trips(p: &crate::measure::model::PathResult, c: &Cell) -> String {
     )
 }
 
-fn cpu(cr: &crate::measure::model::CellResult) -> String {
+fn cpu(cr: &crate::measure::results::CellResult) -> String {
     let median = |mut v: Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
         v[v.len() / 2]
@@ -303,7 +303,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_stepped_down_or_sender_limited_udp_figure_says_so() {
-        use crate::measure::model::Trial;
+        use crate::measure::results::Trial;
         use crate::vocab::Cell;
         let mut r = fixture::results();
         let c = r.paths[0]
@@ -343,7 +343,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_figure_lowered_for_persisting_reordering_says_so_in_every_format() {
-        use crate::measure::model::Trial;
+        use crate::measure::results::Trial;
         use crate::vocab::Cell;
         let mut r = fixture::results();
         let c = r.paths[0]
@@ -568,8 +568,8 @@ pub(super) mod tests {
 
     /// Results as saved before the latency probes: no round-trip column.
     pub(in crate::report::table) fn without_probes(
-        mut r: crate::measure::model::Results,
-    ) -> crate::measure::model::Results {
+        mut r: crate::measure::results::Results,
+    ) -> crate::measure::results::Results {
         for p in &mut r.paths {
             p.idle_latency.clear();
             for c in &mut p.cells {

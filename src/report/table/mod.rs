@@ -16,7 +16,7 @@ pub(crate) use view_text::footnote;
 pub(crate) use view_text::{WIDTH, view_text};
 
 use super::md::md_escape;
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use std::fmt::Write;
 
 /// The text report: the heading, where each path goes, then one view per

@@ -1,10 +1,11 @@
 //! The latency probes' sockets: the echo responder that `tunbench server
 //! --echo-port` runs beside the iperf3 port, and the probing loop that drives a
-//! [`Prober`] on a UDP socket. The logic is `engine::latency`'s; this file only
-//! owns the socket, the clock and the waiting.
+//! [`Prober`] on a UDP socket. The logic is `prober`'s; this file only owns
+//! the socket, the clock and the waiting.
 
-use super::latency::{Prober, Probes, echo_in_place};
-use super::stream::monotonic;
+use super::prober::{Prober, echo_in_place};
+use super::stats::Probes;
+use crate::engine::stream::monotonic;
 use socket2::{Domain, Protocol as SockProtocol, Socket, Type};
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, UdpSocket};

@@ -108,7 +108,7 @@ impl UdpSearch {
     }
 }
 
-pub use crate::engine::latency::{Latency, Spread};
+pub use crate::engine::latency::stats::{Latency, Spread};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellResult {
