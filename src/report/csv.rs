@@ -9,8 +9,9 @@
 //! prediction, untested) and the model's ceiling on the cell. Other results
 //! keep the columns they always had.
 
+use super::cells::{ordered_cells, udp_figure, udp_rate};
 use super::reference::{Basis, Outcome, compare, published};
-use super::{ordered_cells, udp_figure, udp_rate};
+use super::wire;
 use crate::measure::model::{CellResult, PathResult, Results};
 
 pub(crate) const HEADER: &str = "path,scenario,cell,family,protocol,direction,streams,runs,\
@@ -30,7 +31,7 @@ fn wire_fields(p: &PathResult, c: &CellResult) -> [String; 3] {
         Some(l) => [
             l.what.clone(),
             format!("{:.0}", l.bps),
-            super::wire::line_rate(p, c).is_some().to_string(),
+            wire::line_rate(p, c).is_some().to_string(),
         ],
     }
 }

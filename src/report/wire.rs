@@ -12,8 +12,8 @@
 //!   [`LINE_RATE_WITHIN`] of its wire limit is "predicted (line rate)": the
 //!   formula, not a device model, gives its figure.
 
-use super::reference::measured_bps;
-use super::udp_figure;
+use super::cells::{measured_bps, udp_figure};
+use super::numbers::mbit;
 use crate::measure::model::{CellResult, PathResult};
 use crate::vocab::Proto;
 
@@ -48,7 +48,7 @@ pub(crate) fn notes<'a>(
 ) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for l in limits {
-        let line = format!("wire limit {} Mbit/s: {}", super::mbit(l.bps), l.what);
+        let line = format!("wire limit {} Mbit/s: {}", mbit(l.bps), l.what);
         if !out.contains(&line) {
             out.push(line);
         }
@@ -74,16 +74,10 @@ pub(crate) const LINE_RATE_LEGEND: &str = "predicted (line rate X): a path throu
 mod tests {
     use super::*;
     use crate::measure::model::ModelLimit;
-    use crate::report::views::{Column, Metric, Row, View, views};
+    use crate::report::views::testing::row;
+    use crate::report::views::{Column, Metric, views};
     use crate::report::{Format, fixture, render};
     use crate::vocab::Cell;
-
-    fn row<'a>(v: &'a View, label: &str, key: &str) -> &'a Row {
-        v.rows
-            .iter()
-            .find(|x| x.label == label && x.cell.key() == key)
-            .unwrap_or_else(|| panic!("no row {label} {key}"))
-    }
 
     /// The published view: the wire limit beside each cell, and the raw
     /// cells the line rate predicts marked so (a calibrated one stays so).
@@ -97,9 +91,9 @@ mod tests {
         let wire = tcp.figures.wire_limit.as_ref().unwrap().bps;
         assert_eq!(
             Column::Basis.text(tcp),
-            format!("predicted (line rate {})", crate::report::mbit(wire))
+            format!("predicted (line rate {})", mbit(wire))
         );
-        assert_eq!(Column::WireLimit.text(tcp), crate::report::mbit(wire));
+        assert_eq!(Column::WireLimit.text(tcp), mbit(wire));
         assert_eq!(
             Column::Basis.text(row(p, "none/raw", "ipv4.udp.sender")),
             "calibrated"
@@ -170,11 +164,7 @@ mod tests {
                     .unwrap();
                 let p = s.points[x.category].as_ref().unwrap();
                 assert_eq!(p.value, u.received, "{} {}", x.label, x.cell.key());
-                assert!(
-                    Column::Measured
-                        .text(x)
-                        .starts_with(&crate::report::mbit(u.offered))
-                );
+                assert!(Column::Measured.text(x).starts_with(&mbit(u.offered)));
             }
         }
     }

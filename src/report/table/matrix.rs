@@ -4,10 +4,10 @@
 //! (`--format md`); the text report prints views instead ([`crate::report::views`]).
 
 use crate::measure::model::Results;
-use crate::report::{
-    baseline_index, loss_within, mbit, one_line, ordered_cells, percent, step_down_notes,
-    udp_figure, utc,
-};
+use crate::report::baseline_index;
+use crate::report::cells::{loss_within, ordered_cells, step_down_notes, udp_figure};
+use crate::report::numbers::{mbit, ms, percent, utc};
+use crate::report::words::one_line;
 use crate::vocab::{Cell, Family, Proto};
 use std::fmt::Write;
 
@@ -233,7 +233,6 @@ const WIRE_COLUMN: &str = "wire limit";
 
 /// "0.22 / 2.28 / 4.63"; "-" for a figure the probes did not give.
 fn round_trips(p: &crate::measure::model::PathResult, c: &Cell) -> String {
-    use crate::report::views::ms;
     let idle = p
         .idle_latency
         .iter()
@@ -549,9 +548,9 @@ pub(super) mod tests {
         );
         let want = format!(
             "{} / {} / {}",
-            crate::report::views::ms(idle),
-            crate::report::views::ms(loaded.rtt_ms.median),
-            crate::report::views::ms(loaded.rtt_ms.p99)
+            crate::report::numbers::ms(idle),
+            crate::report::numbers::ms(loaded.rtt_ms.median),
+            crate::report::numbers::ms(loaded.rtt_ms.p99)
         );
         assert!(
             md.lines()
