@@ -1,14 +1,8 @@
 //! One row per (path, cell), every rate in bit/s, for spreadsheets and scripts,
-//! written by the `csv` crate: a field is quoted when it holds a comma, a
-//! quote or a line break, with quotes doubled (RFC 4180). A failed cell has
-//! empty figures and its error.
-//!
-//! Results whose reference marks calibration, or whose cells carry a device
-//! model's limit, get [`MODEL_HEADER`]'s columns after the others: the
-//! published figure, the ratio and verdict, the basis (`calibrated`,
-//! `predicted`, or `unpublished` for a cell nobody published: the model's
-//! prediction, untested) and the model's ceiling on the cell. Other results
-//! keep the columns they always had.
+//! written by the `csv` crate (RFC 4180 quoting). A failed cell has empty
+//! figures and its error. Where the reference marks calibration or a cell
+//! carries a device model's limit, [`MODEL_HEADER`]'s columns follow; where a
+//! cell has a wire limit, [`WIRE_HEADER`]'s.
 
 use super::cells::{ordered_cells, udp_figure, udp_rate};
 use super::reference::{Basis, Comparison, Outcome, compare, published};
@@ -37,7 +31,10 @@ fn wire_fields(p: &PathResult, c: &CellResult) -> [String; 3] {
     }
 }
 
-/// The columns about the lab's model, after [`HEADER`]'s where they apply.
+/// The columns about the lab's model, after [`HEADER`]'s where they apply:
+/// the published figure, the ratio and verdict, the basis (`calibrated`,
+/// `predicted`, or `unpublished` for a cell nobody published: the model's
+/// prediction, untested) and the model's ceiling on the cell.
 pub(crate) const MODEL_HEADER: &str =
     "published_bps,ratio,within_tolerance,basis,model_limit,model_limit_bps";
 

@@ -152,7 +152,7 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc(1_580_560_200), "2020-02-01 12:30 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
-        // Five-digit years as the calendar arithmetic wrote them: no sign.
+        // Years past 9999 in full, without a sign.
         assert_eq!(utc(253_402_300_800), "10000-01-01 00:00 UTC");
     }
 }

@@ -1,16 +1,9 @@
 //! The wire limit in reports: what the shaped links' line rates let through of
-//! a cell's payload (`CellResult::wire_limit`, from
-//! [`crate::topology::wire`]), how near the measured figure came to it, and
-//! which cells the line rate alone predicts.
-//!
-//! - Beside a cell: the wire limit's figure; what sets it (the link, the
-//!   bytes per frame) goes to the view's notes, once per distinct limit.
-//! - In the tunnels view: measured / wire limit (what the datapath costs,
-//!   1.00 at the line rate) and the wire limit over the raw path's (what the
-//!   tunnel's bytes cost on the wire).
-//! - A cell of a path without a tunnel whose figure is within
-//!   [`LINE_RATE_WITHIN`] of its wire limit is "predicted (line rate)": the
-//!   formula, not a device model, gives its figure.
+//! a cell's payload (`CellResult::wire_limit`, from [`crate::topology::wire`]),
+//! its figure beside a cell and what sets it in the notes; in the tunnels view
+//! the measured figure over it and over the raw path's. A cell of a path
+//! without a tunnel within [`LINE_RATE_WITHIN`] of its wire limit is
+//! "predicted (line rate)": the formula, not a device model, gives its figure.
 
 use super::cells::{measured_bps, udp_figure};
 use super::numbers::mbit;

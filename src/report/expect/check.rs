@@ -1,8 +1,9 @@
 //! Holding expectations against [`Results`]: finding the paths and cells they
-//! name (a ratio's slash settled against the results' paths), comparing the
-//! figure, and saying in one line per [`Failure`] by how much it missed.
+//! name, comparing the figure, and saying in one line per [`Failure`] by how
+//! much it missed. A path label may contain a slash (`fast/raw`), so which
+//! slash divides a ratio is settled against the results' paths.
 
-use super::model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
+use super::expectation::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
 use crate::measure::model::{CellResult, PathResult, Results};
 use crate::report::baseline_index;
 use crate::report::cells::seed_order;

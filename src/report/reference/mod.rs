@@ -1,6 +1,6 @@
 //! Published figures beside measured ones: the topology's `[reference]` (the
-//! seed's table) against the run, cell by cell ([`compare`]), the sentences
-//! the reports write around them, and `--expect-reference` ([`check`]).
+//! seed's table) against the run, cell by cell ([`compare()`]), the sentences
+//! the reports write around them, and `--expect-reference` ([`check()`]).
 //!
 //! Where the reference says which figures the lab's device models were
 //! calibrated from, each comparison is [`Basis`] `calibrated` (agreement

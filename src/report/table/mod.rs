@@ -21,7 +21,7 @@ use crate::measure::model::Results;
 use std::fmt::Write;
 
 /// The text report: the heading, where each path goes, then one view per
-/// question ([`super::views`]), each fitting [`WIDTH`] columns, and the run's
+/// question ([`super::views`]), each within 120 columns, and the run's
 /// notes. The full matrix is in `md`, `csv` and `json`.
 pub(crate) fn text(r: &Results, baseline: Option<&str>) -> String {
     let mut out = matrix::heading(r);
