@@ -66,8 +66,8 @@ fn topology_graph(r: &crate::measure::model::Results) -> Result<(String, String)
             crate::report::one_line(&format!("{e:#}"))
         )
     })?;
-    use super::graph::{Format, render};
-    Ok((render(&t, Format::Svg), render(&t, Format::Dot)))
+    use crate::report::graph::{GraphFormat, render};
+    Ok((render(&t, GraphFormat::Svg), render(&t, GraphFormat::Dot)))
 }
 
 impl OutputArgs {

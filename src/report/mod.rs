@@ -28,7 +28,9 @@
 
 pub mod chart;
 mod csv;
+mod draw;
 pub mod expect;
+pub mod graph;
 pub mod html;
 mod md;
 pub mod reference;
@@ -38,8 +40,6 @@ pub mod views;
 mod wire;
 
 use crate::measure::model::{CellResult, Results, Trial};
-/// Text safe in XML (SVG, HTML) content and double-quoted attributes.
-pub(crate) use svg::esc as xml_escape;
 
 use crate::vocab::{Cell, Direction, Family, Proto};
 use std::path::{Path, PathBuf};
