@@ -68,8 +68,8 @@ fn topology_graph(r: &crate::measure::results::Results) -> Result<(String, Strin
             )
         },
     )?;
-    use super::graph::{Format, render};
-    Ok((render(&t, Format::Svg), render(&t, Format::Dot)))
+    use crate::report::graph::{GraphFormat, render};
+    Ok((render(&t, GraphFormat::Svg), render(&t, GraphFormat::Dot)))
 }
 
 impl OutputArgs {

@@ -9,7 +9,7 @@
 //!   failed cells and its notes; the published-figure comparison
 //!   ([`super::reference`]) is the first view when the topology has one;
 //! - the run's notes;
-//! - the topology's graph as `tunbench graph` prints it (Graphviz dot), or
+//! - the topology's graph ([`super::graph`]) drawn and in Graphviz dot, or
 //!   why it is not there: the report layer reads no topology file itself,
 //!   the command that renders the page hands the graph in.
 //!
@@ -19,7 +19,7 @@
 //! (the browser test reads both).
 
 use super::chart::{self, Chart};
-use super::svg::esc;
+use super::draw::esc;
 use super::table::{footnote, heading, path_line};
 use super::views::{Column, View, views_with_baseline};
 use crate::measure::results::Results;
@@ -430,7 +430,7 @@ mod browser {
         console: Vec<String>,
     }
 
-    /// Runs chromium headless on `page` with `args`, killed after a minute.
+    /// Runs chromium headless on `page` with `args`, killed after 90 s.
     fn chromium(dir: &Path, profile: &str, args: &[String], page: &Path) -> (String, String) {
         let (out, err) = (
             dir.join(format!("{profile}.out")),
@@ -544,7 +544,8 @@ mod browser {
         let near = |a: [u8; 3], b: [u8; 3]| a.iter().zip(b).all(|(x, y)| x.abs_diff(y) <= 4);
         let palette = (0..6)
             .map(|i| {
-                let c = u32::from_str_radix(&chart::colour(i)[1..], 16).unwrap();
+                let c =
+                    u32::from_str_radix(&super::super::draw::colour::colour(i)[1..], 16).unwrap();
                 [(c >> 16) as u8, (c >> 8) as u8, c as u8]
             })
             .filter(|c| distinct.iter().any(|p| near(*p, *c)))

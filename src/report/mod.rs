@@ -11,7 +11,9 @@
 mod cells;
 pub mod chart;
 mod csv;
+mod draw;
 pub mod expect;
+pub mod graph;
 pub mod html;
 mod md;
 mod numbers;
@@ -25,8 +27,6 @@ mod words;
 pub(crate) use cells::ordered_cells;
 pub use cells::{UdpFigure, cell_summary};
 pub(crate) use numbers::{percent, rate_unit, sig, utc};
-/// Text safe in XML (SVG, HTML) content and double-quoted attributes.
-pub(crate) use svg::esc as xml_escape;
 pub(crate) use words::one_line;
 
 use crate::measure::results::Results;
