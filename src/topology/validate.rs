@@ -262,10 +262,29 @@ fn links(t: &Topology, p: &mut Vec<Problem>) {
 /// an external device only through an interface of this machine (`host`), and
 /// builds nothing between two external devices.
 fn external(t: &Topology, p: &mut Vec<Problem>) {
+    let moved = links_to_external(t, p);
+    shared_host_interfaces(t, &moved, p);
+    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::External) {
+        if n.interfaces.is_empty() {
+            p.push(Problem::new(
+                &n.at,
+                format!(
+                    "external node \"{}\" has no link: add a [[links]] entry to it with host = {{ iface = \"...\" }}",
+                    n.name
+                ),
+            ));
+        }
+    }
+}
+
+/// Each link's `host`: given exactly where one end is external, with no
+/// impairments there, and an interface moved into the lab once. Returns the
+/// moved interfaces, each with the `host` that moves it.
+fn links_to_external<'t>(t: &'t Topology, p: &mut Vec<Problem>) -> BTreeMap<&'t str, &'t KeyPath> {
     let name = |e: &Endpoint| format!("{}:{}", t.nodes[e.node].name, e.iface);
+    let outside = |e: &Endpoint| t.nodes[e.node].kind == NodeKind::External;
     let mut moved: BTreeMap<&str, &KeyPath> = BTreeMap::new();
     for l in &t.links {
-        let outside = |e: &Endpoint| t.nodes[e.node].kind == NodeKind::External;
         match (outside(&l.a), outside(&l.b), &l.host) {
             (false, false, Some(h)) => p.push(Problem::new(
                 &h.at,
@@ -303,23 +322,29 @@ fn external(t: &Topology, p: &mut Vec<Problem>) {
                 "impairments on a link to an external node are not supported: the far end is a real network; impair a link inside the lab",
             ));
         }
-        if outside(&l.a) != outside(&l.b) {
-            if let Some(h) = &l.host {
-                if h.attach == HostAttach::Move {
-                    if let Some(first) = moved.insert(&h.iface, &h.at) {
-                        p.push(Problem::new(
-                            &h.at.key("move"),
-                            format!(
-                                "host interface {} is already moved into the lab by {first}; an interface can be moved once (use a macvlan, ipvlan or VLAN to share it)",
-                                h.iface
-                            ),
-                        ));
-                    }
-                }
-            }
+        if outside(&l.a) == outside(&l.b) {
+            continue;
+        }
+        let Some(h) = l.host.as_ref().filter(|h| h.attach == HostAttach::Move) else {
+            continue;
+        };
+        if let Some(first) = moved.insert(&h.iface, &h.at) {
+            p.push(Problem::new(
+                &h.at.key("move"),
+                format!(
+                    "host interface {} is already moved into the lab by {first}; an interface can be moved once (use a macvlan, ipvlan or VLAN to share it)",
+                    h.iface
+                ),
+            ));
         }
     }
-    // The kernel gives a device one receive handler: macvlans or ipvlans, not both.
+    moved
+}
+
+/// Host interfaces several links share: macvlans or ipvlans on one, not both
+/// (the kernel gives a device one receive handler), and none on an
+/// interface moved into the lab.
+fn shared_host_interfaces(t: &Topology, moved: &BTreeMap<&str, &KeyPath>, p: &mut Vec<Problem>) {
     let mut kind_on: BTreeMap<&str, (HostAttach, &KeyPath)> = BTreeMap::new();
     for l in &t.links {
         let Some(h) = &l.host else { continue };
@@ -348,17 +373,6 @@ fn external(t: &Topology, p: &mut Vec<Problem>) {
                     ),
                 ));
             }
-        }
-    }
-    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::External) {
-        if n.interfaces.is_empty() {
-            p.push(Problem::new(
-                &n.at,
-                format!(
-                    "external node \"{}\" has no link: add a [[links]] entry to it with host = {{ iface = \"...\" }}",
-                    n.name
-                ),
-            ));
         }
     }
 }
