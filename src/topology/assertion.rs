@@ -12,11 +12,8 @@
 //! ```
 //!
 //! Each kind has its own keys; a key of another kind is an error, so a typo
-//! or a misplaced key cannot pass silently. Here the entries are read and
-//! checked without side effects (the nodes exist and run in the lab, the
-//! family is one both ends have); a throughput's expectation is read by the
-//! `--expect` parser, a layer above (`verify`), which checks it against the
-//! file's `[[measure]]` paths.
+//! or a misplaced key cannot pass silently. A throughput's expectation is
+//! read a layer above (`verify`, with the `--expect` parser).
 
 use super::resolved::{NodeKind, Topology};
 use super::{KeyPath, Problem, valid_name};

@@ -1,34 +1,8 @@
 //! `[reference]`: figures published for the paths a file measures (the seed's
-//! table), which every report of a run prints beside the measured ones.
-//!
-//! ```toml
-//! [reference]
-//! source = "the seed document: Yamaha NVR500 study, Jan/Feb 2020, best of 5 iperf3 runs"
-//! tolerance = { tcp = 15, udp = 25 }      # percent either way; these are the defaults
-//! # The published cells the lab's device models were calibrated from
-//! # ("PATH:CELL", PATH as in [reference.figures]); every other published
-//! # figure is a prediction. Optional: without it, reports mark neither.
-//! calibrated = ["none/raw:ipv4.tcp.sender"]
-//! [reference.figures."none/raw"]           # a path as reports name it: SCENARIO/PATH or PATH
-//! "ipv4.tcp.sender" = "941M"               # a cell as --expect names it; a rate in bit/s
-//! "ipv4.udp.sender" = "347M"
-//!
-//! # Published figures the lab does not predict: printed with the reason,
-//! # never compared.
-//! [[reference.unpredicted]]
-//! what = "RBBS multi-session speed test (FLET'S), with or without the NVR500"
-//! figure = "300M"                          # a rate, as in [reference.figures]
-//! why = "its limit is the NGN's test server, which the lab does not model"
-//! ```
-//!
-//! The section belongs to the whole file: scenarios cannot change it, and a
-//! path label names the scenario it was published for.
-//!
-//! `calibrated` is what keeps a replay apart from a prediction: a device
-//! model whose ceilings were set from a published figure reproduces that
-//! figure by construction, so agreement there checks the emulation, and only
-//! agreement on the other figures tests the model. Each entry must name a
-//! cell that has a figure in `[reference.figures]`, once.
+//! table), which every report of a run prints beside the measured ones
+//! (`RawReference` shows the section). It belongs to the whole file:
+//! scenarios cannot change it, and a path label names the scenario it was
+//! published for.
 
 use super::raw::{RawReference, RawTopology, RawUnpredicted};
 use super::{KeyPath, Problem};
@@ -98,8 +72,9 @@ pub struct PublishedFigure {
     pub cell: Cell,
     pub published_bps: f64,
     /// A device model of the lab was calibrated from this figure (listed in
-    /// `calibrated`), so measuring it again checks the emulation, not the
-    /// model. Results saved before there were calibration marks read false.
+    /// `calibrated`): it reproduces the figure by construction, so measuring
+    /// it again checks the emulation, and only the other figures test the
+    /// model. False in results that carry no calibration marks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub calibrated: bool,
 }

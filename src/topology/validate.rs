@@ -515,8 +515,8 @@ fn endpoint_at(t: &Topology, node: usize, iface: &str) -> Option<KeyPath> {
 
 fn routes(t: &Topology, p: &mut Vec<Problem>) {
     // Who holds each address, gathered once (a lookup per route over every
-    // node was n^2 on generated labs of thousands of nodes). The first holder,
-    // as `Topology::owner_of` has it.
+    // node would be n^2 on generated labs of thousands of nodes). The first
+    // holder, as `Topology::owner_of` has it.
     let mut owners: std::collections::HashMap<IpAddr, usize> = std::collections::HashMap::new();
     for i in 0..t.nodes.len() {
         for (_, a) in t.node_addresses(i) {
