@@ -119,6 +119,35 @@ pub fn resolve(
     at: &KeyPath,
     p: &mut Vec<Problem>,
 ) -> Reference {
+    let tolerance = tolerance(r, at, p);
+    let (mut figures, published) = figures(r, labels, at, p);
+    if let Some(list) = &r.calibrated {
+        for (path, cell) in calibrated(list, &published, &at.key("calibrated"), p) {
+            for f in figures.iter_mut() {
+                if f.path == path && f.cell == cell {
+                    f.calibrated = true;
+                }
+            }
+        }
+    }
+    let unpredicted_at = at.key("unpredicted");
+    let unpredicted = r
+        .unpredicted
+        .iter()
+        .enumerate()
+        .filter_map(|(i, u)| unpredicted(u, &unpredicted_at.index(i), p))
+        .collect();
+    Reference {
+        source: r.source.clone(),
+        tolerance,
+        figures,
+        marks_calibration: r.calibrated.is_some(),
+        unpredicted,
+    }
+}
+
+/// Percent either way per protocol: the defaults, or what the file says.
+fn tolerance(r: &RawReference, at: &KeyPath, p: &mut Vec<Problem>) -> Tolerance {
     let mut tolerance = Tolerance::DEFAULT;
     if let Some(t) = &r.tolerance {
         for (key, given, slot) in [
@@ -136,6 +165,18 @@ pub fn resolve(
             }
         }
     }
+    tolerance
+}
+
+/// The figures with a valid cell and rate, in the file's order; and every
+/// cell the file publishes, rate valid or not: what `calibrated` may name (a
+/// bad rate is its own problem, not the calibration's).
+fn figures<'r>(
+    r: &'r RawReference,
+    labels: &[String],
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> (Vec<PublishedFigure>, Vec<(&'r str, Cell)>) {
     let figures_at = at.key("figures");
     if r.figures.0.is_empty() {
         p.push(Problem::new(
@@ -144,8 +185,6 @@ pub fn resolve(
         ));
     }
     let mut figures = Vec::new();
-    // Every cell the file publishes, rate valid or not: what `calibrated` may
-    // name (a bad rate is its own problem, not the calibration's).
     let mut published: Vec<(&str, Cell)> = Vec::new();
     for (label, cells) in &r.figures.0 {
         let lat = figures_at.key(label);
@@ -184,29 +223,7 @@ pub fn resolve(
             }
         }
     }
-    if let Some(list) = &r.calibrated {
-        for (path, cell) in calibrated(list, &published, &at.key("calibrated"), p) {
-            for f in figures.iter_mut() {
-                if f.path == path && f.cell == cell {
-                    f.calibrated = true;
-                }
-            }
-        }
-    }
-    let unpredicted_at = at.key("unpredicted");
-    let unpredicted = r
-        .unpredicted
-        .iter()
-        .enumerate()
-        .filter_map(|(i, u)| unpredicted(u, &unpredicted_at.index(i), p))
-        .collect();
-    Reference {
-        source: r.source.clone(),
-        tolerance,
-        figures,
-        marks_calibration: r.calibrated.is_some(),
-        unpredicted,
-    }
+    (figures, published)
 }
 
 /// The cells `calibrated` names, each one that has a published figure, once;
