@@ -279,6 +279,19 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             "a router profile needs at least one [modes.NAME] table (forwarding ceilings) or [terminations.KIND] table (tunnels it terminates)",
         ));
     }
+    let modes = modes(raw, &root, p);
+    let terminations = terminations(raw, &root, p);
+    Some(RouterProfile {
+        name: raw.name.clone(),
+        description: raw.description.clone(),
+        queue_packets,
+        modes,
+        terminations,
+    })
+}
+
+/// The profile's forwarding modes, each with its ceilings.
+fn modes(raw: &RawRouter, root: &KeyPath, p: &mut Vec<Problem>) -> BTreeMap<String, Mode> {
     let mut modes = BTreeMap::new();
     for (name, m) in &raw.modes {
         let at = root.key("modes").key(name);
@@ -302,6 +315,15 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             },
         );
     }
+    modes
+}
+
+/// The profile's termination ceilings per tunnel kind it can terminate.
+fn terminations(
+    raw: &RawRouter,
+    root: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> BTreeMap<String, Termination> {
     let mut terminations = BTreeMap::new();
     for (kind, t) in &raw.terminations {
         let at = root.key("terminations").key(kind);
@@ -345,13 +367,7 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             },
         );
     }
-    Some(RouterProfile {
-        name: raw.name.clone(),
-        description: raw.description.clone(),
-        queue_packets,
-        modes,
-        terminations,
-    })
+    terminations
 }
 
 fn ceiling(c: &RawCeiling, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Ceiling> {
