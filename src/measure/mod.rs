@@ -1,4 +1,4 @@
-//! The seed's method as one command: the matrix of cells, N runs each, the UDP rate
+//! The NVR500 study's method as one command: the matrix of cells, N runs each, the UDP rate
 //! search, between two nodes of a running lab.
 
 mod cell;

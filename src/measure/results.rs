@@ -41,14 +41,14 @@ pub struct Trial {
     pub received_bps: f64,
     pub lost_percent: f64,
     pub out_of_order: u64,
-    /// Measured again because packets arrived out of order (the seed's rule).
+    /// Measured again because packets arrived out of order (the NVR500 study's rule).
     pub remeasured: bool,
     /// The sender could not offer the rate asked: `offered_bps` is what it sent.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sender_limited: bool,
     /// Measured again because the trial before it had packets out of order,
     /// and packets were out of order again: the reordering persisted, so the
-    /// trial fails at its rate whatever its loss (the seed's rule: "if UDP
+    /// trial fails at its rate whatever its loss (the NVR500 study's rule: "if UDP
     /// shows out of order, measure again; if it persists, lower -b"). False
     /// in results saved before the rule was whole, which were judged by loss
     /// alone.
@@ -63,7 +63,7 @@ impl Trial {
         self.lost_percent <= threshold && !self.reordered
     }
 
-    /// Whether a trial shows out of order, in the seed's sense: any datagram
+    /// Whether a trial shows out of order, in the NVR500 study's sense: any datagram
     /// out of order. No tolerance: on a path whose links do not reorder on
     /// purpose (`reorder`, `jitter`) one flow keeps its order, as a switch
     /// and a NIC queue keep it, so a datagram out of order is a symptom (an
@@ -114,7 +114,7 @@ pub use crate::engine::latency::stats::{Latency, Spread};
 pub struct CellResult {
     pub cell: Cell,
     pub runs: Vec<Run>,
-    /// The seed's rule: the best of the runs.
+    /// The NVR500 study's rule: the best of the runs.
     pub best_bps: f64,
     pub median_bps: f64,
     pub min_bps: f64,

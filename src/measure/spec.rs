@@ -67,7 +67,7 @@ impl Default for LatencySpec {
 pub use crate::vocab::LATENCY_IDLE_SECONDS as DEFAULT_IDLE_SECONDS;
 
 impl MeasureSpec {
-    /// The seed's method: both families, both protocols, both directions, one
+    /// The NVR500 study's method: both families, both protocols, both directions, one
     /// stream, best of 5 runs of 10 s, UDP loss within 10 %.
     pub fn seed(from: &str, to: impl Into<MeasureTarget>) -> Self {
         let to: MeasureTarget = to.into();
@@ -106,7 +106,7 @@ impl MeasureSpec {
         }
     }
 
-    /// Every cell, in the seed's order: family, protocol, direction, then streams.
+    /// Every cell, in the NVR500 study's order: family, protocol, direction, then streams.
     pub fn cells(&self) -> Vec<Cell> {
         let mut v = Vec::new();
         for &streams in &self.streams {

@@ -499,7 +499,10 @@ mod tests {
         let t = home("none");
         let l = limit(&t, "198.18.1.10", cell(Ipv4, Udp, Sender, 1));
         assert!(close(bps(&l), 312.3e6), "{l:?}");
-        assert_eq!(what(&l), "seed-server on server: ipv4 udp receive limit");
+        assert_eq!(
+            what(&l),
+            "nvr500-study-server on server: ipv4 udp receive limit"
+        );
         let l = limit(&t, "2001:2:0:1::10", cell(Ipv6, Udp, Sender, 6));
         assert!(close(bps(&l), 292.5e6), "{l:?}");
         assert_eq!(limit(&t, "198.18.1.10", cell(Ipv4, Tcp, Sender, 1)), None);
@@ -581,7 +584,7 @@ mod tests {
         assert!(close(bps(&l), want), "{l:?}, want {want}");
         assert!(
             what(&l).starts_with(
-                "seed-server on server: ipv4 udp receive limit 312.3 Mbit/s on tunnel vpn's"
+                "nvr500-study-server on server: ipv4 udp receive limit 312.3 Mbit/s on tunnel vpn's"
             ),
             "{l:?}"
         );

@@ -439,11 +439,11 @@ impairments = { rate = "1G" }
         );
     }
 
-    /// The seed's home: "none" is the gigabit LAN (the seed's 941 and 928);
+    /// The NVR500 study's home: "none" is the gigabit LAN (the NVR500 study's 941 and 928);
     /// DS-Lite carries 1408 B of TCP/IPv4 payload in its 1460-byte inner
     /// packets, 1500 bytes outer on the underlay's gigabit links.
     #[test]
-    fn the_seeds_home_lan_and_its_softwire() {
+    fn the_study_home_lan_and_its_softwire() {
         let none = home("none");
         let (bps, what) = limit(&none, "pc", "198.18.1.10", cell(Ipv4, Tcp, Sender), 1448).unwrap();
         assert_eq!(bps, 941.48);

@@ -1,5 +1,5 @@
-//! What every format reads from a cell alike: the cells in the seed's order,
-//! a cell's figure as the seed's table has it, the UDP run that figure came
+//! What every format reads from a cell alike: the cells in the NVR500 study's order,
+//! a cell's figure as the NVR500 study's table has it, the UDP run that figure came
 //! from and how its search stepped down, and a finished cell in a few words.
 
 use super::numbers::{mbit, ms, percent};
@@ -47,7 +47,7 @@ pub fn cell_summary(c: &CellResult) -> String {
     s
 }
 
-/// Every cell of any path, in the seed's order: IPv4 TCP Sender, IPv4 TCP
+/// Every cell of any path, in the NVR500 study's order: IPv4 TCP Sender, IPv4 TCP
 /// Receiver, IPv4 UDP Sender, IPv4 UDP Receiver, IPv6 ...; cells with more
 /// streams after those with one.
 pub(crate) fn ordered_cells(r: &Results) -> Vec<Cell> {
@@ -59,15 +59,15 @@ pub(crate) fn ordered_cells(r: &Results) -> Vec<Cell> {
             }
         }
     }
-    cells.sort_by_key(seed_order);
+    cells.sort_by_key(study_order);
     cells
 }
 
-pub(crate) fn seed_order(c: &Cell) -> (u32, Family, Proto, Direction) {
+pub(crate) fn study_order(c: &Cell) -> (u32, Family, Proto, Direction) {
     (c.streams, c.family, c.protocol, c.direction)
 }
 
-/// A cell's figure as the seed's table has it: TCP the best run; UDP the
+/// A cell's figure as the NVR500 study's table has it: TCP the best run; UDP the
 /// highest offered rate whose loss stayed within the threshold (the search's
 /// result), or the best run when there was no search.
 pub(crate) fn measured_bps(c: &CellResult) -> f64 {
@@ -101,7 +101,7 @@ pub struct UdpFigure {
     pub sender_limited: bool,
 }
 
-/// The best run at the cell's rate (the seed's rule), or, in results that
+/// The best run at the cell's rate (the NVR500 study's rule), or, in results that
 /// carry no loss in their runs, the search's trial at that rate.
 pub(crate) fn udp_figure(c: &CellResult) -> Option<UdpFigure> {
     let rate = udp_rate(c)?;
@@ -202,7 +202,7 @@ mod tests {
     use crate::report::fixture;
 
     #[test]
-    fn cells_in_the_seeds_order() {
+    fn cells_in_the_study_order() {
         let r = fixture::results();
         let keys: Vec<String> = ordered_cells(&r).iter().map(|c| c.key()).collect();
         assert_eq!(
@@ -228,7 +228,7 @@ mod tests {
             c(Family::Ipv6, Proto::Tcp, Direction::Sender, 1),
             c(Family::Ipv4, Proto::Udp, Direction::Receiver, 1),
         ];
-        v.sort_by_key(seed_order);
+        v.sort_by_key(study_order);
         let titles: Vec<String> = v.iter().map(|c| c.title()).collect();
         assert_eq!(
             titles,
@@ -303,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seeds_figure_of_a_cell() {
+    fn the_study_figure_of_a_cell() {
         let r = fixture::results();
         let udp = r.paths[0].cells[3].clone();
         assert_eq!(udp.cell.key(), "ipv4.udp.sender");

@@ -1,6 +1,6 @@
 //! Results for the report tests: [`results`], a small measurement (two paths,
 //! raw and wg, TCP and UDP cells, a 6-stream cell only raw has, one failed
-//! cell on wg, the cells deliberately out of the seed's order); [`main_job`],
+//! cell on wg, the cells deliberately out of the NVR500 study's order); [`main_job`],
 //! the main job's shape; and both with published figures.
 
 use crate::measure::results::{
@@ -268,14 +268,14 @@ fn path(scenario: &str, name: &str, to: &str, cells: Vec<CellResult>) -> PathRes
     }
 }
 
-/// The seed's figures for the raw paths in scenarios none, fast and normal,
+/// The NVR500 study's figures for the raw paths in scenarios none, fast and normal,
 /// in [`EVERY`]'s order.
 const NONE: [f64; 8] = [941.0, 940.0, 347.0, 955.0, 928.0, 927.0, 325.0, 940.0];
 const FAST: [f64; 8] = [824.0, 939.0, 32.7, 525.0, 777.0, 249.0, 22.9, 200.0];
 const NORMAL: [f64; 8] = [384.0, 491.0, 29.7, 540.0, 174.0, 234.0, 19.8, 205.0];
 
 /// The main job's shape (topologies/nvr500-home.toml): eleven paths in four
-/// scenarios, the seed's published figures, the tunnels' notes.
+/// scenarios, the NVR500 study's published figures, the tunnels' notes.
 pub(crate) fn main_job() -> Results {
     Results {
         tool: "tunbench 0.1.0".into(),
@@ -288,14 +288,14 @@ pub(crate) fn main_job() -> Results {
         paths: main_job_paths(),
         reference: Some(main_job_reference()),
         notes: vec![
-            "the NVR500 is a model calibrated from the seed's figures (profiles/nvr500.toml), not the device".into(),
+            "the NVR500 is a model calibrated from the NVR500 study's figures (profiles/nvr500.toml), not the device".into(),
             "path wireguard crosses WireGuard tunnel vpn (tunbench): 60 bytes per packet over IPv4 (IPv4 20 + UDP 8 + WireGuard 32); inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6).".into(),
             "path dslite crosses DS-Lite tunnel transix: 40 bytes per packet over IPv6 (IPv6 40); inner MTU 1460, TCP MSS 1420 (IPv4) / 1400 (IPv6).".into(),
         ],
     }
 }
 
-/// The main job's eleven paths: the raw paths at the seed's figures (but for
+/// The main job's eleven paths: the raw paths at the NVR500 study's figures (but for
 /// one cell of fast/raw), round figures for the others.
 fn main_job_paths() -> Vec<PathResult> {
     let mut fast_measured = FAST;
@@ -364,7 +364,7 @@ fn main_job_paths() -> Vec<PathResult> {
     ]
 }
 
-/// The seed's published figures for the raw paths, and the speed test's.
+/// The NVR500 study's published figures for the raw paths, and the speed test's.
 fn main_job_reference() -> Reference {
     let mut figures = Vec::new();
     for (p, f) in [
@@ -379,7 +379,7 @@ fn main_job_reference() -> Reference {
     figures.push(figure("fast/speedtest", "ipv6.tcp.receiver.p6", 656.69));
     Reference {
         source: Some(
-            "the seed document: Yamaha NVR500 study, January/February 2020, best of 5 iperf3 runs"
+            "the NVR500 study: a Yamaha NVR500 home router, January/February 2020, best of 5 iperf3 runs"
                 .into(),
         ),
         tolerance: Tolerance::DEFAULT,
@@ -484,7 +484,7 @@ pub(crate) fn figure(path: &str, key: &str, mbit: f64) -> PublishedFigure {
 pub(crate) fn with_reference() -> Results {
     let mut r = results();
     r.reference = Some(Reference {
-        source: Some("the seed document, best of 5".into()),
+        source: Some("the NVR500 study, best of 5".into()),
         tolerance: Tolerance::DEFAULT,
         figures: vec![
             figure("raw", "ipv4.udp.sender", 347.0),

@@ -311,7 +311,7 @@ mod tests {
         );
         assert!(html.contains("24 of 25 cells within tolerance"));
         assert!(html.contains("<section class=\"plain\" id=\"notes\">"));
-        assert!(html.contains("calibrated from the seed&apos;s figures"));
+        assert!(html.contains("calibrated from the NVR500 study&apos;s figures"));
         assert!(html.contains(
             "<pre class=\"graph\">graph &quot;home&quot; {\n  &quot;pc&quot; -- &quot;nvr500&quot;;"
         ));

@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn json_round_trips_with_a_reference_and_notes() {
         let mut r = fixture::with_reference();
-        r.notes = vec!["the router is a model calibrated from the seed's figures".into()];
+        r.notes = vec!["the router is a model calibrated from the NVR500 study's figures".into()];
         let s = render(&r, Format::Json, None);
         assert!(s.contains("\"published_bps\": 656690000.0"), "{s}");
         assert_eq!(parse_json(&s, Path::new("r.json")).unwrap(), r);

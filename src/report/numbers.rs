@@ -17,7 +17,7 @@ pub(crate) fn sig(x: f64, digits: u32) -> String {
     format!("{rounded:.decimals$}")
 }
 
-/// The seed's unit: Mbit/s to three significant digits.
+/// The NVR500 study's unit: Mbit/s to three significant digits.
 pub(crate) fn mbit(bps: f64) -> String {
     sig(bps / 1e6, 3)
 }

@@ -1,5 +1,5 @@
 //! `--format svg`: a grouped bar chart for a blog post: one group per cell
-//! (in the seed's order), one bar per path, bar height = the median,
+//! (in the NVR500 study's order), one bar per path, bar height = the median,
 //! whiskers from min to max, the y axis in the unit that suits the figures.
 //! Drawn with the charts' own SVG ([`super::draw`]), as a file of its own.
 

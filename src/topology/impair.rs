@@ -21,7 +21,7 @@ use crate::vocab::framing::{ETHERNET_HEADER, Framing};
 pub struct Impairment {
     /// Line rate in bit/s (K, M, G suffixes in the file, powers of 1000).
     /// Every frame pays its framing's bytes on the wire, so a 1G Ethernet
-    /// link carries 941 Mbit/s of TCP goodput at MTU 1500, the seed's figure.
+    /// link carries 941 Mbit/s of TCP goodput at MTU 1500, the NVR500 study's figure.
     pub rate: Option<u64>,
     /// Microseconds ("20ms", "500us", "1s" in the file).
     pub delay_us: Option<u64>,

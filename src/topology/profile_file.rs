@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("nvr500", include_str!("../../profiles/nvr500.toml")),
     (
-        "seed-server",
-        include_str!("../../profiles/seed-server.toml"),
+        "nvr500-study-server",
+        include_str!("../../profiles/nvr500-study-server.toml"),
     ),
     ("openwrt-b4", include_str!("../../profiles/openwrt-b4.toml")),
 ];
@@ -546,7 +546,7 @@ mod tests {
     }
 
     #[test]
-    fn nvr500_fast_mode_has_the_seeds_figures() {
+    fn nvr500_fast_mode_has_the_study_figures() {
         let Ok(Profile::Router(r)) = load("nvr500", Path::new("")) else {
             panic!("nvr500 is a router profile")
         };
@@ -568,9 +568,9 @@ mod tests {
     }
 
     #[test]
-    fn seed_server_limits_count_ip_bytes() {
-        let Ok(Profile::Host(h)) = load("seed-server", Path::new("")) else {
-            panic!("seed-server is a host profile")
+    fn study_server_limits_count_ip_bytes() {
+        let Ok(Profile::Host(h)) = load("nvr500-study-server", Path::new("")) else {
+            panic!("nvr500-study-server is a host profile")
         };
         assert_eq!(h.udp_receive_ipv4_bps, Some(312_300_000));
         assert_eq!(h.udp_receive_ipv6_bps, Some(292_500_000));
@@ -656,7 +656,7 @@ mod tests {
     }
 
     #[test]
-    fn built_in_terminations_have_the_seeds_figures() {
+    fn built_in_terminations_have_the_study_figures() {
         let agg = |r: &RouterProfile, kind: &str, way| {
             r.terminations[kind]
                 .ceilings

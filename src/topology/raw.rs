@@ -371,7 +371,7 @@ impl<'de> Deserialize<'de> for RawTarget {
 ///
 /// ```toml
 /// [reference]
-/// source = "the seed document: Yamaha NVR500 study, Jan/Feb 2020, best of 5 iperf3 runs"
+/// source = "the NVR500 study: a Yamaha NVR500 home router, Jan/Feb 2020, best of 5 iperf3 runs"
 /// tolerance = { tcp = 15, udp = 25 }      # percent either way; these are the defaults
 /// # The published cells the lab's device models were calibrated from
 /// # ("PATH:CELL", PATH as in [reference.figures]); every other published

@@ -1,4 +1,4 @@
-//! `[reference]`: figures published for the paths a file measures (the seed's
+//! `[reference]`: figures published for the paths a file measures (the NVR500 study's
 //! table), which every report of a run prints beside the measured ones
 //! (`RawReference` shows the section). It belongs to the whole file:
 //! scenarios cannot change it, and a path label names the scenario it was
@@ -9,7 +9,7 @@ use super::{KeyPath, Problem};
 use crate::vocab::{Cell, Proto};
 use serde::{Deserialize, Serialize};
 
-/// Figures someone published for cells of paths (the seed's table), and how
+/// Figures someone published for cells of paths (the NVR500 study's table), and how
 /// far a measurement may be from them and still reproduce them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reference {
@@ -423,13 +423,13 @@ families = ["ipv4"]
     #[test]
     fn figures_keep_the_files_order_and_tolerance_defaults() {
         let text = format!(
-            "{BASE}\n[reference]\nsource = \"the seed\"\n[reference.figures.raw]\n\
+            "{BASE}\n[reference]\nsource = \"the NVR500 study\"\n[reference.figures.raw]\n\
              \"ipv4.udp.sender\" = \"347M\"\n\"ipv4.tcp.sender\" = \"941M\"\n\
              \"ipv4.tcp.receiver.p6\" = 656690000\n"
         );
         let t = parse_str(&text, Path::new("r.toml")).unwrap_or_else(|e| panic!("{e}"));
         let r = t.reference.unwrap();
-        assert_eq!(r.source.as_deref(), Some("the seed"));
+        assert_eq!(r.source.as_deref(), Some("the NVR500 study"));
         assert_eq!(r.tolerance, Tolerance::DEFAULT);
         let got: Vec<(String, String, f64)> = r
             .figures
@@ -531,7 +531,7 @@ families = ["ipv4"]
 description = "no fast path"
 
 [reference]
-source = "the seed"
+source = "the NVR500 study"
 [reference.figures."fast/raw"]
 "ipv4.tcp.sender" = "824M"
 [reference.figures."normal/raw"]
@@ -594,7 +594,7 @@ source = "the seed"
 
     const CALIBRATED: &str = r#"
 [reference]
-source = "the seed"
+source = "the NVR500 study"
 calibrated = ["fast/raw:ipv4.tcp.sender", "normal/raw:ipv4.tcp.sender.p1"]
 [reference.figures."fast/raw"]
 "ipv4.tcp.sender" = "824M"

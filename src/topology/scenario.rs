@@ -6,7 +6,7 @@
 //! `[scenarios.S.links.lan1]` merges into the `[[links]]` entry with
 //! `name = "lan1"` (an array of links would replace them all).
 //! `manual = "..."` is a step someone takes by hand before the scenario is
-//! measured (the seed's `ip routing process fast` on the router's console):
+//! measured (the NVR500 study's `ip routing process fast` on the router's console):
 //! `tunbench run` prints it and waits; it changes nothing in the lab.
 
 use super::kernel::KernelFacts;

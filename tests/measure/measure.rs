@@ -1,4 +1,4 @@
-//! The seed's method end to end in a lab: the matrix, the UDP search, expectations,
+//! The NVR500 study's method end to end in a lab: the matrix, the UDP search, expectations,
 //! `run` from a topology file, and the measurement as a library call.
 
 use crate::common::*;

@@ -6,7 +6,7 @@
 use super::expectation::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
 use crate::measure::results::{CellResult, PathResult, Results};
 use crate::report::baseline_index;
-use crate::report::cells::seed_order;
+use crate::report::cells::study_order;
 use crate::report::numbers::{ms, percent, rate, sig};
 use crate::report::words::{one_line, path_list};
 use crate::vocab::Cell;
@@ -114,7 +114,7 @@ pub fn check_with_baseline(r: &Results, e: &[Expectation], baseline: Option<&str
                             .map(|c| c.cell)
                             .filter(|c| b.cell(c).is_some())
                             .collect();
-                        cells.sort_by_key(seed_order);
+                        cells.sort_by_key(study_order);
                         if cells.is_empty() {
                             failures.push(fail(
                                 None,
@@ -261,7 +261,7 @@ fn check_ratio(
 fn figure_of<'a>(p: &'a PathResult, cell: &Cell) -> Result<&'a CellResult, Miss> {
     let Some(c) = p.cell(cell) else {
         let mut keys: Vec<&Cell> = p.cells.iter().map(|c| &c.cell).collect();
-        keys.sort_by_key(|c| seed_order(c));
+        keys.sort_by_key(|c| study_order(c));
         let keys: Vec<String> = keys.iter().map(|c| c.key()).collect();
         return Err((
             None,

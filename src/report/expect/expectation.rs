@@ -38,7 +38,7 @@ impl fmt::Display for Op {
 pub enum Statistic {
     #[default]
     Median,
-    /// The seed's rule.
+    /// The NVR500 study's rule.
     Best,
     Min,
     Max,

@@ -10,7 +10,7 @@
 //!
 //! Figures are compared on the **median** of a cell's runs: it is what a rerun
 //! most likely reproduces, so a CI gate on it flakes least. A cell key may end
-//! in `.best` (the seed's rule), `.min` or `.max` to compare that instead.
+//! in `.best` (the NVR500 study's rule), `.min` or `.max` to compare that instead.
 //!
 //! What an expectation is ([`Expectation`]) is written once in `expectation`;
 //! `parse` reads one from its text and `check` holds it against the results,

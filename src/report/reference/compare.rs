@@ -2,11 +2,11 @@
 //! from, the ratio, whether it is within tolerance, and whether the lab's
 //! models were calibrated from it ([`Basis`]).
 //!
-//! A measured figure is read the way the seed defined its own
+//! A measured figure is read the way the NVR500 study defined its own
 //! ([`measured_bps`]): for TCP the best of the runs; for UDP the searched rate.
 
 use crate::measure::results::{CellResult, Results};
-use crate::report::cells::{measured_bps, seed_order};
+use crate::report::cells::{measured_bps, study_order};
 use crate::report::words::one_line;
 use crate::topology::reference::{PublishedFigure, Reference};
 use crate::vocab::Cell;
@@ -65,7 +65,7 @@ pub struct Comparison<'a> {
 }
 
 /// Every published figure against the run: grouped by path in the order the
-/// file lists them, cells in the seed's order within a path.
+/// file lists them, cells in the NVR500 study's order within a path.
 pub fn compare<'a>(r: &Results, reference: &'a Reference) -> Vec<Comparison<'a>> {
     let mut paths: Vec<&str> = Vec::new();
     for f in &reference.figures {
@@ -74,7 +74,12 @@ pub fn compare<'a>(r: &Results, reference: &'a Reference) -> Vec<Comparison<'a>>
         }
     }
     let mut figures: Vec<&PublishedFigure> = reference.figures.iter().collect();
-    figures.sort_by_key(|f| (paths.iter().position(|p| *p == f.path), seed_order(&f.cell)));
+    figures.sort_by_key(|f| {
+        (
+            paths.iter().position(|p| *p == f.path),
+            study_order(&f.cell),
+        )
+    });
     figures
         .into_iter()
         .map(|figure| {
@@ -128,7 +133,7 @@ pub fn published<'a>(
 
 /// Every measured cell with no published figure, where the reference marks
 /// calibration (so the lab has a model whose prediction the cell is): (path
-/// index, cell) in the results' path order, cells in the seed's order. Failed
+/// index, cell) in the results' path order, cells in the NVR500 study's order. Failed
 /// cells predict nothing and are left out. Empty where the reference does not
 /// mark calibration.
 pub fn unpublished(r: &Results) -> Vec<(usize, &CellResult)> {
@@ -143,7 +148,7 @@ pub fn unpublished(r: &Results) -> Vec<(usize, &CellResult)> {
             .iter()
             .filter(|c| c.error.is_none() && published(reference, &label, &c.cell).is_none())
             .collect();
-        cells.sort_by_key(|c| seed_order(&c.cell));
+        cells.sort_by_key(|c| study_order(&c.cell));
         out.extend(cells.into_iter().map(|c| (i, c)));
     }
     out
@@ -175,7 +180,7 @@ mod tests {
             .iter()
             .map(|c| format!("{}:{}", c.figure.path, c.figure.cell))
             .collect();
-        // The seed's order within a path.
+        // The NVR500 study's order within a path.
         assert_eq!(
             keys,
             [

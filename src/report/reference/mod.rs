@@ -1,5 +1,5 @@
 //! Published figures beside measured ones: the topology's `[reference]` (the
-//! seed's table) against the run, cell by cell ([`compare()`]), the sentences
+//! NVR500 study's table) against the run, cell by cell ([`compare()`]), the sentences
 //! the reports write around them, and `--expect-reference` ([`check()`]).
 //!
 //! Where the reference says which figures the lab's device models were

@@ -4,7 +4,7 @@
 
 use super::{Basis, Comparison, Outcome, compare};
 use crate::measure::results::{CellResult, Results};
-use crate::report::cells::{loss_within, measured_bps, seed_order};
+use crate::report::cells::{loss_within, measured_bps, study_order};
 use crate::report::numbers::{mbit, plain};
 use crate::topology::reference::{Reference, Tolerance, Unpredicted};
 use crate::vocab::{Cell, Proto};
@@ -183,7 +183,7 @@ pub(crate) fn streams_lines(r: &Results) -> Vec<String> {
             .iter()
             .filter(|c| c.cell.streams > 1 && c.error.is_none())
             .collect();
-        many.sort_by_key(|c| seed_order(&c.cell));
+        many.sort_by_key(|c| study_order(&c.cell));
         for m in many {
             let one = Cell {
                 streams: 1,

@@ -160,7 +160,7 @@ impl Shape {
 
     /// The other paths' medians over the baseline's for cell `c`, "-" where
     /// either has none. A baseline that measures only the other family
-    /// (native IPv6 against IPv4 over a softwire, the seed's DS-Lite
+    /// (native IPv6 against IPv4 over a softwire, the NVR500 study's DS-Lite
     /// comparison) is compared with its cell of the same protocol, direction
     /// and streams, marked `*` (and `across_family` set).
     fn ratios(&self, r: &Results, c: &Cell, across_family: &mut bool) -> Vec<String> {
@@ -203,7 +203,7 @@ impl Shape {
     fn legend(&self, r: &Results, across_family: bool) -> Vec<String> {
         let runs = r.runs_per_cell;
         let mut legend = vec![format!(
-            "Mbit/s: best of {runs} run{} (the seed's rule), median, min-max.",
+            "Mbit/s: best of {runs} run{} (the NVR500 study's rule), median, min-max.",
             if runs == 1 { "" } else { "s" }
         )];
         if self.with_udp {

@@ -71,21 +71,21 @@ mod tests {
     fn notes_under_the_report() {
         let mut r = with_reference();
         r.notes = vec![
-            "the router is a model calibrated from the seed's figures".into(),
+            "the router is a model calibrated from the NVR500 study's figures".into(),
             "a_b".into(),
         ];
         let text = render(&r, Format::Text, None);
         assert!(
             text.ends_with(
-                "refused\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"
+                "refused\n\nNote: the router is a model calibrated from the NVR500 study's figures\nNote: a_b\n"
             ),
             "{text}"
         );
         let md = render(&r, Format::Md, None);
-        assert!(md.ends_with("(941)\n\nNote: the router is a model calibrated from the seed's figures\n\nNote: a\\_b\n"), "{md}");
+        assert!(md.ends_with("(941)\n\nNote: the router is a model calibrated from the NVR500 study's figures\n\nNote: a\\_b\n"), "{md}");
         // Notes without a reference come right after the last view.
         r.reference = None;
         let text = render(&r, Format::Text, None);
-        assert!(text.ends_with("connection refused\n\nNote: the router is a model calibrated from the seed's figures\nNote: a_b\n"), "{text}");
+        assert!(text.ends_with("connection refused\n\nNote: the router is a model calibrated from the NVR500 study's figures\nNote: a_b\n"), "{text}");
     }
 }

@@ -1,4 +1,4 @@
-//! The published figures as GitHub markdown, under the matrix: the seed's
+//! The published figures as GitHub markdown, under the matrix: the NVR500 study's
 //! table with each figure's verdict ([`crate::report::reference`]), then the
 //! model's predictions for the cells nobody published.
 
@@ -195,7 +195,7 @@ mod tests {
         let plain = render(&fixture::results(), Format::Md, None);
         let section = md.strip_prefix(&plain).unwrap_or_else(|| panic!("{md}"));
         assert!(
-            section.starts_with("\n### Published (the seed document, best of 5) vs measured\n\n"),
+            section.starts_with("\n### Published (the NVR500 study, best of 5) vs measured\n\n"),
             "{section}"
         );
         assert!(

@@ -13,7 +13,7 @@ pub enum Column {
     /// The path, printed where it changes in the published view.
     Path,
     Published,
-    /// The seed's figure, UDP with what its run received and lost.
+    /// The NVR500 study's figure, UDP with what its run received and lost.
     Measured,
     /// Median Mbit/s.
     Rate,

@@ -1,11 +1,11 @@
 //! A view of paths against a baseline, the shape the scenarios, tunnels,
-//! families and other-paths views share: rows per cell in the seed's order,
+//! families and other-paths views share: rows per cell in the NVR500 study's order,
 //! each path's median, its ratio to the baseline's, the UDP figure, the
 //! tunnel's bytes, the wire limit and the round trips, as the rows have them.
 
 use super::{Column, Figures, Metric, Point, Row, Series, Timeline, View, ViewKind, index_of};
 use crate::measure::results::{CellResult, PathResult, Results, Spread};
-use crate::report::cells::{loss_within, seed_order, step_down_notes, udp_figure};
+use crate::report::cells::{loss_within, step_down_notes, study_order, udp_figure};
 use crate::report::wire;
 use crate::vocab::{Cell, Family};
 
@@ -32,7 +32,7 @@ pub(super) struct Compared {
 }
 
 impl Compared {
-    /// The view: rows per cell in the seed's order, the members in their
+    /// The view: rows per cell in the NVR500 study's order, the members in their
     /// order within a cell; a cell of the other family where the baseline
     /// measures only that one.
     pub(super) fn view(self, r: &Results) -> View {
@@ -74,7 +74,7 @@ impl Compared {
         (categories, rows)
     }
 
-    /// The members' cells in the seed's order; where families are compared
+    /// The members' cells in the NVR500 study's order; where families are compared
     /// across, both families of a protocol and direction side by side, IPv6
     /// (the baseline's) first.
     fn cells(&self, r: &Results, across: bool) -> Vec<Cell> {
@@ -86,7 +86,7 @@ impl Compared {
                 }
             }
         }
-        cells.sort_by_key(seed_order);
+        cells.sort_by_key(study_order);
         if across {
             cells.sort_by_key(|c| (c.streams, c.protocol, c.direction, c.family != Family::Ipv6));
         }

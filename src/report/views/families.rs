@@ -1,6 +1,6 @@
 //! The families views ([`ViewKind::Families`]): in one scenario, a path that
 //! measures only IPv4 against one with the same ends that measures only IPv6
-//! (IPv4 over DS-Lite against native IPv6, the seed's question), cell by cell
+//! (IPv4 over DS-Lite against native IPv6, the NVR500 study's question), cell by cell
 //! of the same protocol, direction and streams.
 
 use super::compared::{Compared, Member};

@@ -5,7 +5,7 @@
 
 use super::{Column, Figures, Metric, Point, Row, Series, View, ViewKind, index_of};
 use crate::measure::results::Results;
-use crate::report::cells::{loss_within, measured_bps, seed_order, udp_figure};
+use crate::report::cells::{loss_within, measured_bps, study_order, udp_figure};
 use crate::report::reference::unpublished;
 use crate::report::wire;
 use crate::vocab::Cell;
@@ -19,7 +19,7 @@ pub(crate) fn predictions(r: &Results) -> Option<View> {
         return None;
     }
     let mut order: Vec<Cell> = cells.iter().map(|(_, c)| c.cell).collect();
-    order.sort_by_key(seed_order);
+    order.sort_by_key(study_order);
     order.dedup();
     let mut categories: Vec<String> = Vec::new();
     for c in &order {

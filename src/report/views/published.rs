@@ -1,12 +1,12 @@
 //! The published view ([`ViewKind::Published`]): the topology's `[reference]`
-//! figures beside the measured ones (the seed's table), per path and cell,
+//! figures beside the measured ones (the NVR500 study's table), per path and cell,
 //! with the ratio and the verdict against the tolerance. Where the reference
 //! marks calibration, each row is also `calibrated` or `predicted`
 //! ([`Column::Basis`]).
 
 use super::{Column, Figures, Metric, Point, Row, Series, Verdict, View, ViewKind, index_of};
 use crate::measure::results::Results;
-use crate::report::cells::{seed_order, udp_figure};
+use crate::report::cells::{study_order, udp_figure};
 use crate::report::reference::{self, Comparison, Outcome, compare};
 use crate::report::wire;
 use crate::topology::reference::Reference;
@@ -20,7 +20,7 @@ pub(super) fn published(r: &Results) -> Option<View> {
         .iter()
         .map(|c| row(r, reference, c, &mut categories))
         .collect();
-    let categories = in_seed_order(&categories, &mut rows);
+    let categories = in_study_order(&categories, &mut rows);
     let series = series(r, &rows, categories.len());
     let mut notes = vec![reference::summary(r, reference)];
     notes.extend(reference::unpredicted_lines(reference));
@@ -95,11 +95,11 @@ fn row(r: &Results, reference: &Reference, c: &Comparison, categories: &mut Vec<
     }
 }
 
-/// The categories in the seed's order, as the chart's axis reads them, with
+/// The categories in the NVR500 study's order, as the chart's axis reads them, with
 /// the rows pointed at them anew (the rows themselves stay in the file's order).
-fn in_seed_order(categories: &[String], rows: &mut [Row]) -> Vec<String> {
+fn in_study_order(categories: &[String], rows: &mut [Row]) -> Vec<String> {
     let mut order: Vec<(Cell, usize)> = rows.iter().map(|r| (r.cell, r.category)).collect();
-    order.sort_by_key(|(c, _)| seed_order(c));
+    order.sort_by_key(|(c, _)| study_order(c));
     order.dedup_by_key(|(_, i)| *i);
     let remap: Vec<usize> = (0..categories.len())
         .map(|old| order.iter().position(|(_, i)| *i == old).unwrap_or(old))
@@ -175,8 +175,8 @@ mod tests {
     use crate::topology::reference::Unpredicted;
 
     const SECTION: &str = "\
-Published (the seed document, best of 5) vs measured
-====================================================
+Published (the NVR500 study, best of 5) vs measured
+===================================================
 Does each measured figure agree with the published one?
 Mbit/s; measured: TCP the best run, UDP the highest offered rate at which a full-length run kept its loss within 10 %,
 with what that run received and lost (the best run where there was no search).
@@ -313,7 +313,7 @@ wg    IPv4 TCP Receiver                         470
                 "fast/speedtest IPv6 TCP Receiver: 6 streams 650 Mbit/s = 2.61x one stream (249)"
             ]
         );
-        // Published and measured series per path, categories in the seed's order.
+        // Published and measured series per path, categories in the NVR500 study's order.
         assert_eq!(pb.series[0].label, "none/raw published");
         assert_eq!(pb.series[0].metric, Metric::Published);
         assert_eq!(pb.series[1].metric, Metric::Rate);

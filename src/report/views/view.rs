@@ -75,7 +75,7 @@ pub struct Figures {
     /// Why the cell has no figure.
     pub failed: Option<String>,
     /// Bits per second: the median of the runs; in the published view the
-    /// seed's figure (TCP the best run, UDP the searched rate).
+    /// NVR500 study's figure (TCP the best run, UDP the searched rate).
     pub rate_bps: Option<f64>,
     pub min_bps: Option<f64>,
     pub max_bps: Option<f64>,
@@ -139,7 +139,7 @@ pub enum Verdict {
 /// What a series measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
-    /// Median rate in bit/s, whiskers min-max (the seed's figure in the
+    /// Median rate in bit/s, whiskers min-max (the NVR500 study's figure in the
     /// published view, without whiskers).
     Rate,
     /// Published figures, bit/s.
