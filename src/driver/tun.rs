@@ -11,7 +11,7 @@
 //!
 //! The tun-rs crate does the same on Linux (virtio-net headers, GSO split, a
 //! GRO table, multi-queue); `tun_rs_backend` runs it in place of this module
-//! and `offload` when TUNBENCH_TUN=tun-rs (BENCHMARKS.md compares the two).
+//! and `offload` when TUNBENCH_TUN=tun-rs (docs/benchmarks/tun-rs.md compares the two).
 
 use netns::tun::{exists, flags, open_queue};
 use std::io;

@@ -1,8 +1,8 @@
 //! Data streams: one thread per stream, so streams use every core (iperf3 3.12 runs
 //! all of them on one). TCP writes and reads blocks; UDP sends and receives in
 //! batches (sendmmsg / recvmmsg, with UDP GSO and GRO where the kernel has them, see
-//! `gso`) with iperf3's datagram header. BENCHMARKS.md ("Measurement engine vs
-//! iperf3") has the measurements behind the sizes chosen here.
+//! `gso`) with iperf3's datagram header. docs/benchmarks/engine-vs-iperf3.md
+//! has the measurements behind the sizes chosen here.
 
 use super::params::{Protocol, TestParams};
 use super::protocol;

@@ -633,7 +633,7 @@ mod browser {
             palette >= 4,
             "only {palette} of the charts' first six colours drawn"
         );
-        // TUNBENCH_SCREENSHOT=/tmp/report keeps /tmp/report.png and .html for a look.
+        // TUNBENCH_SCREENSHOT=PREFIX keeps PREFIX.png and PREFIX.html for a look.
         if let Ok(keep) = std::env::var("TUNBENCH_SCREENSHOT") {
             std::fs::copy(&shot, format!("{keep}.png")).unwrap();
             std::fs::copy(&good, format!("{keep}.html")).unwrap();

@@ -370,9 +370,9 @@ mod tests {
         assert!(svg.contains("no results to plot"));
     }
 
-    /// Writes two charts for a look: `REPORT_SVG_OUT=/tmp/chart cargo test
-    /// --lib report::svg -- --ignored` writes /tmp/chart-paths.svg and
-    /// /tmp/chart-matrix.svg; render them with `rsvg-convert x.svg -o x.png`.
+    /// Writes two charts for a look: `REPORT_SVG_OUT=PREFIX cargo test
+    /// --lib report::svg -- --ignored` writes PREFIX-paths.svg and
+    /// PREFIX-matrix.svg; render them with `rsvg-convert x.svg -o x.png`.
     #[test]
     #[ignore]
     fn write_charts_for_a_look() {
