@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The main job: the seed's study as one command. Builds the seed's home network
+# The main job: the NVR500 study's study as one command. Builds the NVR500 study's home network
 # (topologies/nvr500-home.toml) once per scenario -- no router (the PC on the
 # LAN2 switch), the NVR500 model's fast path, its normal path -- and measures the
 # raw path from the client PC to the server on LAN2: IPv4 and IPv6, TCP and UDP,
 # upload and download, UDP at the highest rate within 10 % loss (lowered where
-# reordering persists, the seed's rule); then the seed's speed tests (one and 6
+# reordering persists, the NVR500 study's rule); then the NVR500 study's speed tests (one and 6
 # IPv6 download streams), the VPNs from the PC through the NVR500's fast path
 # (WireGuard, L2TP/IPsec and IKEv2 with real strongSwan to the server, and the
 # NVR500's own L2TP/IPsec server), and IPv4 over the DS-Lite softwire through
 # the OpenWrt B4 to the NGN and to the internet against native IPv6. It prints
-# the report with the seed's figures beside the measured ones (ratio per cell,
+# the report with the NVR500 study's figures beside the measured ones (ratio per cell,
 # each marked calibrated -- the models were set from it -- or predicted), the
 # model's predictions for paths nobody published, and takes the labs down.
 # Short runs (3 x 3 s, best of 3), so it finishes in about a quarter of an hour;

@@ -3,9 +3,9 @@
 //! named), which the kernel frees when the thread ends.
 //!
 //! Kernels differ in what they were built with, and a lab that needs a missing
-//! piece must be refused before anything is built, naming the piece, not fail
-//! half-way with a bare errno (the first such kernel seen here lacked
-//! CONFIG_IPV6_SEG6_LWTUNNEL, which the kernel DS-Lite datapath is made of).
+//! piece must be refused before anything is built, naming the piece (such as
+//! CONFIG_IPV6_SEG6_LWTUNNEL, which the kernel DS-Lite datapath is made of),
+//! not fail half-way with a bare errno.
 
 use std::sync::OnceLock;
 
@@ -34,7 +34,7 @@ fn probe_seg6() -> std::io::Result<bool> {
                 .set(rtnetlink::LinkUnspec::new_with_index(lo).up().build())
                 .execute()
                 .await
-                .map_err(|e| std::io::Error::other(crate::apply::reason(e)))?;
+                .map_err(|e| std::io::Error::other(crate::netlink::reason(e)))?;
             let sid = std::net::Ipv6Addr::new(0x2001, 2, 0, 0xff, 0, 0, 0, 1);
             let to = ipnetwork::Ipv4Network::new(std::net::Ipv4Addr::new(198, 18, 255, 0), 24)
                 .expect("a /24");
@@ -44,10 +44,10 @@ fn probe_seg6() -> std::io::Result<bool> {
             ] {
                 match h.route().add(m).execute().await {
                     Ok(()) => {}
-                    Err(e) if crate::apply::errno(&e) == Some(libc::EOPNOTSUPP) => {
+                    Err(e) if crate::netlink::errno(&e) == Some(libc::EOPNOTSUPP) => {
                         return Ok(false);
                     }
-                    Err(e) => return Err(std::io::Error::other(crate::apply::reason(e))),
+                    Err(e) => return Err(std::io::Error::other(crate::netlink::reason(e))),
                 }
             }
             Ok(true)

@@ -1,6 +1,6 @@
 //! What is in a namespace now: devices, their state and addresses (for `status`).
 
-use crate::apply::reason;
+use crate::netlink::{address_of, reason};
 use crate::socket::handle_in;
 use futures::TryStreamExt;
 use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkInfo, Prop, State};
@@ -40,7 +40,7 @@ pub async fn devices(ns: &str) -> io::Result<Vec<Device>> {
         .map_err(|e| io::Error::other(reason(e)))?;
     let mut by_index: HashMap<u32, Vec<String>> = HashMap::new();
     for a in addrs {
-        if let Some(net) = crate::host::address_of(&a) {
+        if let Some(net) = address_of(&a) {
             by_index.entry(a.header.index).or_default().push(format!(
                 "{}/{}",
                 net.ip(),

@@ -4,10 +4,12 @@
 //! removes every lab's leftovers, by record and by marker.
 
 use crate::apply::{self, ApplyError, Cancel, Progress};
-use crate::host::{self, HostLinkRecord};
+use crate::host;
 use crate::ops::{HostAttach, Plan};
 use crate::process::{self, ProcessId};
-use crate::state::{LabLock, LabState, NodeRecord, Status, now_unix};
+use crate::state::{
+    HostLinkRecord, HostNetns, LabLock, LabState, NodeRecord, Status, host_links, now_unix,
+};
 use crate::{inspect, namespace};
 use std::collections::BTreeSet;
 use std::io;
@@ -58,8 +60,33 @@ pub async fn up(
     force: bool,
 ) -> Result<(), LabError> {
     let lab = plan.lab.as_str();
-    // Under the lab's lock from the check to the record: two `up`s of one lab
-    // never both go ahead.
+    let lock = claim(lab)?;
+    // Another lab's or someone else's namespace is never taken over, nor removed by
+    // our rollback: refuse before recording anything.
+    if let Some((_, ns, _)) = plan.nodes.iter().find(|(_, ns, _)| namespace::exists(ns)) {
+        return refuse(lock, lab, LabError::NamespaceTaken(ns.clone(), lab.into()));
+    }
+    let (host_netns, host_links) = match read_host_links(plan, force).await {
+        Ok(h) => h,
+        Err(e) => return refuse(lock, lab, e),
+    };
+    let state = building_record(plan, topology, host_netns, host_links);
+    // Write-ahead: the record names every namespace before the first one exists.
+    state.save_locked(&lock).map_err(state_err(lab))?;
+    drop(lock);
+    match apply::apply(plan, cancel, progress).await {
+        Ok(()) => LabState::update(lab, |s| {
+            s.status = Status::Up;
+            s.builder = None;
+        })
+        .map_err(state_err(lab)),
+        Err(e) => roll_back(lab, e).await,
+    }
+}
+
+/// The lab's lock, held by `up` from this check to the record: two `up`s of
+/// one lab never both go ahead. Refused when the lab has a record already.
+fn claim(lab: &str) -> Result<LabLock, LabError> {
     let lock = LabLock::create(lab).map_err(state_err(lab))?;
     if let Some(s) = LabState::load(lab).map_err(state_err(lab))? {
         let building = s.builder.is_some_and(|b| b.alive());
@@ -69,48 +96,54 @@ pub async fn up(
             LabError::Stale(lab.into())
         });
     }
-    // Another lab's or someone else's namespace is never taken over, nor removed by
-    // our rollback: refuse before recording anything.
-    let refuse = |lock: LabLock, e: LabError| {
-        drop(lock);
-        // The directory made just now for the lock holds nothing.
-        let _ = std::fs::remove_dir(LabState::dir(lab));
-        Err(e)
-    };
-    if let Some((_, ns, _)) = plan.nodes.iter().find(|(_, ns, _)| namespace::exists(ns)) {
-        return refuse(lock, LabError::NamespaceTaken(ns.clone(), lab.into()));
+    Ok(lock)
+}
+
+/// Refuse `up` before anything is recorded: the directory made just now for
+/// the lock holds nothing.
+fn refuse(lock: LabLock, lab: &str, e: LabError) -> Result<(), LabError> {
+    drop(lock);
+    let _ = std::fs::remove_dir(LabState::dir(lab));
+    Err(e)
+}
+
+/// Host interfaces: refused before anything is recorded or made; a moved
+/// one's host state read now, while the host still has it. The host's
+/// namespace (None without host links) and the records.
+async fn read_host_links(
+    plan: &Plan,
+    force: bool,
+) -> Result<(Option<HostNetns>, Vec<HostLinkRecord>), LabError> {
+    let mut links = host_links(plan);
+    if links.is_empty() {
+        return Ok((None, links));
     }
-    // Host interfaces: refused before anything is recorded or made; a moved
-    // one's host state read now, while the host still has it.
-    let mut host_links = host::host_links(plan);
-    let mut host_netns = None;
-    if !host_links.is_empty() {
-        if let Err(e) = host::preflight(plan, force).await {
-            return refuse(lock, e.into());
-        }
-        let (id, file) = match host::HostNetns::current() {
-            Ok(h) => h,
+    host::preflight(plan, force).await?;
+    let (id, file) = HostNetns::current().map_err(|source| LabError::HostRead {
+        iface: links[0].host.clone(),
+        source,
+    })?;
+    for l in links.iter_mut().filter(|l| l.attach == HostAttach::Move) {
+        match host::read_interface(&file, &l.host).await {
+            Ok(i) => l.moved = Some(i),
             Err(source) => {
-                let iface = host_links[0].host.clone();
-                return refuse(lock, LabError::HostRead { iface, source });
-            }
-        };
-        for l in host_links
-            .iter_mut()
-            .filter(|l| l.attach == HostAttach::Move)
-        {
-            match host::read_interface(&file, &l.host).await {
-                Ok(i) => l.moved = Some(i),
-                Err(source) => {
-                    let iface = l.host.clone();
-                    return refuse(lock, LabError::HostRead { iface, source });
-                }
+                let iface = l.host.clone();
+                return Err(LabError::HostRead { iface, source });
             }
         }
-        host_netns = Some(id);
     }
-    let state = LabState {
-        lab: lab.to_string(),
+    Ok((Some(id), links))
+}
+
+/// The record of a lab `up` is building, written before anything is made.
+fn building_record(
+    plan: &Plan,
+    topology: Option<PathBuf>,
+    host_netns: Option<HostNetns>,
+    host_links: Vec<HostLinkRecord>,
+) -> LabState {
+    LabState {
+        lab: plan.lab.clone(),
         topology,
         status: Status::Building,
         created: now_unix(),
@@ -127,36 +160,28 @@ pub async fn up(
         processes: Vec::new(),
         host_netns,
         host_links,
-    };
-    // Write-ahead: the record names every namespace before the first one exists.
-    state.save_locked(&lock).map_err(state_err(lab))?;
-    drop(lock);
-    match apply::apply(plan, cancel, progress).await {
-        Ok(()) => LabState::update(lab, |s| {
-            s.status = Status::Up;
-            s.builder = None;
-        })
-        .map_err(state_err(lab)),
-        Err(e) => {
-            // Lost a race for a name: that namespace is someone else's; forget it.
-            if let ApplyError::Taken(ns) = &e {
-                LabState::update(lab, |s| s.nodes.retain(|n| &n.namespace != ns))
-                    .map_err(state_err(lab))?;
-            }
-            match down(lab).await {
-                // A host interface that could not be given back keeps its
-                // namespace and the record: not everything was removed.
-                Ok(r) if LabState::dir(lab).exists() => Err(LabError::RollbackFailed(
-                    e,
-                    io::Error::other(format!(
-                        "{}; see `tunbench down {lab}`",
-                        r.problems.join("; ")
-                    )),
-                )),
-                Ok(_) => Err(LabError::RolledBack(e)),
-                Err(r) => Err(LabError::RollbackFailed(e, r)),
-            }
-        }
+    }
+}
+
+/// `up` failed: remove everything built so far, and say whether that worked.
+async fn roll_back(lab: &str, e: ApplyError) -> Result<(), LabError> {
+    // Lost a race for a name: that namespace is someone else's; forget it.
+    if let ApplyError::Taken(ns) = &e {
+        LabState::update(lab, |s| s.nodes.retain(|n| &n.namespace != ns))
+            .map_err(state_err(lab))?;
+    }
+    match down(lab).await {
+        // A host interface that could not be given back keeps its
+        // namespace and the record: not everything was removed.
+        Ok(r) if LabState::dir(lab).exists() => Err(LabError::RollbackFailed(
+            e,
+            io::Error::other(format!(
+                "{}; see `tunbench down {lab}`",
+                r.problems.join("; ")
+            )),
+        )),
+        Ok(_) => Err(LabError::RolledBack(e)),
+        Err(r) => Err(LabError::RollbackFailed(e, r)),
     }
 }
 
@@ -201,26 +226,7 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
         let mut owned: Vec<ProcessId> = s.processes.iter().map(|p| p.id).collect();
         owned.extend(s.builder.filter(|b| b.pid != std::process::id() as i32));
         r.processes += process::stop_all(&owned, Duration::from_secs(2));
-        for ns in s.namespaces().filter(|ns| namespace::exists(ns)) {
-            // An `up` killed while making this one left only its empty file.
-            if namespace::is_placeholder(ns) {
-                namespaces.push(ns.to_string());
-                continue;
-            }
-            // A record is only a file: the kernel object's marker says whose it is.
-            match inspect::marker_of(ns).await {
-                Ok(Some(m)) if m == lab => namespaces.push(ns.to_string()),
-                Ok(Some(m)) => r.problems.push(format!(
-                    "left namespace {ns} alone: the record names it but it carries lab {m}'s marker"
-                )),
-                Ok(None) => r.problems.push(format!(
-                    "left namespace {ns} alone: the record names it but it carries no tunbench marker"
-                )),
-                Err(e) => r.problems.push(format!(
-                    "left namespace {ns} alone: reading its marker: {e}"
-                )),
-            }
-        }
+        namespaces = recorded_namespaces(lab, s, &mut r).await;
     }
     for ns in marked(Some(lab)).await {
         if !namespaces.contains(&ns) {
@@ -261,6 +267,33 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
     }
     drop(lock);
     Ok(r)
+}
+
+/// The namespaces `lab`'s record names that exist and are the lab's; each
+/// one left alone is named in `r.problems`, with why.
+async fn recorded_namespaces(lab: &str, s: &LabState, r: &mut Removed) -> Vec<String> {
+    let mut namespaces = Vec::new();
+    for ns in s.namespaces().filter(|ns| namespace::exists(ns)) {
+        // An `up` killed while making this one left only its empty file.
+        if namespace::is_placeholder(ns) {
+            namespaces.push(ns.to_string());
+            continue;
+        }
+        // A record is only a file: the kernel object's marker says whose it is.
+        match inspect::marker_of(ns).await {
+            Ok(Some(m)) if m == lab => namespaces.push(ns.to_string()),
+            Ok(Some(m)) => r.problems.push(format!(
+                "left namespace {ns} alone: the record names it but it carries lab {m}'s marker"
+            )),
+            Ok(None) => r.problems.push(format!(
+                "left namespace {ns} alone: the record names it but it carries no tunbench marker"
+            )),
+            Err(e) => r.problems.push(format!(
+                "left namespace {ns} alone: reading its marker: {e}"
+            )),
+        }
+    }
+    namespaces
 }
 
 /// Give back every interface the lab moved; the records of those that could

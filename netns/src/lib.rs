@@ -7,6 +7,7 @@ pub mod host;
 pub mod inspect;
 pub mod lab;
 pub mod namespace;
+mod netlink;
 pub mod nft;
 pub mod ops;
 pub mod process;
@@ -20,8 +21,8 @@ pub mod tool;
 pub mod tun;
 
 pub use apply::{ApplyError, Cancel};
-pub use host::{HostLinkRecord, HostNetns, Refused, preflight};
+pub use host::{Refused, preflight};
 pub use lab::{LabError, Removed, clean, down, up};
 pub use ops::{HostAttach, Op, Phase, Plan};
 pub use socket::handle_in;
-pub use state::LabState;
+pub use state::{HostLinkRecord, HostNetns, LabState};

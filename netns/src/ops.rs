@@ -225,6 +225,31 @@ impl Op {
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
+            Op::Namespace { .. } | Op::Sysctl { .. } | Op::Address { .. } => {
+                self.fmt_namespace_setting(f)
+            }
+            Op::Bridge { .. }
+            | Op::Veth { .. }
+            | Op::Tun { .. }
+            | Op::HostLink { .. }
+            | Op::Port { .. }
+            | Op::Up { .. }
+            | Op::LinkSet { .. } => self.fmt_link(f),
+            Op::Route { .. }
+            | Op::Seg6Encap { .. }
+            | Op::Seg6Local { .. }
+            | Op::Blackhole { .. }
+            | Op::PairRoute { .. } => self.fmt_route(f),
+            Op::LocalRuleAt { .. } | Op::Rule { .. } => self.fmt_rule(f),
+            Op::Nftables { .. } | Op::Tc { .. } | Op::SteerByFlow { .. } => self.fmt_tool(f),
+        }
+    }
+}
+
+impl Op {
+    /// A namespace, a sysctl, an address.
+    fn fmt_namespace_setting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
             Op::Namespace {
                 ns,
                 marker,
@@ -239,6 +264,23 @@ impl fmt::Display for Op {
                 }
                 Ok(())
             }
+            Op::Sysctl { ns, key, value } => {
+                write!(f, "ip netns exec {ns} sysctl -qw {key}={value}")
+            }
+            Op::Address { ns, iface, addr } => {
+                write!(f, "ip -n {ns} addr add {addr} dev {iface}")?;
+                if addr.is_ipv6() {
+                    write!(f, " nodad")?;
+                }
+                Ok(())
+            }
+            _ => unreachable!("not a namespace setting: {self:?}"),
+        }
+    }
+
+    /// A device made, set up, or enslaved.
+    fn fmt_link(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
             Op::Bridge { ns, name, mtu } => {
                 write!(f, "ip -n {ns} link add {name} mtu {mtu} up type bridge")
             }
@@ -248,26 +290,46 @@ impl fmt::Display for Op {
                 peer_ns,
                 peer_name,
                 mtu,
-            } => {
-                write!(
-                    f,
-                    "ip -n {ns} link add {name} mtu {mtu} up type veth peer name {peer_name} netns {peer_ns} mtu {mtu}"
-                )
-            }
-            Op::Sysctl { ns, key, value } => {
-                write!(f, "ip netns exec {ns} sysctl -qw {key}={value}")
-            }
+            } => write!(
+                f,
+                "ip -n {ns} link add {name} mtu {mtu} up type veth peer name {peer_name} netns {peer_ns} mtu {mtu}"
+            ),
+            Op::Tun {
+                ns,
+                name,
+                tap,
+                single_queue,
+            } => write!(
+                f,
+                "ip -n {ns} tuntap add dev {name} mode {}{}",
+                if *tap { "tap" } else { "tun" },
+                if *single_queue {
+                    ""
+                } else {
+                    " multi_queue vnet_hdr"
+                }
+            ),
+            Op::HostLink {
+                ns,
+                name,
+                host,
+                attach,
+                mtu,
+            } => fmt_host_link(f, ns, name, host, *attach, *mtu),
             Op::Port { ns, iface, bridge } => {
                 write!(f, "ip -n {ns} link set {iface} master {bridge}")
             }
             Op::Up { ns, iface } => write!(f, "ip -n {ns} link set {iface} up"),
-            Op::Address { ns, iface, addr } => {
-                write!(f, "ip -n {ns} addr add {addr} dev {iface}")?;
-                if addr.is_ipv6() {
-                    write!(f, " nodad")?;
-                }
-                Ok(())
+            Op::LinkSet { ns, iface, mtu } => {
+                write!(f, "ip -n {ns} link set {iface} mtu {mtu} up")
             }
+            _ => unreachable!("not a link: {self:?}"),
+        }
+    }
+
+    /// A route, as rtnetlink installs it (proto static).
+    fn fmt_route(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
             Op::Route {
                 ns,
                 to,
@@ -287,24 +349,6 @@ impl fmt::Display for Op {
                 }
                 // What rtnetlink installs; a bare `ip route add` would say proto boot.
                 write!(f, " proto static")
-            }
-            Op::Tun {
-                ns,
-                name,
-                tap,
-                single_queue,
-            } => write!(
-                f,
-                "ip -n {ns} tuntap add dev {name} mode {}{}",
-                if *tap { "tap" } else { "tun" },
-                if *single_queue {
-                    ""
-                } else {
-                    " multi_queue vnet_hdr"
-                }
-            ),
-            Op::LinkSet { ns, iface, mtu } => {
-                write!(f, "ip -n {ns} link set {iface} mtu {mtu} up")
             }
             Op::Seg6Encap {
                 ns,
@@ -328,6 +372,24 @@ impl fmt::Display for Op {
             Op::Blackhole { ns, to } => {
                 write!(f, "ip -n {ns} route add blackhole {to} proto static")
             }
+            Op::PairRoute {
+                ns,
+                to,
+                gate,
+                dev,
+                peer,
+                table,
+            } => write!(
+                f,
+                "ip -n {ns} neigh replace {gate} lladdr $(ip -n {ns} -br link show {peer} | awk '{{print $3}}') dev {dev} nud permanent; ip -n {ns} route add {to} via {gate} dev {dev} onlink table {table} proto static"
+            ),
+            _ => unreachable!("not a route: {self:?}"),
+        }
+    }
+
+    /// A policy routing rule.
+    fn fmt_rule(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
             Op::LocalRuleAt { ns, pref } => write!(
                 f,
                 "ip -n {ns} -6 rule add pref {pref} lookup local; ip -n {ns} -6 rule del pref 0 lookup local"
@@ -342,11 +404,8 @@ impl fmt::Display for Op {
                 fwmark,
                 table,
             } => {
-                write!(
-                    f,
-                    "ip -n {ns} {} rule add pref {pref}",
-                    if *v6 { "-6" } else { "-4" }
-                )?;
+                let family = if *v6 { "-6" } else { "-4" };
+                write!(f, "ip -n {ns} {family} rule add pref {pref}")?;
                 if let Some(i) = iif {
                     write!(f, " iif {i}")?;
                 }
@@ -361,52 +420,52 @@ impl fmt::Display for Op {
                 }
                 write!(f, " lookup {table}")
             }
-            Op::PairRoute {
-                ns,
-                to,
-                gate,
-                dev,
-                peer,
-                table,
-            } => write!(
-                f,
-                "ip -n {ns} neigh replace {gate} lladdr $(ip -n {ns} -br link show {peer} | awk '{{print $3}}') dev {dev} nud permanent; ip -n {ns} route add {to} via {gate} dev {dev} onlink table {table} proto static"
-            ),
+            _ => unreachable!("not a rule: {self:?}"),
+        }
+    }
+
+    /// A program or sysfs write run inside the namespace.
+    fn fmt_tool(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
             Op::Nftables { ns, ruleset } => {
-                write!(f, "ip netns exec {ns} nft -f - <<'EOF'\n{}EOF", ruleset)
+                write!(f, "ip netns exec {ns} nft -f - <<'EOF'\n{ruleset}EOF")
             }
             Op::Tc { ns, batch } => {
-                write!(f, "ip netns exec {ns} tc -batch - <<'EOF'\n{}EOF", batch)
+                write!(f, "ip netns exec {ns} tc -batch - <<'EOF'\n{batch}EOF")
             }
             Op::SteerByFlow { ns, iface } => write!(
                 f,
                 "ip netns exec {ns} sh -c 'for q in /sys/class/net/{iface}/queues/rx-*; do echo ALL_CPUS_MASK > $q/rps_cpus; done'"
             ),
-            Op::HostLink {
-                ns,
-                name,
-                host,
-                attach,
-                mtu,
-            } => {
-                let kind = match attach {
-                    HostAttach::Macvlan => "macvlan mode bridge".to_string(),
-                    HostAttach::Ipvlan => "ipvlan mode l2".to_string(),
-                    HostAttach::Vlan(id) => format!("vlan id {id}"),
-                    HostAttach::Move => {
-                        return write!(
-                            f,
-                            "ip link set {host} netns {ns}; ip -n {ns} link set {host} name {name} mtu {mtu} up"
-                        );
-                    }
-                };
-                write!(
-                    f,
-                    "ip link add link {host} name {name} netns {ns} mtu {mtu} type {kind}; ip -n {ns} link set {name} up"
-                )
-            }
+            _ => unreachable!("not a tool: {self:?}"),
         }
     }
+}
+
+/// A device made from a host interface, or the interface moved.
+fn fmt_host_link(
+    f: &mut fmt::Formatter,
+    ns: &str,
+    name: &str,
+    host: &str,
+    attach: HostAttach,
+    mtu: u32,
+) -> fmt::Result {
+    let kind = match attach {
+        HostAttach::Macvlan => "macvlan mode bridge".to_string(),
+        HostAttach::Ipvlan => "ipvlan mode l2".to_string(),
+        HostAttach::Vlan(id) => format!("vlan id {id}"),
+        HostAttach::Move => {
+            return write!(
+                f,
+                "ip link set {host} netns {ns}; ip -n {ns} link set {host} name {name} mtu {mtu} up"
+            );
+        }
+    };
+    write!(
+        f,
+        "ip link add link {host} name {name} netns {ns} mtu {mtu} type {kind}; ip -n {ns} link set {name} up"
+    )
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //!
 //! A lab's `up` makes the device so that routes can point at it before the
 //! userspace datapath starts; the datapath later attaches its queues with the
-//! same flags (`tunbench::tunnel::tun`). The device lives until it is made
+//! same flags (`tunbench::driver::tun`). The device lives until it is made
 //! non-persistent or its namespace goes away.
 //!
 //! Flags, which every later attach must repeat (the kernel refuses a queue whose

@@ -1,4 +1,4 @@
-//! Host interfaces in a lab (issue 15), at the kernel layer: macvlan, ipvlan,
+//! Host interfaces in a lab, at the kernel layer: macvlan, ipvlan,
 //! VLAN and moved interfaces made, passing traffic, and removed or given back
 //! exactly; a moved interface given back after `up` was killed with SIGKILL;
 //! the refusals, with nothing recorded or made.
@@ -216,8 +216,8 @@ fn attached(tag: &str, attach: HostAttach) {
     let node = format!("{lab}-n");
     let p = plan(&lab, "enp1s0", attach, 1500, "198.18.40.1/24");
     if let Some(missing) = kernel_lacks(&w, attach) {
-        // This kernel has no such driver (the development machine has neither
-        // ipvlan nor 802.1Q): `up` says so, by name, and leaves nothing.
+        // This kernel has no such driver: `up` says so, by name, and leaves
+        // nothing.
         let e = w.up(&p, false).expect_err("up without the driver");
         assert!(e.to_string().contains(missing), "{e}");
         assert!(

@@ -26,7 +26,7 @@
 //! needed, as for the command line.
 
 use crate::lab::{self as labs, Running};
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use crate::measure::session::{Overrides, measure_lab, spec_of};
 use crate::plan::Naming;
 use crate::topology::{self, Topology};

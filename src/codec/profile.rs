@@ -10,7 +10,7 @@ use crate::vocab::{Family, Proto};
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
 
-/// Direction through a router, seen from its LAN side (the seed's words: upload
+/// Direction through a router, seen from its LAN side (the NVR500 study's words: upload
 /// is the iperf3 client on the LAN sending, download is `-R`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -110,7 +110,7 @@ impl TerminationModel {
     }
 }
 
-/// A host's limits from a host profile (the seed blames its server's own UDP
+/// A host's limits from a host profile (the NVR500 study blames its server's own UDP
 /// receive path for its low UDP upload figures). They run as a device model in
 /// the host's own slow path: the kernel's policers cannot do it (nftables'
 /// byte limit keeps a second's worth in its bucket, and its packet limit sees

@@ -250,9 +250,7 @@ mod tests {
     /// Each thread drains only its own way's held packets: the decapsulated
     /// ones go to the TUN writer, the ones to encapsulate to the sender.
     /// Drained by the other thread, a released packet raced the newer ones
-    /// its flow passed meanwhile (700-1,500 of 70,000 datagrams of one UDP
-    /// download out of order through the home topology's B4 at 400 Mbit/s;
-    /// 0-2 after).
+    /// its flow passed meanwhile and left out of order.
     #[test]
     fn each_thread_drains_only_its_own_ways_held_packets() {
         let t0 = Instant::now();

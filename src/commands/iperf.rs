@@ -117,8 +117,8 @@ pub fn server(a: ServerArgs) -> Result<i32> {
         .with_context(|| format!("listening on port {}", a.port))?;
     eprintln!("Server listening on {}", server.local_addr()?);
     if let Some(port) = a.echo_port {
-        use crate::engine::probe;
-        let sock = probe::bind_echo(a.bind, port)
+        use crate::engine::latency::sockets;
+        let sock = sockets::bind_echo(a.bind, port)
             .with_context(|| format!("listening for latency probes on UDP port {port}"))?;
         eprintln!("Answering latency probes on UDP {}", sock.local_addr()?);
         std::thread::Builder::new()
@@ -126,7 +126,7 @@ pub fn server(a: ServerArgs) -> Result<i32> {
             .spawn(move || {
                 static NEVER: std::sync::atomic::AtomicBool =
                     std::sync::atomic::AtomicBool::new(false);
-                if let Err(e) = probe::serve_echo(sock, &NEVER) {
+                if let Err(e) = sockets::serve_echo(sock, &NEVER) {
                     eprintln!("tunbench server: latency echo on port {port}: {e}");
                 }
             })

@@ -4,8 +4,8 @@
 
 use super::measure::probe_rate;
 use super::{bad_input, on_signals, runtime};
-use crate::engine::latency::{Latency, Spread};
-use crate::measure::runner::{LatencySpec, MeasureSpec};
+use crate::engine::latency::stats::{Latency, Spread};
+use crate::measure::spec::{LatencySpec, MeasureSpec};
 use crate::vocab::Family;
 use crate::vocab::target::MeasureTarget;
 use anyhow::Result;
@@ -117,7 +117,7 @@ pub fn latency(a: LatencyArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn text(p: &crate::measure::model::PathResult, a: &LatencyArgs, lab_clock: bool) -> String {
+fn text(p: &crate::measure::results::PathResult, a: &LatencyArgs, lab_clock: bool) -> String {
     use crate::report::views::ms;
     let spread = |s: &Spread| {
         format!(

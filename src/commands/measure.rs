@@ -156,8 +156,8 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
 }
 
 /// The measurement `measure`'s arguments ask for, once they are checked.
-fn spec(a: &MeasureArgs) -> Result<crate::measure::runner::MeasureSpec> {
-    use crate::measure::runner::MeasureSpec;
+fn spec(a: &MeasureArgs) -> Result<crate::measure::spec::MeasureSpec> {
+    use crate::measure::spec::MeasureSpec;
     use crate::vocab::{Direction, Family, Proto};
     let families = match (&a.families, a.to.family()) {
         (Some(f), _) => words(
@@ -222,7 +222,7 @@ fn spec(a: &MeasureArgs) -> Result<crate::measure::runner::MeasureSpec> {
         ..MeasureSpec::seed(&a.from, a.to.clone())
     };
     let on = a.latency.switch().unwrap_or(a.to.node().is_some());
-    spec.latency = on.then(|| crate::measure::runner::LatencySpec {
+    spec.latency = on.then(|| crate::measure::spec::LatencySpec {
         rate: a.latency.latency_rate.unwrap_or(crate::vocab::LATENCY_RATE),
         ..Default::default()
     });

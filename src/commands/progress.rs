@@ -88,7 +88,7 @@ fn finished_line(p: &Progress, elapsed: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::model::CellResult;
+    use crate::measure::results::CellResult;
     use crate::vocab::Cell;
 
     #[test]

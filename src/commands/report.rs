@@ -55,7 +55,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
 /// The results' topology file drawn and in dot, as `tunbench graph` gives
 /// them, or why there is none (results that name no file, a file moved or
 /// changed since).
-fn topology_graph(r: &crate::measure::model::Results) -> Result<(String, String), String> {
+fn topology_graph(r: &crate::measure::results::Results) -> Result<(String, String), String> {
     let file = r
         .topology
         .as_deref()
@@ -68,8 +68,8 @@ fn topology_graph(r: &crate::measure::model::Results) -> Result<(String, String)
             )
         },
     )?;
-    use super::graph::{Format, render};
-    Ok((render(&t, Format::Svg), render(&t, Format::Dot)))
+    use crate::report::graph::{GraphFormat, render};
+    Ok((render(&t, GraphFormat::Svg), render(&t, GraphFormat::Dot)))
 }
 
 impl OutputArgs {
@@ -88,7 +88,7 @@ impl OutputArgs {
 }
 
 /// Render, save, check expectations: exit 1 when one fails.
-pub(super) fn emit(r: &crate::measure::model::Results, out: &OutputArgs) -> Result<i32> {
+pub(super) fn emit(r: &crate::measure::results::Results, out: &OutputArgs) -> Result<i32> {
     let expectations = out.expectations()?;
     crate::report::baseline_index(r, out.baseline.as_deref())
         .map_err(|m| bad_input(format!("--baseline: {m}")))?;

@@ -23,7 +23,15 @@ pub const TICK: Duration = Duration::from_millis(250);
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Transport {
     /// An IP protocol straight over IP (4 for IPv4-in-IPv6, 50 for ESP): a raw
-    /// socket of the family of `local`, bound to it.
+    /// socket of the family of `local`, bound to it. The kernel adds the outer
+    /// header on sending and reassembles fragments on receiving. IPV6_DONTFRAG
+    /// stays off: a packet that no longer fits the link once encapsulated is
+    /// fragmented after encapsulation (RFC 2473 section 7.2, the inner packet
+    /// is never touched). IPv4 raw sockets hand over the outer header too; the
+    /// receiver strips it, so codecs always see the payload. Over IPv6, what
+    /// fits the path MTU goes out as Ethernet frames on a packet socket instead
+    /// (`packet_tx`, `DriverConfig::frames`); the raw socket still sends what
+    /// must be fragmented or has no resolved next hop, and receives all.
     RawIp { local: IpAddr, protocol: u8 },
     /// Datagrams over UDP, from `bind`.
     Udp { bind: SocketAddr },

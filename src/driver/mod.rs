@@ -2,50 +2,17 @@
 //! raw IP or UDP socket on the other, a sans-IO [`Codec`] in between. The driver
 //! knows nothing of any tunnel's packets; the codec does no IO.
 //!
-//! Per TUN queue, two threads:
-//! - TUN -> network: nonblocking reads drained until the queue is empty or a batch
-//!   is full; each read is one packet or a TSO/USO super-packet, cut here into
-//!   wire-size packets with complete checksums (`offload`); the codec takes the
-//!   batch under one lock; what it sends goes out with one `sendmmsg` (UDP: runs
-//!   of equal-size datagrams to one peer as one UDP_SEGMENT message).
-//! - network -> TUN: one `recvmmsg` of up to a batch (UDP: with UDP_GRO, split
-//!   again by the segment size the kernel reports); the codec takes the batch
-//!   under one lock; consecutive TCP segments of one flow are written into the TUN
-//!   as one super-packet (one `writev`, payloads not copied), everything else one
-//!   packet per write.
+//! Per TUN queue, two threads (`tun_to_net`, `net_to_tun`) move a batch at a
+//! time through the codec under one lock, drain its `poll()` after every batch,
+//! call `tick()` about every 250 ms and see `stop` at once through an eventfd.
+//! Buffers are allocated when a thread starts and reused: a packet costs no
+//! allocation, lock or syscall of its own on the fast path.
 //!
-//! Both threads drain the codec's `poll()` after every batch, call `tick()` about
-//! every 250 ms (waiting in poll(2) no longer than that), and see `stop` at once
-//! through an eventfd. Buffers are allocated when a thread starts and reused; a
-//! packet costs no allocation, lock or syscall of its own on the fast path.
-//!
-//! A datapath process uses it like this (`crate::endpoint` does):
-//! ```ignore
-//! let mut config = DriverConfig::new("tun0", Transport::RawIp { local, protocol: 4 });
-//! config.queues = 2;
-//! let last = run_until(config, codec, &STOP, Duration::from_secs(1), |s| write_stats(s))?;
-//! ```
-//! or holds a [`Driver`] (`Driver::start`, `stats`, `stop`) to watch it itself.
-//! Everything is opened on the calling thread, or on a thread inside
-//! `config.namespace`; the threads that move packets can run anywhere after that.
-//!
-//! Raw IP transport: socket(AF_INET6 or AF_INET, SOCK_RAW, protocol) bound to the
-//! local address; the kernel adds the outer header on sending and reassembles
-//! fragments on receiving. IPV6_DONTFRAG stays off: a packet that no longer fits
-//! the link once encapsulated is fragmented after encapsulation (RFC 2473 section
-//! 7.2, the inner packet is never touched). IPv4 raw sockets hand over the outer
-//! header too; it is stripped here, so codecs always see the payload.
-//! Over IPv6, what fits the path MTU is sent as Ethernet frames on a packet
-//! socket instead, past the kernel's per-packet IPv6 output path
-//! (`packet_tx`, `DriverConfig::frames`); the raw socket still sends what must
-//! be fragmented and whatever has no resolved next hop, and still receives all.
-//!
-//! Layout: `config` (what to run), `stats` (the counters), `open` (the
-//! TUN and sockets), `shared` (what the threads share), `tun_to_net` and
-//! `net_to_tun` (the two threads), `receiver`, `sender`, `tun_write` and
-//! `extras` (their IO), `mmsg` (the raw message parts), [`offload`] (virtio
-//! headers, segmentation, coalescing), [`tun_rs_backend`] (the same through
-//! the tun-rs crate, chosen with TUNBENCH_TUN=tun-rs, for comparison).
+//! `config` says what to run, `open` opens it, `shared` is what the threads
+//! share, `stats` their counters; `receiver`, `sender`, `tun_write`, `extras`
+//! and `mmsg` do their IO, [`offload`] cuts and coalesces super-packets,
+//! [`packet_tx`] sends raw IPv6 as Ethernet frames, and [`tun_rs_backend`] is
+//! the same TUN through the tun-rs crate (TUNBENCH_TUN=tun-rs).
 
 mod config;
 mod extras;
@@ -92,7 +59,7 @@ pub struct Driver<C: Codec + 'static> {
 
 impl<C: Codec + 'static> Driver<C> {
     /// Attaches to the TUN, opens the socket (inside `config.namespace` when
-    /// set), and starts the threads.
+    /// set), and starts the threads, which can run anywhere after that.
     pub fn start(config: DriverConfig, codec: C) -> Result<Driver<C>, DriverError> {
         config.validate()?;
         let opened = match &config.namespace {
@@ -262,6 +229,14 @@ impl<C: Codec + 'static> Drop for Driver<C> {
 /// Runs a driver until `stop` is set, handing its counters to `on_stats` every
 /// `interval` and once more at the end (for a datapath process that writes a
 /// stats file every second). Returns the final counters.
+///
+/// A datapath process uses it like this (`crate::endpoint` does), or holds a
+/// [`Driver`] to watch it itself:
+/// ```ignore
+/// let mut config = DriverConfig::new("tun0", Transport::RawIp { local, protocol: 4 });
+/// config.queues = 2;
+/// let last = run_until(config, codec, &STOP, Duration::from_secs(1), |s| write_stats(s))?;
+/// ```
 pub fn run_until<C: Codec + 'static>(
     config: DriverConfig,
     codec: C,

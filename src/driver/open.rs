@@ -131,7 +131,7 @@ pub(super) fn open(config: &DriverConfig) -> Result<Opened, DriverError> {
     };
     let packet_tx = match t {
         // Without a packet socket (no CAP_NET_RAW for it, no rtnetlink) the
-        // raw socket sends everything, as before.
+        // raw socket sends everything.
         Transport::RawIp {
             local: IpAddr::V6(local),
             protocol,

@@ -1,31 +1,21 @@
 //! A cheaper way out for the raw IPv6 transport: whole Ethernet frames on an
-//! AF_PACKET socket instead of payloads on the raw IPv6 socket.
+//! AF_PACKET socket instead of payloads on the raw IPv6 socket, which costs the
+//! kernel, per packet, a copy with a checksum nobody reads, a route lookup, the
+//! OUTPUT and POSTROUTING hooks and a neighbour lookup. A frame is one copy and
+//! the device's queue; the route, the MTU and the next hop's MAC are looked up
+//! here instead, over rtnetlink, once per peer and again every [`REFRESH`].
+//! Frames skip the sending namespace's netfilter OUTPUT/POSTROUTING hooks and
+//! its IPv6 counters, not the egress device's qdisc or packet taps; their flow
+//! label and traffic class are 0.
 //!
-//! A raw IPv6 send costs the kernel, per packet, ip6_append_data (a copy with a
-//! checksum nobody reads), a route lookup, the OUTPUT and POSTROUTING hooks and
-//! a neighbour lookup: profiled on the DS-Lite softwire over a veth, about a
-//! fifth of all CPU time (sendmmsg took twice that, the other half being the
-//! receiver's softirq, which frames do not change). A frame on a packet socket
-//! is one copy and the device's queue. The route, the MTU and the next hop's MAC are looked up
-//! here instead, once per peer and again every [`REFRESH`], over rtnetlink.
-//!
-//! The raw socket stays the path of everything a frame cannot stand for:
-//! - packets larger than the path MTU, which the kernel must fragment after
-//!   encapsulation (RFC 2473 section 7.2);
-//! - peers whose next hop has no usable MAC yet (no neighbour entry, INCOMPLETE,
-//!   FAILED), and routes out of a non-Ethernet device;
-//! - one packet per peer at each refresh, so the kernel's neighbour state
-//!   machine sees traffic and re-confirms (or fails) the entry frames rely on.
-//!   Frames go on to a STALE/DELAY/PROBE entry's MAC, as the kernel itself does
-//!   until the entry fails.
-//!
-//! What frames skip: the sending namespace's netfilter OUTPUT/POSTROUTING hooks
-//! and its IPv6 counters. They still pass the egress device's qdisc and its
-//! packet taps. Flow label and traffic class are 0.
-//!
-//! Sockets are opened by [`PacketTx::open`] in the datapath's namespace (a
-//! netlink socket answers for the namespace it was made in); each sending
-//! thread keeps its own [`FrameSender`] with its own next-hop cache.
+//! The raw socket stays the path of what a frame cannot stand for: packets over
+//! the path MTU, which the kernel must fragment after encapsulation (RFC 2473
+//! section 7.2); peers whose next hop has no usable MAC yet, and routes out of a
+//! non-Ethernet device ([`Lookup`]); and one packet per peer at each refresh, so
+//! the kernel's neighbour entry sees traffic and is re-confirmed or fails
+//! (frames go on to a STALE/DELAY/PROBE entry's MAC, as the kernel does).
+//! [`PacketTx::open`] opens the sockets in the datapath's namespace; each
+//! sending thread keeps its own [`FrameSender`] with its own next-hop cache.
 
 use crate::wire::ipv6;
 use netlink_packet_core::{NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
@@ -228,8 +218,34 @@ impl Resolver {
         protocol: u8,
         hop_limit: u8,
     ) -> io::Result<Lookup> {
-        // The route, as `ip -6 route get <peer> from <local>` shows it, with a
-        // learnt path MTU among its metrics.
+        let Some(route) = self.route(local, peer)? else {
+            return Ok(Lookup::RawOnly);
+        };
+        let Some((dev_mtu, src_mac)) = self.ethernet_link(route.oif)? else {
+            return Ok(Lookup::RawOnly);
+        };
+        let Some(dst_mac) = self.neighbour_mac(route.oif, route.gateway.unwrap_or(peer))? else {
+            return Ok(Lookup::Unresolved);
+        };
+        let ip = ipv6::Repr {
+            src_addr: local,
+            dst_addr: peer,
+            next_header: protocol,
+            payload_len: 0,
+            hop_limit: route.hops.map_or(hop_limit, |h| h.min(255) as u8),
+            traffic_class: 0,
+            flow_label: 0,
+        };
+        let mtu = route.mtu.map_or(dev_mtu, |m| m.min(dev_mtu));
+        Ok(Lookup::Frame(NextHop::new(
+            route.oif, mtu, dst_mac, src_mac, &ip,
+        )))
+    }
+
+    /// The unicast route from `local` to `peer`, as `ip -6 route get <peer>
+    /// from <local>` shows it, with a learnt path MTU among its metrics;
+    /// `None` for no unicast route out of an interface.
+    fn route(&mut self, local: Ipv6Addr, peer: Ipv6Addr) -> io::Result<Option<Route>> {
         let mut rq = RouteMessage::default();
         rq.header.address_family = AddressFamily::Inet6;
         rq.header.destination_prefix_length = 128;
@@ -241,10 +257,10 @@ impl Resolver {
         let Some(RouteNetlinkMessage::NewRoute(route)) =
             self.ask(RouteNetlinkMessage::GetRoute(rq))?
         else {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         };
         if route.header.kind != RouteType::Unicast {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         }
         let (mut oif, mut gateway, mut route_mtu, mut route_hops) = (None, None, None, None);
         for a in &route.attributes {
@@ -263,19 +279,25 @@ impl Resolver {
                 _ => {}
             }
         }
-        let Some(ifindex) = oif else {
-            return Ok(Lookup::RawOnly);
-        };
+        Ok(oif.map(|oif| Route {
+            oif,
+            gateway,
+            mtu: route_mtu,
+            hops: route_hops,
+        }))
+    }
 
+    /// Device `ifindex`'s MTU and MAC address, if it is an Ethernet device.
+    fn ethernet_link(&mut self, ifindex: u32) -> io::Result<Option<(u32, Mac)>> {
         let mut lq = LinkMessage::default();
         lq.header.index = ifindex;
         let Some(RouteNetlinkMessage::NewLink(link)) =
             self.ask(RouteNetlinkMessage::GetLink(lq))?
         else {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         };
         if link.header.link_layer_type != LinkLayerType::Ether {
-            return Ok(Lookup::RawOnly);
+            return Ok(None);
         }
         let (mut dev_mtu, mut src_mac) = (None, None);
         for a in &link.attributes {
@@ -285,46 +307,41 @@ impl Resolver {
                 _ => {}
             }
         }
-        let (Some(dev_mtu), Some(src_mac)) = (dev_mtu, src_mac) else {
-            return Ok(Lookup::RawOnly);
-        };
+        Ok(dev_mtu.zip(src_mac))
+    }
 
+    /// The MAC address of neighbour `addr` on device `ifindex`, if it is
+    /// known and usable.
+    fn neighbour_mac(&mut self, ifindex: u32, addr: Ipv6Addr) -> io::Result<Option<Mac>> {
         let mut nq = NeighbourMessage::default();
         nq.header.family = AddressFamily::Inet6;
         nq.header.ifindex = ifindex;
         nq.attributes
             .push(NeighbourAttribute::Destination(NeighbourAddress::Inet6(
-                gateway.unwrap_or(peer),
+                addr,
             )));
         let Some(RouteNetlinkMessage::NewNeighbour(n)) =
             self.ask(RouteNetlinkMessage::GetNeighbour(nq))?
         else {
-            return Ok(Lookup::Unresolved);
+            return Ok(None);
         };
         if !neighbour_usable(n.header.state) {
-            return Ok(Lookup::Unresolved);
+            return Ok(None);
         }
-        let Some(dst_mac) = n.attributes.iter().find_map(|a| match a {
+        Ok(n.attributes.iter().find_map(|a| match a {
             NeighbourAttribute::LinkLayerAddress(m) => mac(m),
             _ => None,
-        }) else {
-            return Ok(Lookup::Unresolved);
-        };
-
-        let ip = ipv6::Repr {
-            src_addr: local,
-            dst_addr: peer,
-            next_header: protocol,
-            payload_len: 0,
-            hop_limit: route_hops.map_or(hop_limit, |h| h.min(255) as u8),
-            traffic_class: 0,
-            flow_label: 0,
-        };
-        let mtu = route_mtu.map_or(dev_mtu, |m| m.min(dev_mtu));
-        Ok(Lookup::Frame(NextHop::new(
-            ifindex, mtu, dst_mac, src_mac, &ip,
-        )))
+        }))
     }
+}
+
+/// What a route lookup keeps: the device out, the gateway if any, and the
+/// route's own MTU and hop limit if it sets them.
+struct Route {
+    oif: u32,
+    gateway: Option<Ipv6Addr>,
+    mtu: Option<u32>,
+    hops: Option<u32>,
 }
 
 fn mac(b: &[u8]) -> Option<Mac> {
@@ -361,9 +378,9 @@ impl PacketTx {
         }
         // SAFETY: a descriptor we own from here on.
         let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-        // No PACKET_QDISC_BYPASS: on a veth (noqueue) it measured no faster,
-        // and without it the egress device's qdisc and packet taps (tcpdump
-        // in the sending namespace) still see every frame.
+        // No PACKET_QDISC_BYPASS: a veth has no queue to skip, and without it
+        // the egress device's qdisc and packet taps (tcpdump in the sending
+        // namespace) still see every frame.
         // Like the tunnel socket's SO_SNDBUFFORCE; the default is enough if refused.
         let _ = setsockopt_int(
             &sock,

@@ -57,7 +57,6 @@ impl Receiver {
 
     /// One recvmmsg without waiting: fills `pkts[..k]` and `peers[..k]` and
     /// returns k (0 when nothing was queued).
-    #[allow(clippy::needless_range_loop)] // m indexes five arrays alike
     pub(super) fn recv<C: Codec>(
         &mut self,
         sh: &Shared<C>,
@@ -69,6 +68,49 @@ impl Receiver {
         while pkts.len() < self.messages {
             pkts.push(Vec::with_capacity(PACKET_BUF));
         }
+        self.prepare(gro, pkts);
+        let Some(r) = self.recvmmsg(sh, local) else {
+            return 0;
+        };
+        peers.clear();
+        let mut k = 0;
+        for m in 0..r {
+            let h = &self.hdrs[m];
+            let room = if gro {
+                GRO_BUF
+            } else {
+                self.iov[m][0].iov_len + DATAGRAM_BUF
+            };
+            let len = (h.msg_len as usize).min(room);
+            let peer = self.names[m].to_socket_addr();
+            if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || peer.is_none() {
+                local.add(Ctr::NetRecvErr, 1);
+                if !gro {
+                    // Keep the slot (k == m without GRO); no peer: skipped.
+                    pkts[k].clear();
+                    peers.push(None);
+                    k += 1;
+                }
+                continue;
+            }
+            if gro {
+                k = self.split_train(m, len, peer, pkts, peers, local, k);
+            } else {
+                // k == m here: the datagram is in its own packet buffer.
+                let whole =
+                    self.take_datagram(sh.kind == SockKind::Raw4, m, len, &mut pkts[k], local);
+                peers.push(if whole { peer } else { None });
+                k += 1;
+            }
+        }
+        k
+    }
+
+    /// Points every message's header at its buffers: with GRO, its slice of
+    /// the receive area; without, its packet buffer, then its overflow area.
+    #[inline]
+    #[allow(clippy::needless_range_loop)] // m indexes five arrays alike
+    fn prepare(&mut self, gro: bool, pkts: &mut [Vec<u8>]) {
         for m in 0..self.messages {
             // Packets land in their own small buffers, not in 64 KiB ones at a
             // 64 KiB stride, whose first bytes all fall in the same cache sets.
@@ -112,7 +154,13 @@ impl Receiver {
             }
             self.hdrs[m].msg_len = 0;
         }
-        let r = loop {
+    }
+
+    /// The recvmmsg itself, retried when interrupted: how many messages came,
+    /// or `None` for none queued (or an error, counted).
+    #[inline]
+    fn recvmmsg<C: Codec>(&mut self, sh: &Shared<C>, local: &mut Local) -> Option<usize> {
+        loop {
             // SAFETY: hdrs point at iov, names and cmsgs of this struct and at
             // buffers (the area, pkts' spare capacity) that outlive the call.
             let r = unsafe {
@@ -128,85 +176,87 @@ impl Receiver {
                 )
             };
             if r >= 0 {
-                break r as usize;
+                return Some(r as usize);
             }
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => return 0,
+                Some(libc::EAGAIN) => return None,
                 _ => {
                     // ICMP errors reported on the socket (ECONNREFUSED, ...)
                     // are not the receiver's concern.
                     local.add(Ctr::NetRecvErr, 1);
-                    return 0;
+                    return None;
                 }
-            }
-        };
-        peers.clear();
-        let mut k = 0;
-        for m in 0..r {
-            let h = &self.hdrs[m];
-            let room = if gro {
-                GRO_BUF
-            } else {
-                self.iov[m][0].iov_len + DATAGRAM_BUF
-            };
-            let len = (h.msg_len as usize).min(room);
-            let peer = self.names[m].to_socket_addr();
-            if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || peer.is_none() {
-                local.add(Ctr::NetRecvErr, 1);
-                if !gro {
-                    // Keep the slot (k == m without GRO); no peer: skipped.
-                    pkts[k].clear();
-                    peers.push(None);
-                    k += 1;
-                }
-                continue;
-            }
-            if gro {
-                let seg = gro_segment(&h.msg_hdr);
-                let data = &self.area[m * GRO_BUF..m * GRO_BUF + len];
-                let step = if seg == 0 { data.len().max(1) } else { seg };
-                for d in data.chunks(step) {
-                    if k == pkts.len() {
-                        pkts.push(Vec::with_capacity(PACKET_BUF));
-                    }
-                    let b = &mut pkts[k];
-                    b.clear();
-                    b.extend_from_slice(d);
-                    peers.push(peer);
-                    local.packet(Ctr::NetRxPackets, Ctr::NetRxBytes, d.len());
-                    k += 1;
-                }
-            } else {
-                // SAFETY: the kernel wrote the first `first` bytes into the
-                // spare capacity of pkts[m], which is pkts[k] (k == m here), and
-                // the rest into the overflow area.
-                let b = &mut pkts[k];
-                let first = len.min(self.iov[m][0].iov_len);
-                unsafe { b.set_len(first) };
-                if len > first {
-                    let rest = &self.area[m * DATAGRAM_BUF..m * DATAGRAM_BUF + len - first];
-                    b.extend_from_slice(rest);
-                }
-                if sh.kind == SockKind::Raw4 {
-                    // IPv4 raw sockets deliver the outer header too.
-                    let ihl = b.first().map_or(0, |x| (x & 0x0f) as usize * 4);
-                    if ihl < 20 || ihl > b.len() {
-                        local.add(Ctr::NetRecvErr, 1);
-                        b.clear();
-                        peers.push(None);
-                        k += 1;
-                        continue;
-                    }
-                    b.drain(..ihl);
-                }
-                local.packet(Ctr::NetRxPackets, Ctr::NetRxBytes, b.len());
-                peers.push(peer);
-                k += 1;
             }
         }
+    }
+
+    /// GRO message `m`, `len` bytes, cut into its datagrams from `pkts[k]` on;
+    /// the next free k.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn split_train(
+        &self,
+        m: usize,
+        len: usize,
+        peer: Option<SocketAddr>,
+        pkts: &mut Vec<Vec<u8>>,
+        peers: &mut Vec<Option<SocketAddr>>,
+        local: &mut Local,
+        mut k: usize,
+    ) -> usize {
+        let seg = gro_segment(&self.hdrs[m].msg_hdr);
+        let data = &self.area[m * GRO_BUF..m * GRO_BUF + len];
+        let step = if seg == 0 { data.len().max(1) } else { seg };
+        for d in data.chunks(step) {
+            if k == pkts.len() {
+                pkts.push(Vec::with_capacity(PACKET_BUF));
+            }
+            let b = &mut pkts[k];
+            b.clear();
+            b.extend_from_slice(d);
+            peers.push(peer);
+            local.packet(Ctr::NetRxPackets, Ctr::NetRxBytes, d.len());
+            k += 1;
+        }
         k
+    }
+
+    /// Message `m` without GRO, `len` bytes, in `b`, its own packet buffer
+    /// (the part past the buffer's room copied from the overflow area), with
+    /// a raw IPv4 socket's outer header stripped. False for a packet whose
+    /// outer header makes no sense: `b` is then left empty.
+    #[inline]
+    fn take_datagram(
+        &self,
+        raw4: bool,
+        m: usize,
+        len: usize,
+        b: &mut Vec<u8>,
+        local: &mut Local,
+    ) -> bool {
+        // SAFETY: the kernel wrote the first `first` bytes into the spare
+        // capacity of pkts[m], which is `b`, and the rest into the overflow
+        // area.
+        let first = len.min(self.iov[m][0].iov_len);
+        unsafe { b.set_len(first) };
+        if len > first {
+            let rest = &self.area[m * DATAGRAM_BUF..m * DATAGRAM_BUF + len - first];
+            b.extend_from_slice(rest);
+        }
+        if raw4 {
+            // IPv4 raw sockets deliver the outer header too.
+            let ihl = b.first().map_or(0, |x| (x & 0x0f) as usize * 4);
+            if ihl < 20 || ihl > b.len() {
+                local.add(Ctr::NetRecvErr, 1);
+                b.clear();
+                return false;
+            }
+            b.drain(..ihl);
+        }
+        local.packet(Ctr::NetRxPackets, Ctr::NetRxBytes, b.len());
+        true
     }
 }
 

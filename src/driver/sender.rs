@@ -155,10 +155,24 @@ impl Sender {
         gso: bool,
         local: &mut Local,
     ) -> Option<usize> {
+        self.build_messages(sh, bufs, items, gso, local);
+        self.fill_headers();
+        self.transmit(sh, local)
+    }
+
+    /// The messages of `items`: runs of datagrams to one peer, all of one size
+    /// but a shorter last one, become one UDP_SEGMENT message (with `gso`).
+    #[inline]
+    fn build_messages<C: Codec>(
+        &mut self,
+        sh: &Shared<C>,
+        bufs: &[Vec<u8>],
+        items: &[(usize, SocketAddr)],
+        gso: bool,
+        local: &mut Local,
+    ) {
         self.msgs.clear();
         self.iov.clear();
-        // Messages: runs of datagrams to one peer, all of one size but a shorter
-        // last one, become one UDP_SEGMENT message.
         let mut i = 0;
         while i < items.len() {
             let (b, peer) = items[i];
@@ -208,6 +222,12 @@ impl Sender {
                 addr_len,
             });
         }
+    }
+
+    /// A sendmmsg header for each message, with its UDP_SEGMENT control
+    /// message when it carries several datagrams.
+    #[inline]
+    fn fill_headers(&mut self) {
         let n = self.msgs.len();
         // SAFETY: zeroed mmsghdr and Cmsg are valid (null pointers, zero lengths).
         self.hdrs.resize(n, unsafe { std::mem::zeroed() });
@@ -236,6 +256,13 @@ impl Sender {
                 }
             }
         }
+    }
+
+    /// The sendmmsg calls over the headers; as [`Sender::send_from`] returns.
+    /// Only `send_from` calls it, right after `build_messages` over its `bufs`.
+    #[inline]
+    fn transmit<C: Codec>(&mut self, sh: &Shared<C>, local: &mut Local) -> Option<usize> {
+        let n = self.msgs.len();
         let fd = (sh.sock.as_ref())
             .expect("send() keeps TunOnly away")
             .as_raw_fd();
@@ -243,7 +270,8 @@ impl Sender {
         while m < n {
             let left = (n - m).min(1024);
             // SAFETY: hdrs[m..m+left] point into iov, msgs (addresses) and cmsgs,
-            // which live until the call returns, and into `bufs`, borrowed.
+            // which live until the call returns, and into the `bufs` that
+            // `send_from` holds borrowed from `build_messages` to here.
             let r = unsafe { libc::sendmmsg(fd, self.hdrs[m..].as_mut_ptr(), left as u32, 0) };
             if r > 0 {
                 for msg in &self.msgs[m..m + r as usize] {

@@ -20,10 +20,8 @@ pub(super) const PACKET_BUF: usize = 2048;
 /// again before it sleeps in poll(2). Waking a sleeping reader costs its writer
 /// more than a packet does on a busy machine (on a VM above all, where a
 /// cross-CPU wakeup is an exit); after a few yields the reader mostly finds the
-/// next packets queued. Measured with the toy tunnel on 2 busy cores: a hundred
-/// times fewer sleeps, socket batches of ~54 packets instead of ~15, about 15 %
-/// less CPU per GB. With a core to spare the yields return at once and cost
-/// next to nothing.
+/// next packets queued, in larger batches. With a core to spare the yields
+/// return at once and cost next to nothing.
 pub(super) const IDLE_YIELDS: u32 = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,12 +9,9 @@
 //! accepts such packets when written. With offloads off every packet is plain and
 //! complete, and the header is all zeros.
 //!
-//! The tun-rs crate (2.8) does the same on Linux (virtio-net headers, GSO
-//! split, a GRO table, multi-queue); `tun_rs_backend` runs it in place of this
-//! module and `offload` when TUNBENCH_TUN=tun-rs. Measured against each other
-//! (BENCHMARKS.md, "TUN path: tunbench's own vs tun-rs"), tun-rs moved 5-6 %
-//! less at 5-9 % more CPU per Gbit, its writes into the TUN copying what ours
-//! gathers with writev: not adopted, this stays the default.
+//! The tun-rs crate does the same on Linux (virtio-net headers, GSO split, a
+//! GRO table, multi-queue); `tun_rs_backend` runs it in place of this module
+//! and `offload` when TUNBENCH_TUN=tun-rs (docs/benchmarks/tun-rs.md compares the two).
 
 use netns::tun::{exists, flags, open_queue};
 use std::io;

@@ -1,34 +1,12 @@
-//! A second TUN backend: the tun-rs crate (2.8), chosen at driver start with
-//! `TUNBENCH_TUN=tun-rs` so the two can be measured against each other in one
-//! run (bench/before-after.sh, BENCHMARKS.md "TUN path: tunbench's own vs
-//! tun-rs"). The default stays tunbench's own path (`tun`, `offload`).
-//!
-//! What tun-rs does here, and what stays ours:
-//! - Attaching: `DeviceBuilder::name(..).multi_queue(true).offload(true)` and
-//!   `build_sync` open /dev/net/tun and TUNSETIFF the lab's persistent device by
-//!   name (the kernel attaches a queue to an existing device when the flags
-//!   match), then TUNSETOFFLOAD the same TSO/checksum (and USO where the kernel
-//!   has it) flags as `tun::Tun::attach`; `SyncDevice::try_clone` attaches the
-//!   further queues. `SyncDevice::from_fd` is no way in: it refuses a
-//!   descriptor with IFF_VNET_HDR, so tun-rs opens its own.
-//! - Reading: `recv_multiple` (one read, a super-packet cut by its `gso_split`)
-//!   in place of `offload::split_tun_read`; the queue is nonblocking and waited
-//!   on in the driver's own poll(2), no async runtime.
-//! - Writing what comes from the network: `send_multiple` with a `GROTable` in
-//!   place of `offload::Coalescer`; it needs each packet behind 10 bytes of
-//!   headroom in a buffer with room for a whole super-packet (it coalesces by
-//!   appending payloads to the head), so packets are copied into such buffers
-//!   (ours gathers them with writev, nothing copied), and it writes each packet it did not coalesce with a zero virtio
-//!   header, so an inner checksum a kernel peer left partial is not completed
-//!   (`offload::partial_checksum_for_tun` does that on our path; tunbench's own
-//!   peers always send complete checksums).
-//! - Everything else (codec verdicts that go back into the TUN, the extras)
-//!   is written as on our path, on the same descriptor.
-//!
-//! A TAP (a link's relay) or a driver with offloads off keeps our path: tun-rs
-//! splits and coalesces IP packets only, and without IFF_VNET_HDR its framing
-//! would differ from the one the rest of the driver writes. `StatsSnapshot::
-//! tun_backend` says which backend a driver runs on.
+//! A second TUN backend, the tun-rs crate, chosen at driver start with
+//! `TUNBENCH_TUN=tun-rs` so the two can be compared in one run
+//! (bench/before-after.sh). The default stays tunbench's own (`tun`, `offload`).
+//! Only the TUN reads and the writes of what comes from the network go through
+//! tun-rs; codec verdicts back into the TUN and the extras are written as on
+//! our path, on the same descriptor. A TAP (a link's relay) or a driver with
+//! offloads off keeps our path: tun-rs splits and coalesces IP packets only, and
+//! without IFF_VNET_HDR its framing would differ from the rest of the driver's.
+//! `StatsSnapshot::tun_backend` says which backend a driver runs on.
 
 use super::config::DriverError;
 use super::shared::PACKET_BUF;
@@ -81,6 +59,13 @@ impl TunBackend {
 /// Attaches `queues` queues (at least one) of the existing TUN `name` in the
 /// calling thread's namespace through tun-rs, nonblocking, with 10-byte virtio
 /// headers and offloads on.
+///
+/// `DeviceBuilder::build_sync` opens /dev/net/tun and TUNSETIFFs the lab's
+/// persistent device by name (the kernel attaches a queue to an existing
+/// device when the flags match), then sets the same TSO/checksum (and USO where
+/// the kernel has it) offloads as `tun::Tun::attach`; `try_clone` attaches the
+/// further queues. `SyncDevice::from_fd` is no way in: it refuses a descriptor
+/// with IFF_VNET_HDR, so tun-rs opens its own.
 pub(super) fn attach(name: &str, queues: usize) -> Result<(Vec<SyncDevice>, Offloads), TunError> {
     must_exist(name)?;
     let err = |what| ioctl_error(name, what);
@@ -128,8 +113,11 @@ pub(super) enum Read {
     Refused,
 }
 
-/// The TUN -> network side: reads through `recv_multiple` into staged buffers
-/// that are then swapped into the driver's packet buffers (no copy).
+/// The TUN -> network side: reads through `recv_multiple` (one read, a
+/// super-packet cut by tun-rs) into staged buffers that are then swapped into
+/// the driver's packet buffers (no copy), in place of `offload::split_tun_read`.
+/// The queue is nonblocking and waited on in the driver's own poll(2), no
+/// async runtime.
 pub(super) struct Reader {
     read: Vec<u8>,
     bufs: Vec<Vec<u8>>,
@@ -180,7 +168,14 @@ impl Reader {
     }
 }
 
-/// The network -> TUN side: `send_multiple` with tun-rs's GRO table.
+/// The network -> TUN side: `send_multiple` with tun-rs's GRO table, in
+/// place of `offload::Coalescer`. It needs each packet behind 10 bytes of
+/// headroom in a buffer with room for a whole super-packet (it coalesces by
+/// appending payloads to the head), so packets are copied into such buffers
+/// (ours gathers them with writev, nothing copied). It writes each packet it
+/// did not coalesce with a zero virtio header, so an inner checksum a kernel
+/// peer left partial is not completed (`offload::partial_checksum_for_tun`
+/// does that on our path; tunbench's own peers always send complete checksums).
 pub(super) struct Writer {
     bufs: Vec<Vec<u8>>,
     gro: GROTable,

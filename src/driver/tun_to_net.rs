@@ -23,14 +23,19 @@ const TUN_READ_BUF: usize = VNET_HDR_LEN + 65536;
 
 pub(super) struct TunToNet {
     read: Vec<u8>,
+    batch: Batch,
+    /// On a tun-rs queue: its reads, in place of `split_tun_read`.
+    tun_rs: Option<tun_rs_backend::Reader>,
+}
+
+/// The packets read from the TUN queue and what becomes of them.
+struct Batch {
     pkts: Vec<Vec<u8>>,
     verdicts: Vec<Verdict>,
     to_net: Vec<(usize, SocketAddr)>,
     sender: Sender,
     extras: Extras,
     local: Local,
-    /// On a tun-rs queue: its reads, in place of `split_tun_read`.
-    tun_rs: Option<tun_rs_backend::Reader>,
 }
 
 impl TunToNet {
@@ -38,146 +43,27 @@ impl TunToNet {
         TunToNet {
             tun_rs: q.tun_rs().map(tun_rs_backend::Reader::new),
             read: vec![0; TUN_READ_BUF],
-            pkts: (0..sh.batch)
-                .map(|_| Vec::with_capacity(PACKET_BUF))
-                .collect(),
-            verdicts: Vec::with_capacity(sh.batch),
-            to_net: Vec::with_capacity(sh.batch),
-            sender: Sender::new(sh),
-            extras: Extras::new(),
-            local: Local::new(),
+            batch: Batch {
+                pkts: (0..sh.batch)
+                    .map(|_| Vec::with_capacity(PACKET_BUF))
+                    .collect(),
+                verdicts: Vec::with_capacity(sh.batch),
+                to_net: Vec::with_capacity(sh.batch),
+                sender: Sender::new(sh),
+                extras: Extras::new(),
+                local: Local::new(),
+            },
         }
     }
 
     pub(super) fn run<C: Codec>(mut self, sh: &Shared<C>, q: &TunQueue, slot: usize) {
         let tun = q.fd();
         let mut cpu_at = Instant::now();
-        let batch = sh.batch;
         let mut idle = 0;
         while !sh.stopping() {
-            let mut n = 0;
-            // Whether the queue was found empty (else the batch filled up).
-            let mut empty = false;
-            loop {
-                if let (Some(dev), Some(rs)) = (q.tun_rs(), self.tun_rs.as_mut()) {
-                    let k = match rs.read(dev) {
-                        Read::Packets(k) => k,
-                        Read::Empty => {
-                            empty = true;
-                            break;
-                        }
-                        Read::Failed => {
-                            self.local.add(Ctr::TunReadErr, 1);
-                            std::thread::sleep(Duration::from_millis(10));
-                            empty = true;
-                            break;
-                        }
-                        Read::Refused => {
-                            self.local.add(Ctr::OffloadErr, 1);
-                            continue;
-                        }
-                    };
-                    if k > 1 {
-                        self.local.add(Ctr::SegmentedSupers, 1);
-                        self.local.add(Ctr::SegmentedPackets, k as u64);
-                    }
-                    for i in 0..k {
-                        if n == batch {
-                            Self::flush(
-                                &mut self.pkts,
-                                &mut self.verdicts,
-                                &mut self.to_net,
-                                &mut self.sender,
-                                &mut self.extras,
-                                &mut self.local,
-                                sh,
-                                tun,
-                                n,
-                            );
-                            n = 0;
-                        }
-                        rs.take(i, &mut self.pkts[n]);
-                        self.local
-                            .packet(Ctr::TunRxPackets, Ctr::TunRxBytes, self.pkts[n].len());
-                        n += 1;
-                    }
-                    if n >= batch {
-                        break;
-                    }
-                    continue;
-                }
-                let len = match tun::read(tun, &mut self.read) {
-                    Ok(Some(len)) => len,
-                    Ok(None) => {
-                        empty = true;
-                        break;
-                    }
-                    Err(_) => {
-                        self.local.add(Ctr::TunReadErr, 1);
-                        std::thread::sleep(Duration::from_millis(10));
-                        empty = true;
-                        break;
-                    }
-                };
-                if len >= self.read.len() {
-                    // Larger than any packet may be: something is off.
-                    self.local.add(Ctr::OffloadErr, 1);
-                    continue;
-                }
-                match split_tun_read(&mut self.read[..len]) {
-                    Ok(TunRead::Packet(p)) => {
-                        let b = &mut self.pkts[n];
-                        b.clear();
-                        b.extend_from_slice(p);
-                        self.local
-                            .packet(Ctr::TunRxPackets, Ctr::TunRxBytes, p.len());
-                        n += 1;
-                    }
-                    Ok(TunRead::Gso(s)) => {
-                        self.local.add(Ctr::SegmentedSupers, 1);
-                        self.local.add(Ctr::SegmentedPackets, s.count() as u64);
-                        for i in 0..s.count() {
-                            if n == batch {
-                                Self::flush(
-                                    &mut self.pkts,
-                                    &mut self.verdicts,
-                                    &mut self.to_net,
-                                    &mut self.sender,
-                                    &mut self.extras,
-                                    &mut self.local,
-                                    sh,
-                                    tun,
-                                    n,
-                                );
-                                n = 0;
-                            }
-                            s.segment_into(i, &mut self.pkts[n]);
-                            self.local.packet(
-                                Ctr::TunRxPackets,
-                                Ctr::TunRxBytes,
-                                self.pkts[n].len(),
-                            );
-                            n += 1;
-                        }
-                    }
-                    Err(_) => self.local.add(Ctr::OffloadErr, 1),
-                }
-                if n >= batch {
-                    break;
-                }
-            }
+            let (n, empty) = self.fill(sh, q, tun);
             if n > 0 || empty {
-                Self::flush(
-                    &mut self.pkts,
-                    &mut self.verdicts,
-                    &mut self.to_net,
-                    &mut self.sender,
-                    &mut self.extras,
-                    &mut self.local,
-                    sh,
-                    tun,
-                    n,
-                );
+                self.batch.flush(sh, tun, n);
             }
             let now = Instant::now();
             record_cpu(&sh.stats, slot, &mut cpu_at, now, false);
@@ -190,32 +76,143 @@ impl TunToNet {
                     std::thread::yield_now();
                     continue;
                 }
-                self.local.add(Ctr::Waits, 1);
-                self.local.flush(&sh.stats);
+                self.batch.local.add(Ctr::Waits, 1);
+                self.batch.local.flush(&sh.stats);
                 sh.wait(tun);
                 if sh.fault.is_some() && Fault::strike(&sh.fault, sh.started) {
                     return;
                 }
             }
         }
-        self.local.flush(&sh.stats);
+        self.batch.local.flush(&sh.stats);
         record_cpu(&sh.stats, slot, &mut cpu_at, Instant::now(), true);
     }
 
-    /// Runs the codec over `pkts[..n]` and sends what it says; with n = 0 it
-    /// only ticks and drains `poll` when due.
-    #[allow(clippy::too_many_arguments)]
-    fn flush<C: Codec>(
-        pkts: &mut [Vec<u8>],
-        verdicts: &mut Vec<Verdict>,
-        to_net: &mut Vec<(usize, SocketAddr)>,
-        sender: &mut Sender,
-        extras: &mut Extras,
-        local: &mut Local,
+    /// Reads the queue into the batch until it is full or the queue empty
+    /// (flushing a full batch midway through a super-packet): how many
+    /// packets the batch holds, and whether the queue was found empty.
+    #[inline]
+    fn fill<C: Codec>(
+        &mut self,
+        sh: &Shared<C>,
+        q: &TunQueue,
+        tun: BorrowedFd<'_>,
+    ) -> (usize, bool) {
+        let mut n = 0;
+        loop {
+            let empty = if let (Some(dev), Some(rs)) = (q.tun_rs(), self.tun_rs.as_mut()) {
+                Self::read_tun_rs(rs, dev, &mut self.batch, sh, tun, &mut n)
+            } else {
+                self.read_fd(sh, tun, &mut n)
+            };
+            if empty {
+                return (n, true);
+            }
+            if n >= sh.batch {
+                return (n, false);
+            }
+        }
+    }
+
+    /// One read of a tun-rs queue into the batch; whether the queue was empty.
+    #[inline]
+    fn read_tun_rs<C: Codec>(
+        rs: &mut tun_rs_backend::Reader,
+        dev: &tun_rs::SyncDevice,
+        b: &mut Batch,
         sh: &Shared<C>,
         tun: BorrowedFd<'_>,
-        n: usize,
-    ) {
+        n: &mut usize,
+    ) -> bool {
+        let k = match rs.read(dev) {
+            Read::Packets(k) => k,
+            Read::Empty => return true,
+            Read::Failed => {
+                b.local.add(Ctr::TunReadErr, 1);
+                std::thread::sleep(Duration::from_millis(10));
+                return true;
+            }
+            Read::Refused => {
+                b.local.add(Ctr::OffloadErr, 1);
+                return false;
+            }
+        };
+        if k > 1 {
+            b.local.add(Ctr::SegmentedSupers, 1);
+            b.local.add(Ctr::SegmentedPackets, k as u64);
+        }
+        for i in 0..k {
+            if *n == sh.batch {
+                b.flush(sh, tun, *n);
+                *n = 0;
+            }
+            rs.take(i, &mut b.pkts[*n]);
+            b.local
+                .packet(Ctr::TunRxPackets, Ctr::TunRxBytes, b.pkts[*n].len());
+            *n += 1;
+        }
+        false
+    }
+
+    /// One read of the TUN descriptor into the batch, a super-packet cut
+    /// into wire-size packets; whether the queue was empty.
+    #[inline]
+    fn read_fd<C: Codec>(&mut self, sh: &Shared<C>, tun: BorrowedFd<'_>, n: &mut usize) -> bool {
+        let b = &mut self.batch;
+        let len = match tun::read(tun, &mut self.read) {
+            Ok(Some(len)) => len,
+            Ok(None) => return true,
+            Err(_) => {
+                b.local.add(Ctr::TunReadErr, 1);
+                std::thread::sleep(Duration::from_millis(10));
+                return true;
+            }
+        };
+        if len >= self.read.len() {
+            // Larger than any packet may be: something is off.
+            b.local.add(Ctr::OffloadErr, 1);
+            return false;
+        }
+        match split_tun_read(&mut self.read[..len]) {
+            Ok(TunRead::Packet(p)) => {
+                let pkt = &mut b.pkts[*n];
+                pkt.clear();
+                pkt.extend_from_slice(p);
+                b.local.packet(Ctr::TunRxPackets, Ctr::TunRxBytes, p.len());
+                *n += 1;
+            }
+            Ok(TunRead::Gso(s)) => {
+                b.local.add(Ctr::SegmentedSupers, 1);
+                b.local.add(Ctr::SegmentedPackets, s.count() as u64);
+                for i in 0..s.count() {
+                    if *n == sh.batch {
+                        b.flush(sh, tun, *n);
+                        *n = 0;
+                    }
+                    s.segment_into(i, &mut b.pkts[*n]);
+                    b.local
+                        .packet(Ctr::TunRxPackets, Ctr::TunRxBytes, b.pkts[*n].len());
+                    *n += 1;
+                }
+            }
+            Err(_) => b.local.add(Ctr::OffloadErr, 1),
+        }
+        false
+    }
+}
+
+impl Batch {
+    /// Runs the codec over `pkts[..n]` and sends what it says; with n = 0 it
+    /// only ticks and drains `poll` when due.
+    fn flush<C: Codec>(&mut self, sh: &Shared<C>, tun: BorrowedFd<'_>, n: usize) {
+        let Batch {
+            pkts,
+            verdicts,
+            to_net,
+            sender,
+            extras,
+            local,
+        } = self;
         let now = Instant::now();
         if n == 0 && now < sh_due(sh) {
             local.flush(&sh.stats);

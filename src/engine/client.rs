@@ -3,17 +3,16 @@
 
 use super::control::{ClientAction, ClientError, ClientSession};
 use super::cpu::{CpuSample, CpuUtil, utilization};
+use super::exchanged_results::{ExchangedResults, StreamResult};
 use super::params::{Protocol, TestParams};
 use super::protocol::{self, COOKIE_LEN};
 use super::report::{Interval, TestReport};
-use super::results::{ExchangedResults, StreamResult};
-use super::stream::{self, StreamOutcome, StreamPlan, StreamShared};
+use super::stream::{self, RunningStreams, StreamOutcome, StreamPlan, StreamShared};
 use socket2::{Domain, SockAddr, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub const VERSION: &str = concat!("tunbench ", env!("CARGO_PKG_VERSION"));
@@ -253,10 +252,33 @@ impl IntervalClock {
     }
 }
 
-type Running = Vec<(u32, bool, Arc<StreamShared>, JoinHandle<StreamOutcome>)>;
-
+/// Runs one test against `o.server`: the control connection, the streams the
+/// session asks for, and the results exchanged at the end.
 pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
     let cookie = protocol::make_cookie(protocol::random_seed());
+    let (ctl, local_addr) = connect_control(o)?;
+    let mut test = ClientTest::new(o, cookie, ctl, local_addr);
+    let mut buf = [0u8; 4096];
+    loop {
+        // The control read below times out every 20 ms, so this is seen soon.
+        if aborted(o) {
+            test.stop_streams();
+            return Err(RunError::Aborted);
+        }
+        while let Some(a) = test.session.poll_action() {
+            if let Some(report) = test.act(a)? {
+                return Ok(report);
+            }
+        }
+        let now = Instant::now();
+        test.check_volume(now);
+        test.tick(now, false);
+        test.read_control(&mut buf)?;
+    }
+}
+
+/// The control connection to `o.server`, and this end's address on it.
+fn connect_control(o: &ClientOptions) -> Result<(Socket, String), RunError> {
     let ctl =
         socket_for(&o.server, Type::STREAM, o.bind).map_err(io_err("making the control socket"))?;
     ctl.connect_timeout(&o.server.into(), o.connect_timeout)
@@ -273,181 +295,226 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
         .and_then(|a| a.as_socket())
         .map(|a| a.ip().to_string())
         .unwrap_or_default();
-    let mut session = ClientSession::new(Instant::now(), o.params.clone(), cookie, VERSION);
-    let p = o.params.clone();
-    let mut sockets: Vec<Socket> = Vec::new();
-    // Data sockets stay open until the test is over, as iperf3 keeps them: a UDP
-    // peer still sending at TEST_END would otherwise get ICMP errors, which stock
-    // iperf3 treats as fatal.
-    let mut keep_open: Vec<Socket> = Vec::new();
-    let mut running: Running = Vec::new();
-    let mut clock: Option<IntervalClock> = None;
-    // Whether the server has sent anything on the control connection yet.
-    let mut heard = false;
-    let mut cpu0: Option<CpuSample> = None;
-    let mut start = Instant::now();
-    let volume = Arc::new(AtomicU64::new(0));
-    let limit = if p.bytes > 0 {
-        Some(p.bytes)
-    } else if p.blocks > 0 {
-        Some(p.blocks * p.len as u64)
-    } else {
-        None
-    };
-    let mut buf = [0u8; 4096];
-    let ctl_r: &Socket = &ctl;
-    loop {
-        // The control read below times out every 20 ms, so this is seen soon.
-        if aborted(o) {
-            stream::stop_all(
-                running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
-                &keep_open,
-            );
-            return Err(RunError::Aborted);
+    Ok((ctl, local_addr))
+}
+
+/// One test under way on the client: the control connection and its session,
+/// and the streams the session asked for.
+struct ClientTest<'a> {
+    o: &'a ClientOptions,
+    p: TestParams,
+    cookie: [u8; COOKIE_LEN],
+    ctl: Socket,
+    local_addr: String,
+    session: ClientSession,
+    /// Data sockets opened and not started yet.
+    sockets: Vec<Socket>,
+    /// Data sockets stay open until the test is over, as iperf3 keeps them: a UDP
+    /// peer still sending at TEST_END would otherwise get ICMP errors, which stock
+    /// iperf3 treats as fatal.
+    keep_open: Vec<Socket>,
+    running: RunningStreams,
+    clock: Option<IntervalClock>,
+    /// Whether the server has sent anything on the control connection yet.
+    heard: bool,
+    cpu0: Option<CpuSample>,
+    /// What the sending streams have sent, for a test of a set volume.
+    volume: Arc<AtomicU64>,
+    /// The volume (-n, -k), if the test has one.
+    limit: Option<u64>,
+}
+
+impl<'a> ClientTest<'a> {
+    fn new(
+        o: &'a ClientOptions,
+        cookie: [u8; COOKIE_LEN],
+        ctl: Socket,
+        local_addr: String,
+    ) -> Self {
+        let session = ClientSession::new(Instant::now(), o.params.clone(), cookie, VERSION);
+        let p = o.params.clone();
+        let limit = if p.bytes > 0 {
+            Some(p.bytes)
+        } else if p.blocks > 0 {
+            Some(p.blocks * p.len as u64)
+        } else {
+            None
+        };
+        ClientTest {
+            o,
+            p,
+            cookie,
+            ctl,
+            local_addr,
+            session,
+            sockets: Vec::new(),
+            keep_open: Vec::new(),
+            running: Vec::new(),
+            clock: None,
+            heard: false,
+            cpu0: None,
+            volume: Arc::new(AtomicU64::new(0)),
+            limit,
         }
-        while let Some(a) = session.poll_action() {
-            match a {
-                ClientAction::Send(b) => {
-                    let mut w: &Socket = &ctl;
-                    match w.write_all(&b) {
-                        // Reset before the server said a word, as a read below
-                        // can find it: a connection it never took.
-                        Err(source) if !heard && never_taken(&source) => {
-                            return Err(RunError::Connect {
-                                addr: o.server,
-                                source,
-                            });
-                        }
-                        r => r.map_err(io_err("writing to the control connection"))?,
-                    }
-                }
-                ClientAction::OpenStreams => {
-                    for _ in 0..p.total_streams() {
-                        sockets.push(match p.protocol {
-                            Protocol::Tcp => open_tcp_stream(o, &cookie)?,
-                            Protocol::Udp => open_udp_stream(o)?,
-                        });
-                    }
-                }
-                ClientAction::StartTest => {
-                    start = Instant::now();
-                    cpu0 = Some(CpuSample::now());
-                    for (i, s) in sockets.drain(..).enumerate() {
-                        if let Ok(c) = s.try_clone() {
-                            keep_open.push(c);
-                        }
-                        let id = stream_id(i as u32);
-                        let sending = p.client_sends_on(i as u32);
-                        let mut plan = StreamPlan::for_test(&p, id, sending, start);
-                        if sending {
-                            plan.byte_limit = limit.map(|l| (volume.clone(), l));
-                        }
-                        let sh = Arc::new(StreamShared::default());
-                        let h = match stream::spawn(s, plan, sh.clone()) {
-                            Ok(h) => h,
-                            Err(e) => {
-                                stream::stop_all(
-                                    running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
-                                    &keep_open,
-                                );
-                                return Err(io_err("starting a stream thread")(e));
-                            }
-                        };
-                        running.push((id, sending, sh, h));
-                    }
-                    clock = Some(IntervalClock::new(start, p.omit, running.len()));
-                }
-                ClientAction::StopSending => {
-                    for (_, sending, sh, _) in &running {
-                        if *sending {
-                            sh.stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    // Let what is queued reach the server before TEST_END (which
-                    // follows this action) makes it stop counting, so both ends
-                    // count the same bytes.
-                    let senders: Vec<&Socket> = keep_open
-                        .iter()
-                        .zip(&running)
-                        .filter(|(_, r)| r.1)
-                        .map(|(s, _)| s)
-                        .collect();
-                    drain_send_queues(&senders, Duration::from_millis(300));
-                }
-                ClientAction::StopTest => {
-                    if let Some(c) = clock.as_mut() {
-                        let view: Vec<_> = running
-                            .iter()
-                            .map(|(id, s, sh, _)| (*id, *s, sh.clone()))
-                            .collect();
-                        c.tick(Instant::now(), &view, true);
-                    }
-                    let outcomes = stream::stop_all(
-                        running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
-                        &keep_open,
-                    );
-                    let cpu = cpu0
-                        .as_ref()
-                        .map(|c0| utilization(c0, &CpuSample::now()))
-                        .unwrap_or_default();
-                    let mine = local_results(&outcomes, &cpu, p.omit);
-                    session.local_results(Instant::now(), &mine);
-                    // Keep what the report needs until the server's results arrive.
-                    return finish(
-                        o,
-                        &mut session,
-                        &ctl,
-                        outcomes,
-                        cpu,
-                        clock.take().map(|c| c.intervals).unwrap_or_default(),
-                        local_addr,
-                    );
-                }
-                ClientAction::Finished(_) => {
-                    return Err(
-                        ClientError::Protocol("results before the test ended".into()).into(),
-                    );
-                }
-                ClientAction::Fail(e) => {
-                    stream::stop_all(
-                        running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
-                        &keep_open,
-                    );
-                    return Err(e.into());
+    }
+
+    /// Does what the session asks; the report once the test is over.
+    fn act(&mut self, a: ClientAction) -> Result<Option<TestReport>, RunError> {
+        match a {
+            ClientAction::Send(b) => self.send_control(&b)?,
+            ClientAction::OpenStreams => {
+                for _ in 0..self.p.total_streams() {
+                    self.sockets.push(match self.p.protocol {
+                        Protocol::Tcp => open_tcp_stream(self.o, &self.cookie)?,
+                        Protocol::Udp => open_udp_stream(self.o)?,
+                    });
                 }
             }
+            ClientAction::StartTest => self.start_streams()?,
+            ClientAction::StopSending => self.stop_sending(),
+            ClientAction::StopTest => return self.stop_test().map(Some),
+            ClientAction::Finished(_) => {
+                return Err(ClientError::Protocol("results before the test ended".into()).into());
+            }
+            ClientAction::Fail(e) => {
+                self.stop_streams();
+                return Err(e.into());
+            }
         }
-        let now = Instant::now();
-        if let Some(l) = limit {
-            // What the client sends, or, when it only receives (-R), what it
-            // received: the server's senders stop at the count and wait for
-            // TEST_END, as iperf3's do.
-            let moved = if running.iter().any(|r| r.1) {
-                volume.load(Ordering::Relaxed)
-            } else {
-                running
-                    .iter()
-                    .map(|r| r.2.bytes.load(Ordering::Relaxed))
-                    .sum()
+        Ok(None)
+    }
+
+    fn send_control(&self, b: &[u8]) -> Result<(), RunError> {
+        let mut w: &Socket = &self.ctl;
+        match w.write_all(b) {
+            // Reset before the server said a word, as a read below
+            // can find it: a connection it never took.
+            Err(source) if !self.heard && never_taken(&source) => Err(RunError::Connect {
+                addr: self.o.server,
+                source,
+            }),
+            r => r.map_err(io_err("writing to the control connection")),
+        }
+    }
+
+    /// A thread for each opened socket, the test's clock started.
+    fn start_streams(&mut self) -> Result<(), RunError> {
+        let start = Instant::now();
+        self.cpu0 = Some(CpuSample::now());
+        let p = &self.p;
+        for (i, s) in std::mem::take(&mut self.sockets).into_iter().enumerate() {
+            if let Ok(c) = s.try_clone() {
+                self.keep_open.push(c);
+            }
+            let id = stream_id(i as u32);
+            let sending = p.client_sends_on(i as u32);
+            let mut plan = StreamPlan::for_test(p, id, sending, start);
+            if sending {
+                plan.byte_limit = self.limit.map(|l| (self.volume.clone(), l));
+            }
+            let sh = Arc::new(StreamShared::default());
+            let h = match stream::spawn(s, plan, sh.clone()) {
+                Ok(h) => h,
+                Err(e) => {
+                    self.stop_streams();
+                    return Err(io_err("starting a stream thread")(e));
+                }
             };
-            if !running.is_empty() && moved >= l {
-                session.volume_reached(now);
+            self.running.push((id, sending, sh, h));
+        }
+        self.clock = Some(IntervalClock::new(start, p.omit, self.running.len()));
+        Ok(())
+    }
+
+    fn stop_sending(&mut self) {
+        for (_, sending, sh, _) in &self.running {
+            if *sending {
+                sh.stop.store(true, Ordering::Relaxed);
             }
         }
-        if let Some(c) = clock.as_mut() {
-            let view: Vec<_> = running
+        // Let what is queued reach the server before TEST_END (which
+        // follows this action) makes it stop counting, so both ends
+        // count the same bytes.
+        let senders: Vec<&Socket> = self
+            .keep_open
+            .iter()
+            .zip(&self.running)
+            .filter(|(_, r)| r.1)
+            .map(|(s, _)| s)
+            .collect();
+        drain_send_queues(&senders, Duration::from_millis(300));
+    }
+
+    /// The streams stopped, this end's results sent, the server's awaited:
+    /// the report.
+    fn stop_test(&mut self) -> Result<TestReport, RunError> {
+        self.tick(Instant::now(), true);
+        let outcomes = self.stop_streams();
+        let cpu = self
+            .cpu0
+            .as_ref()
+            .map(|c0| utilization(c0, &CpuSample::now()))
+            .unwrap_or_default();
+        let mine = local_results(&outcomes, &cpu, self.p.omit);
+        self.session.local_results(Instant::now(), &mine);
+        // Keep what the report needs until the server's results arrive.
+        finish(
+            self.o,
+            &mut self.session,
+            &self.ctl,
+            outcomes,
+            cpu,
+            self.clock.take().map(|c| c.intervals).unwrap_or_default(),
+            std::mem::take(&mut self.local_addr),
+        )
+    }
+
+    fn stop_streams(&mut self) -> Vec<StreamOutcome> {
+        stream::stop_running(&mut self.running, &self.keep_open)
+    }
+
+    /// Tells the session when a test of a set volume has moved it.
+    fn check_volume(&mut self, now: Instant) {
+        let Some(l) = self.limit else {
+            return;
+        };
+        // What the client sends, or, when it only receives (-R), what it
+        // received: the server's senders stop at the count and wait for
+        // TEST_END, as iperf3's do.
+        let moved = if self.running.iter().any(|r| r.1) {
+            self.volume.load(Ordering::Relaxed)
+        } else {
+            self.running
+                .iter()
+                .map(|r| r.2.bytes.load(Ordering::Relaxed))
+                .sum()
+        };
+        if !self.running.is_empty() && moved >= l {
+            self.session.volume_reached(now);
+        }
+    }
+
+    /// Records an interval when one is due (or, `last`, the rest of one).
+    fn tick(&mut self, now: Instant, last: bool) {
+        if let Some(c) = self.clock.as_mut() {
+            let view: Vec<_> = self
+                .running
                 .iter()
                 .map(|(id, s, sh, _)| (*id, *s, sh.clone()))
                 .collect();
-            c.tick(now, &view, false);
+            c.tick(now, &view, last);
         }
-        let read = match protocol::read_control(ctl_r, &mut buf) {
+    }
+
+    /// What the control connection brings (or its silence) into the session.
+    fn read_control(&mut self, buf: &mut [u8]) -> Result<(), RunError> {
+        let read = match protocol::read_control(&self.ctl, buf) {
             // Reset before the server said a word: it never took this
             // connection (iperf3 reopens its listener between tests), so the
             // caller may try again, as after a refused connect.
-            Err(source) if !heard && source.kind() == io::ErrorKind::ConnectionReset => {
+            Err(source) if !self.heard && source.kind() == io::ErrorKind::ConnectionReset => {
                 return Err(RunError::Connect {
-                    addr: o.server,
+                    addr: self.o.server,
                     source,
                 });
             }
@@ -455,13 +522,13 @@ pub fn run(o: &ClientOptions) -> Result<TestReport, RunError> {
         };
         match read {
             protocol::ControlRead::Data(n) => {
-                heard = true;
-                session.handle_input(Instant::now(), &buf[..n])
+                self.heard = true;
+                self.session.handle_input(Instant::now(), &buf[..n])
             }
-            protocol::ControlRead::Eof => session.handle_eof(),
-            protocol::ControlRead::Idle => session.handle_timeout(Instant::now()),
+            protocol::ControlRead::Eof => self.session.handle_eof(),
+            protocol::ControlRead::Idle => self.session.handle_timeout(Instant::now()),
         }
-        let _ = start;
+        Ok(())
     }
 }
 

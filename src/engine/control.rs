@@ -3,9 +3,9 @@
 //! accept, the test to start or stop. They open no socket and read no clock, so a
 //! client and a server can be run against each other in memory (see the tests).
 
+use super::exchanged_results::ExchangedResults;
 use super::params::{ParamError, ServerLimits, TestParams};
 use super::protocol::{self, COOKIE_LEN, ControlBuffer, State};
-use super::results::ExchangedResults;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -568,7 +568,7 @@ pub fn fuzz_server(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::results::StreamResult;
+    use crate::engine::exchanged_results::StreamResult;
 
     fn results(bytes: u64) -> ExchangedResults {
         ExchangedResults {

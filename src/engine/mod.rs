@@ -5,12 +5,11 @@
 pub mod client;
 pub mod control;
 pub mod cpu;
+pub mod exchanged_results;
 pub mod latency;
 pub mod params;
-pub mod probe;
 pub mod protocol;
 pub mod report;
-pub mod results;
 pub mod server;
 pub mod stream;
 pub mod udp_stats;

@@ -156,123 +156,43 @@ impl TestParams {
 
     /// What a server accepts. Unknown keys are ignored (newer clients send more).
     pub fn from_json(v: &Value) -> Result<TestParams, ParamError> {
-        let m = v
-            .as_object()
-            .ok_or_else(|| perr(ierr::RECV_PARAMS, "parameters are not a JSON object"))?;
-        // A flag counts as set when present, as 3.12 has it, unless it is literally false.
-        let flag = |k: &str| m.get(k).is_some_and(|x| *x != Value::Bool(false));
-        let int = |k: &str, default: i64| -> Result<i64, ParamError> {
-            match m.get(k) {
-                None | Some(Value::Null) => Ok(default),
-                Some(x) => x
-                    .as_i64()
-                    .or_else(|| x.as_u64().map(|u| u.min(i64::MAX as u64) as i64))
-                    .ok_or_else(|| {
-                        perr(
-                            ierr::RECV_PARAMS,
-                            format!("parameter {k} is not an integer: {x}"),
-                        )
-                    }),
-            }
-        };
-        let protocol = if flag("udp") {
+        let m = Fields(
+            v.as_object()
+                .ok_or_else(|| perr(ierr::RECV_PARAMS, "parameters are not a JSON object"))?,
+        );
+        let protocol = if m.flag("udp") {
             Protocol::Udp
         } else {
             Protocol::Tcp
         };
-        let time = int("time", 10)?;
-        let omit = int("omit", 0)?;
-        if !(0..=protocol::MAX_TIME).contains(&time) || !(0..=protocol::MAX_TIME).contains(&omit) {
-            return Err(perr(
-                ierr::DURATION,
-                format!(
-                    "test time {time} s / omit {omit} s out of range 0..={}",
-                    protocol::MAX_TIME
-                ),
-            ));
-        }
-        let parallel = int("parallel", 1)?;
-        if !(1..=protocol::MAX_STREAMS as i64).contains(&parallel) {
-            return Err(perr(
-                ierr::NUM_STREAMS,
-                format!(
-                    "{parallel} parallel streams; 1..={} allowed",
-                    protocol::MAX_STREAMS
-                ),
-            ));
-        }
-        let (lo, hi, dflt) = match protocol {
-            Protocol::Tcp => (
-                1,
-                protocol::MAX_BLOCK as i64,
-                protocol::DEFAULT_TCP_BLOCK as i64,
-            ),
-            Protocol::Udp => (
-                protocol::MIN_UDP_BLOCK as i64,
-                protocol::MAX_UDP_BLOCK as i64,
-                1460,
-            ),
+        let (time, omit) = m.time_and_omit()?;
+        let parallel = m.parallel()?;
+        let len = m.block_len(protocol)?;
+        let bytes = m.unsigned("num", 0)?;
+        let blocks = m.unsigned("blockcount", 0)?;
+        let default_rate = if protocol == Protocol::Udp {
+            protocol::DEFAULT_UDP_RATE as i64
+        } else {
+            0
         };
-        let len = int("len", dflt)?;
-        if !(lo..=hi).contains(&len) {
-            return Err(perr(
-                ierr::BLOCK_SIZE,
-                format!(
-                    "block length {len} out of range {lo}..={hi} for {}",
-                    protocol.as_str()
-                ),
-            ));
-        }
-        let nonneg = |k: &str, x: i64| {
-            if x < 0 {
-                Err(perr(
-                    ierr::RECV_PARAMS,
-                    format!("parameter {k} is negative: {x}"),
-                ))
-            } else {
-                Ok(x as u64)
-            }
-        };
-        let bytes = nonneg("num", int("num", 0)?)?;
-        let blocks = nonneg("blockcount", int("blockcount", 0)?)?;
-        let rate = nonneg(
-            "bandwidth",
-            int(
-                "bandwidth",
-                if protocol == Protocol::Udp {
-                    protocol::DEFAULT_UDP_RATE as i64
-                } else {
-                    0
-                },
-            )?,
-        )?;
-        let window = match int("window", 0)? {
-            0 => None,
-            w if w > 0 && w <= i32::MAX as i64 => Some(w as u32),
-            w => return Err(perr(ierr::RECV_PARAMS, format!("window {w} out of range"))),
-        };
+        let rate = m.unsigned("bandwidth", default_rate)?;
+        let window = m.window()?;
         Ok(TestParams {
             protocol,
-            omit: omit as u32,
-            time: time as u32,
+            omit,
+            time,
             bytes,
             blocks,
-            parallel: parallel as u32,
-            reverse: flag("reverse"),
-            bidir: flag("bidirectional"),
-            len: len as u32,
+            parallel,
+            reverse: m.flag("reverse"),
+            bidir: m.flag("bidirectional"),
+            len,
             rate,
-            pacing_timer_us: int("pacing_timer", 1000)?.clamp(1, 1_000_000) as u32,
-            udp_counters_64bit: flag("udp_counters_64bit"),
+            pacing_timer_us: m.int("pacing_timer", 1000)?.clamp(1, 1_000_000) as u32,
+            udp_counters_64bit: m.flag("udp_counters_64bit"),
             window,
-            congestion: m
-                .get("congestion")
-                .and_then(|c| c.as_str())
-                .map(String::from),
-            client_version: m
-                .get("client_version")
-                .and_then(|c| c.as_str())
-                .map(String::from),
+            congestion: m.string("congestion"),
+            client_version: m.string("client_version"),
         })
     }
 
@@ -354,6 +274,113 @@ impl TestParams {
         } else {
             !self.reverse
         }
+    }
+}
+
+/// The PARAM_EXCHANGE object's keys, read as a server reads them.
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl Fields<'_> {
+    /// A flag counts as set when present, as 3.12 has it, unless it is literally false.
+    fn flag(&self, k: &str) -> bool {
+        self.0.get(k).is_some_and(|x| *x != Value::Bool(false))
+    }
+
+    fn int(&self, k: &str, default: i64) -> Result<i64, ParamError> {
+        match self.0.get(k) {
+            None | Some(Value::Null) => Ok(default),
+            Some(x) => x
+                .as_i64()
+                .or_else(|| x.as_u64().map(|u| u.min(i64::MAX as u64) as i64))
+                .ok_or_else(|| {
+                    perr(
+                        ierr::RECV_PARAMS,
+                        format!("parameter {k} is not an integer: {x}"),
+                    )
+                }),
+        }
+    }
+
+    /// An integer that must not be negative.
+    fn unsigned(&self, k: &str, default: i64) -> Result<u64, ParamError> {
+        let x = self.int(k, default)?;
+        if x < 0 {
+            Err(perr(
+                ierr::RECV_PARAMS,
+                format!("parameter {k} is negative: {x}"),
+            ))
+        } else {
+            Ok(x as u64)
+        }
+    }
+
+    fn string(&self, k: &str) -> Option<String> {
+        self.0.get(k).and_then(|c| c.as_str()).map(String::from)
+    }
+
+    /// Test time and omitted time, seconds, each within MAX_TIME.
+    fn time_and_omit(&self) -> Result<(u32, u32), ParamError> {
+        let time = self.int("time", 10)?;
+        let omit = self.int("omit", 0)?;
+        if !(0..=protocol::MAX_TIME).contains(&time) || !(0..=protocol::MAX_TIME).contains(&omit) {
+            return Err(perr(
+                ierr::DURATION,
+                format!(
+                    "test time {time} s / omit {omit} s out of range 0..={}",
+                    protocol::MAX_TIME
+                ),
+            ));
+        }
+        Ok((time as u32, omit as u32))
+    }
+
+    fn parallel(&self) -> Result<u32, ParamError> {
+        let parallel = self.int("parallel", 1)?;
+        if !(1..=protocol::MAX_STREAMS as i64).contains(&parallel) {
+            return Err(perr(
+                ierr::NUM_STREAMS,
+                format!(
+                    "{parallel} parallel streams; 1..={} allowed",
+                    protocol::MAX_STREAMS
+                ),
+            ));
+        }
+        Ok(parallel as u32)
+    }
+
+    /// Bytes per write or datagram, within what `protocol` allows.
+    fn block_len(&self, protocol: Protocol) -> Result<u32, ParamError> {
+        let (lo, hi, dflt) = match protocol {
+            Protocol::Tcp => (
+                1,
+                protocol::MAX_BLOCK as i64,
+                protocol::DEFAULT_TCP_BLOCK as i64,
+            ),
+            Protocol::Udp => (
+                protocol::MIN_UDP_BLOCK as i64,
+                protocol::MAX_UDP_BLOCK as i64,
+                1460,
+            ),
+        };
+        let len = self.int("len", dflt)?;
+        if !(lo..=hi).contains(&len) {
+            return Err(perr(
+                ierr::BLOCK_SIZE,
+                format!(
+                    "block length {len} out of range {lo}..={hi} for {}",
+                    protocol.as_str()
+                ),
+            ));
+        }
+        Ok(len as u32)
+    }
+
+    fn window(&self) -> Result<Option<u32>, ParamError> {
+        Ok(match self.int("window", 0)? {
+            0 => None,
+            w if w > 0 && w <= i32::MAX as i64 => Some(w as u32),
+            w => return Err(perr(ierr::RECV_PARAMS, format!("window {w} out of range"))),
+        })
     }
 }
 

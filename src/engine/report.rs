@@ -2,8 +2,8 @@
 //! JSON in iperf3's -J shape so existing tooling reads it.
 
 use super::cpu::CpuUtil;
+use super::exchanged_results::{ExchangedResults, StreamResult};
 use super::params::{Protocol, TestParams};
-use super::results::{ExchangedResults, StreamResult};
 use super::stream::StreamOutcome;
 use serde_json::{Value, json};
 

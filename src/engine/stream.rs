@@ -1,8 +1,8 @@
 //! Data streams: one thread per stream, so streams use every core (iperf3 3.12 runs
 //! all of them on one). TCP writes and reads blocks; UDP sends and receives in
 //! batches (sendmmsg / recvmmsg, with UDP GSO and GRO where the kernel has them, see
-//! `gso`) with iperf3's datagram header. BENCHMARKS.md ("Measurement engine vs
-//! iperf3") has the measurements behind the constants here.
+//! `gso`) with iperf3's datagram header. docs/benchmarks/engine-vs-iperf3.md
+//! has the measurements behind the sizes chosen here.
 
 use super::params::{Protocol, TestParams};
 use super::protocol;
@@ -182,12 +182,10 @@ fn counted(plan: &StreamPlan, out: &mut StreamOutcome, shared: &StreamShared, n:
 /// rate is not limited: one stream writes 512 KiB (four of iperf3's 128 KiB blocks)
 /// per call, four streams 128 KiB each. Fewer, larger writes cost less, until the
 /// buffers the streams copy from, and the data in flight, no longer stay in the CPU's
-/// cache: on a plain veth 1 MiB writes were slower than 512 KiB for one stream, and
-/// four streams were faster at 128 KiB each than at 512 KiB.
+/// cache.
 const TCP_WRITE_BUDGET: usize = 512 * 1024;
-/// Unsent bytes a TCP sender queues at most (TCP_NOTSENT_LOWAT). On a plain veth
-/// with four streams on two cores, 64 KiB gave about 1.4 times the throughput of the
-/// default (the whole send buffer); one stream gained a little.
+/// Unsent bytes a TCP sender queues at most (TCP_NOTSENT_LOWAT), rather than the
+/// whole send buffer (the default), which moved more with several streams.
 const TCP_NOTSENT_LOWAT: usize = 64 * 1024;
 
 /// Blocks of `len` bytes per write: one when paced, so -b stays smooth; with -n / -k,
@@ -500,6 +498,18 @@ fn tcp_retransmits(sock: &Socket) -> Option<u64> {
         )
     };
     (r == 0).then_some(info.tcpi_total_retrans as u64)
+}
+
+/// The streams of a test under way, as either end keeps them: id, whether
+/// this end sends on it, its shared counters, its thread.
+pub type RunningStreams = Vec<(u32, bool, Arc<StreamShared>, JoinHandle<StreamOutcome>)>;
+
+/// Stops every stream of `running` (see [`stop_all`]), leaving it empty.
+pub fn stop_running(running: &mut RunningStreams, sockets: &[Socket]) -> Vec<StreamOutcome> {
+    stop_all(
+        running.drain(..).map(|(_, _, sh, h)| (sh, h)).collect(),
+        sockets,
+    )
 }
 
 /// Asks every stream to stop and collects them, in bounded time whatever the peer

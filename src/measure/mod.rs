@@ -1,7 +1,12 @@
-//! The seed's method as one command: the matrix of cells, N runs each, the UDP rate
+//! The NVR500 study's method as one command: the matrix of cells, N runs each, the UDP rate
 //! search, between two nodes of a running lab.
 
-pub mod model;
+mod cell;
+mod client_thread;
+mod reading;
+pub mod results;
 pub mod runner;
 pub mod search;
+pub mod server;
 pub mod session;
+pub mod spec;

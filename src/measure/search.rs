@@ -1,7 +1,7 @@
-//! The UDP rate search, as the seed did it by hand and RFC 2544 describes it: find
+//! The UDP rate search, as the NVR500 study did it by hand and RFC 2544 describes it: find
 //! the highest offered rate whose receiver-side loss stays within a threshold.
 //! Bracket (multiply the rate until a trial fails), then bisect, at most
-//! `max_trials` trials. Out of order, the seed's rule whole: "if UDP shows out
+//! `max_trials` trials. Out of order, the NVR500 study's rule whole: "if UDP shows out
 //! of order, measure again; if it persists, lower -b". A trial that shows
 //! packets out of order (any, `Trial::shows_out_of_order`) is measured again
 //! once at the same rate; when the second one shows them too, the reordering
@@ -9,7 +9,7 @@
 //! over the loss threshold does: the search bisects below it, a confirmation
 //! steps down. Pure: it proposes rates and is told the outcomes.
 
-use super::model::Trial;
+use super::results::Trial;
 
 /// How finely the search bisects, and the smallest step down of a
 /// confirmation: a fraction of the rate.
@@ -129,7 +129,7 @@ pub const MAX_STEP_DOWNS: usize = 6;
 /// threshold steps the rate down and is made again; a cell none of whose runs
 /// passes has no figure. A run with packets out of order is made again once at
 /// the same rate; when that one has packets out of order too, the reordering
-/// persisted: it fails and steps the rate down as loss does (the seed's rule).
+/// persisted: it fails and steps the rate down as loss does (the NVR500 study's rule).
 /// Pure: it proposes rates and is told the outcomes.
 #[derive(Debug, Clone)]
 pub struct Confirmation {

@@ -2,8 +2,9 @@
 //! up, measure everything its `[[measure]]` entries ask for, and take it down again
 //! whatever happens.
 
-use super::model::{PathResult, Results};
-use super::runner::{self, MeasureSpec, Progress};
+use super::results::{PathResult, Results};
+use super::runner::{self, Progress};
+use super::spec::{LatencySpec, MeasureSpec};
 use crate::lab::{self as labs, Running};
 use crate::plan::Naming;
 use crate::topology::scenario::Scenario;
@@ -55,9 +56,9 @@ pub fn spec_of(m: &Measurement, o: &Overrides) -> MeasureSpec {
 /// A measurement's latency probes: as the entry says (on toward a node, off
 /// toward a server outside the lab, by default), unless the command line says
 /// otherwise.
-fn latency_of(m: &Measurement, o: &Overrides) -> Option<runner::LatencySpec> {
+fn latency_of(m: &Measurement, o: &Overrides) -> Option<LatencySpec> {
     let on = o.latency.or(m.latency).unwrap_or(m.to.node().is_some());
-    on.then(|| runner::LatencySpec {
+    on.then(|| LatencySpec {
         rate: o.latency_rate.unwrap_or(m.latency_rate),
         idle_seconds: m.latency_idle,
         ..Default::default()
@@ -112,7 +113,7 @@ pub fn measure_lab(
 /// the MTU and MSS that leaves, as a note and in the path's `tunnel`.
 /// `paths[i]` is what `specs[i]` measured.
 fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String> {
-    use crate::measure::model::TunnelCost;
+    use crate::measure::results::TunnelCost;
     use crate::topology::tunnel::TunnelKind;
     let routes = crate::routing::Router::new(t);
     let mut out = Vec::new();
@@ -523,7 +524,7 @@ to = { address = "198.18.200.2" }
         // Notes: how it was measured, and the outside path's two cases.
         let specs = vec![spec(0, &none), spec(2, &none), spec(2, &on)];
         let mut paths: Vec<PathResult> = specs.iter().map(empty).collect();
-        let lost = crate::engine::latency::Probes {
+        let lost = crate::engine::latency::stats::Probes {
             sent: 10,
             ..Default::default()
         };

@@ -1,38 +1,16 @@
 //! The model's limit on a measured cell: the tightest ceiling the lab's device
 //! models (router profiles, a host profile's UDP receive limit) put on the
-//! traffic one cell sends, named for a reader. What a report prints beside a
-//! figure nobody published (WireGuard through the NVR500's fast path): the
-//! model's prediction and what makes it.
-//!
-//! The traffic is followed the way the routing model says it goes (the data's
-//! own direction: a download from the target back to the source's address),
-//! and every node it *arrives at* with a device model meters it, as the lab's
-//! slow paths do: each of them sees every packet arriving on its interfaces
-//! (the source's own packets leave without passing its model; what comes out
-//! of a tunnel's TUN passes none). Each ceiling of a model that matches the
-//! traffic's class (direction toward or away from the node's `lan`, family,
-//! protocol) limits it to `min(aggregate, flow x flows)`.
-//!
-//! Through a tunnel, the devices on the underlay see the outer packets, not
-//! the cell's: the underlay family, UDP for WireGuard, L2TP and ESP in UDP
-//! (IKEv2 too: libipsec always sends ESP in UDP 4500), neither TCP nor UDP for
-//! raw ESP (protocol 50) and DS-Lite (protocol 4), so only protocol-less
-//! ceilings match those; all streams share one outer flow. A ceiling meters
-//! the outer transport payload (the IP payload for neither), so it is turned
-//! into the cell's payload rate per full-size packet: the tunnel's inner MTU
-//! less the inner IP header and the cell's transport header (TCP 32 with the
-//! timestamps Linux sends, UDP 8) against that packet plus the tunnel's
-//! overhead less the outer IP and UDP headers. Left out: the reverse
-//! direction's ACKs (no payload of their own through a plain path; through a
-//! tunnel, a few percent of the reverse class), smaller packets, and the
-//! links' own rates (no device model's: [`super::wire_limit`] has them).
+//! traffic one cell sends, named for a reader. A report prints it beside a
+//! figure nobody published, with what makes it.
 
+use super::path::data_path;
+use super::{MAX_NESTING, TCP_HEADER, UDP_HEADER};
 use crate::codec::overhead::Encapsulation;
 use crate::codec::profile::{Ceiling, DeviceModel, TerminationModel, Way, way_to};
 use crate::routing::{Arrival, Hop, Router};
 use crate::topology::resolved::{Node, Topology};
 use crate::topology::tunnel::{Tunnel, TunnelKind};
-use crate::vocab::{Cell, Direction, Family, Proto};
+use crate::vocab::{Cell, Family, Proto};
 use std::net::IpAddr;
 
 /// The tightest model ceiling on a cell's traffic.
@@ -46,16 +24,12 @@ pub struct Limit {
 
 /// A mode's description goes into the name only when it is this short.
 const SHORT_DESCRIPTION: usize = 32;
-/// Tunnels in tunnels followed at most this deep.
-pub(super) const MAX_NESTING: usize = 4;
-/// TCP's header with the timestamps option Linux sends by default.
-pub(super) const TCP_HEADER: usize = 32;
-pub(super) const UDP_HEADER: usize = 8;
 
 /// The tightest ceiling the device models of `t` put on `cell` measured from
 /// node `from` to address `dst` (an upload sends from `from` to `dst`, a
 /// download the other way). None: no model meters that traffic, or the
-/// routing model finds no way.
+/// routing model finds no way. Left out: the reverse direction's ACKs,
+/// smaller packets, and the links' own rates ([`super::wire_limit`] has them).
 pub fn model_limit(t: &Topology, from: usize, dst: IpAddr, cell: &Cell) -> Option<Limit> {
     let router = Router::new(t);
     let (hops, receiver) = data_path(t, &router, from, dst, cell.direction)?;
@@ -70,82 +44,6 @@ pub fn model_limit(t: &Topology, from: usize, dst: IpAddr, cell: &Cell) -> Optio
     let mut best = None;
     meter(t, &router, &hops, &traffic, 0, &mut best);
     best
-}
-
-/// The way a cell's data takes between node `from` and address `dst`, and
-/// the address it goes to: an upload from `from` to `dst`, a download from
-/// `dst`'s node back to `from`'s source address. None: routing finds no way.
-pub(super) fn data_path(
-    t: &Topology,
-    router: &Router,
-    from: usize,
-    dst: IpAddr,
-    direction: Direction,
-) -> Option<(Vec<Hop>, IpAddr)> {
-    let forward = router.trace(from, dst).ok()?;
-    match direction {
-        Direction::Sender => Some((forward, dst)),
-        Direction::Receiver => {
-            let src = router.source_for(from, dst)?;
-            let to = forward.last()?.node;
-            Some((back(t, router, &forward, to, src), src))
-        }
-    }
-}
-
-/// The way a download's data takes from `to` back to `src`: as routing has
-/// it, except past a softwire's NAT44 (the routing model knows the replies'
-/// way only as the forward one reversed, up to the B4).
-fn back(t: &Topology, router: &Router, forward: &[Hop], to: usize, src: IpAddr) -> Vec<Hop> {
-    let natted = forward.iter().any(|h| match h.by {
-        Some(Arrival::Tunnel { tunnel, .. }) => t.tunnels[tunnel].overlay().is_none(),
-        _ => false,
-    });
-    if !natted {
-        if let Ok(hops) = router.trace(to, src) {
-            return hops;
-        }
-    }
-    let mut hops: Vec<Hop> = forward
-        .iter()
-        .rev()
-        .map(|h| Hop {
-            node: h.node,
-            by: None,
-        })
-        .collect();
-    // The arrival at each node is the forward one of the node after it,
-    // turned around.
-    for (i, h) in forward
-        .iter()
-        .rev()
-        .enumerate()
-        .take(forward.len().saturating_sub(1))
-    {
-        hops[i + 1].by = h.by.map(|b| match b {
-            Arrival::Link => Arrival::Link,
-            Arrival::Tunnel {
-                tunnel,
-                outer_src,
-                outer_dst,
-            } => Arrival::Tunnel {
-                tunnel,
-                outer_src: outer_dst,
-                outer_dst: outer_src,
-            },
-        });
-    }
-    // Out of the last tunnel, the node routes the rest on its own.
-    if let Some(i) = hops
-        .iter()
-        .rposition(|h| matches!(h.by, Some(Arrival::Tunnel { .. })))
-    {
-        if let Ok(rest) = router.trace(hops[i].node, src) {
-            hops.truncate(i + 1);
-            hops.extend(rest.into_iter().skip(1));
-        }
-    }
-    hops
 }
 
 /// What a device model sees of the cell's packets at some point of the way.
@@ -164,6 +62,12 @@ struct Traffic {
     via: Option<String>,
 }
 
+/// Meters `traffic` along `hops` (the data's own direction), keeping the
+/// tightest limit in `best`. Every node the traffic *arrives at* with a device
+/// model meters it, as the lab's slow paths do: the source's own packets leave
+/// without passing its model, and what comes out of a tunnel's TUN passes
+/// none. Through a tunnel, its ends' termination ceilings meter the inner
+/// packets and the underlay's devices the outer ones (`outer_traffic`).
 fn meter(
     t: &Topology,
     router: &Router,
@@ -377,7 +281,14 @@ fn name(
 }
 
 /// What the underlay's devices see of `inner` carried by `tun` toward
-/// `outer_dst`, its rates turned into the cell's payload.
+/// `outer_dst`: the underlay family; UDP for WireGuard, L2TP and ESP in UDP
+/// (IKEv2 too: libipsec always sends ESP in UDP 4500), neither TCP nor UDP
+/// for raw ESP (protocol 50) and DS-Lite (protocol 4), so only protocol-less
+/// ceilings match those; all streams one outer flow. A ceiling meters the
+/// outer transport payload (the IP payload for neither), so its rate is
+/// turned into the cell's payload per full-size packet: the inner MTU less
+/// the inner IP and transport headers, against that packet plus the
+/// tunnel's overhead less the outer IP and transport headers.
 fn outer_traffic(tun: &Tunnel, inner: &Traffic, outer_dst: IpAddr) -> Option<Traffic> {
     let enc = tun.encapsulation();
     let protocol = match enc {
@@ -425,20 +336,9 @@ fn outer_traffic(tun: &Tunnel, inner: &Traffic, outer_dst: IpAddr) -> Option<Tra
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_home::home;
     use super::*;
-    use crate::topology::scenario::scenarios_str;
-    use std::path::Path;
-
-    fn home(scenario: &str) -> Topology {
-        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/nvr500-home.toml");
-        let text = std::fs::read_to_string(&file).unwrap();
-        scenarios_str(&text, &file, crate::topology::kernel::KernelFacts::FULL)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .into_iter()
-            .find(|s| s.name == scenario)
-            .unwrap_or_else(|| panic!("no scenario {scenario}"))
-            .topology
-    }
+    use crate::vocab::Direction;
 
     fn cell(family: Family, protocol: Proto, direction: Direction, streams: u32) -> Cell {
         Cell {
@@ -599,7 +499,10 @@ mod tests {
         let t = home("none");
         let l = limit(&t, "198.18.1.10", cell(Ipv4, Udp, Sender, 1));
         assert!(close(bps(&l), 312.3e6), "{l:?}");
-        assert_eq!(what(&l), "seed-server on server: ipv4 udp receive limit");
+        assert_eq!(
+            what(&l),
+            "nvr500-study-server on server: ipv4 udp receive limit"
+        );
         let l = limit(&t, "2001:2:0:1::10", cell(Ipv6, Udp, Sender, 6));
         assert!(close(bps(&l), 292.5e6), "{l:?}");
         assert_eq!(limit(&t, "198.18.1.10", cell(Ipv4, Tcp, Sender, 1)), None);
@@ -681,7 +584,7 @@ mod tests {
         assert!(close(bps(&l), want), "{l:?}, want {want}");
         assert!(
             what(&l).starts_with(
-                "seed-server on server: ipv4 udp receive limit 312.3 Mbit/s on tunnel vpn's"
+                "nvr500-study-server on server: ipv4 udp receive limit 312.3 Mbit/s on tunnel vpn's"
             ),
             "{l:?}"
         );
@@ -790,7 +693,6 @@ mod tests {
         assert!(close(bps(&l), 472.5e6), "{l:?}");
     }
 
-    /// Nothing to say where no model is on the way, or no way at all.
     /// A tunnel a router terminates itself: the NVR500's L2TP/IPsec server
     /// meters its clients' upload as it decapsulates it and their download
     /// as it encapsulates it; the B4's softwire meters IPv4 to the internet
@@ -827,6 +729,7 @@ mod tests {
         }
     }
 
+    /// Nothing to say where no model is on the way, or no way at all.
     #[test]
     fn no_model_or_no_way_is_none() {
         let mut t = home("none");

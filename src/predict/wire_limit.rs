@@ -3,24 +3,10 @@
 //! frame its IP packet plus its framing's bytes (`Framing::wire_bytes`), so a
 //! link of `rate` carries `rate x payload / wire bytes` of payload per full
 //! packet; the tightest link on the cell's way is the wire limit.
-//!
-//! The way is the one [`model_limit`](super::device_limit::model_limit) follows (the
-//! data's own direction). Each hop over a link crosses that link, or the
-//! links through the switches between the two nodes, each in one direction
-//! with its own impairments. The cell's packets:
-//!
-//! - TCP fills the path MTU (the smallest link MTU on the way, a tunnel's
-//!   inner MTU inside it): payload = packet - IP header - 32 (TCP with the
-//!   timestamps Linux sends).
-//! - UDP sends the measurement's `udp_len`: packet = that + 8 + IP header. A
-//!   datagram larger than the path MTU does not cross at all (DF): no limit.
-//!
-//! Across a tunnel the underlay's links carry the outer packet, the inner one
-//! plus the tunnel's overhead, and the same payload; tunnels in tunnels are
-//! followed as the model's limit follows them. Left out, as there: the
-//! reverse direction's ACKs and smaller packets.
 
-use super::device_limit::{Limit, MAX_NESTING, TCP_HEADER, UDP_HEADER, data_path};
+use super::device_limit::Limit;
+use super::path::data_path;
+use super::{MAX_NESTING, TCP_HEADER, UDP_HEADER};
 use crate::routing::{Arrival, Hop, Router};
 use crate::topology::resolved::{Interface, Topology};
 use crate::vocab::framing::Framing;
@@ -30,6 +16,12 @@ use std::net::IpAddr;
 /// The tightest goodput the shaped links on `cell`'s way allow, measured from
 /// node `from` to address `dst` with UDP datagrams of `udp_len` bytes. None:
 /// no shaped link on the way, no way, or a datagram that does not fit.
+///
+/// The way is the one [`model_limit`](super::device_limit::model_limit)
+/// follows (the data's own direction); each hop over a link crosses that
+/// link, or the links through the switches between the two nodes, each in
+/// one direction with its own impairments. Left out, as there: the reverse
+/// direction's ACKs and smaller packets.
 pub fn wire_limit(
     t: &Topology,
     from: usize,
@@ -57,7 +49,11 @@ struct Packet {
     via: Option<String>,
 }
 
-/// The cell's own packet on a path of `mtu`.
+/// The cell's own packet on a path of `mtu`. TCP fills it: its payload is
+/// the packet less the IP header and 32 bytes of TCP (with the timestamps
+/// Linux sends). UDP sends the measurement's `udp_len`, in a packet of that
+/// plus 8 and the IP header; a datagram larger than the path MTU does not
+/// cross at all (DF): None.
 fn cell_packet(cell: &Cell, mtu: u32, udp_len: u32) -> Option<Packet> {
     let ip = match cell.family {
         Family::Ipv4 => 20,
@@ -96,7 +92,8 @@ fn path_mtu(t: &Topology, router: &Router, hops: &[Hop], dst: IpAddr) -> Option<
 }
 
 /// Meters `packet` on every shaped link of `hops` (toward `dst`), and on the
-/// underlays of the tunnels among them.
+/// underlays of the tunnels among them, which carry the outer packet (the
+/// inner one plus the tunnel's overhead) with the same payload.
 fn walk(
     t: &Topology,
     router: &Router,
@@ -244,9 +241,9 @@ fn rate_name(bps: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_home::home;
     use super::*;
     use crate::topology::parse_str;
-    use crate::topology::scenario::scenarios_str;
     use crate::vocab::Direction::{self, Receiver, Sender};
     use Family::{Ipv4, Ipv6};
     use Proto::{Tcp, Udp};
@@ -283,17 +280,6 @@ peers = [
     }
 
     const UP_1G_DOWN_100M: &str = r#"impairments = { rate = "1G", b_to_a = { rate = "100M" } }"#;
-
-    fn home(scenario: &str) -> Topology {
-        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/nvr500-home.toml");
-        let text = std::fs::read_to_string(&file).unwrap();
-        scenarios_str(&text, &file, crate::topology::kernel::KernelFacts::FULL)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .into_iter()
-            .find(|s| s.name == scenario)
-            .unwrap_or_else(|| panic!("no scenario {scenario}"))
-            .topology
-    }
 
     fn cell(family: Family, protocol: Proto, direction: Direction) -> Cell {
         Cell {
@@ -453,11 +439,11 @@ impairments = { rate = "1G" }
         );
     }
 
-    /// The seed's home: "none" is the gigabit LAN (the seed's 941 and 928);
+    /// The NVR500 study's home: "none" is the gigabit LAN (the NVR500 study's 941 and 928);
     /// DS-Lite carries 1408 B of TCP/IPv4 payload in its 1460-byte inner
     /// packets, 1500 bytes outer on the underlay's gigabit links.
     #[test]
-    fn the_seeds_home_lan_and_its_softwire() {
+    fn the_study_home_lan_and_its_softwire() {
         let none = home("none");
         let (bps, what) = limit(&none, "pc", "198.18.1.10", cell(Ipv4, Tcp, Sender), 1448).unwrap();
         assert_eq!(bps, 941.48);

@@ -1,17 +1,13 @@
-//! One row per (path, cell), every rate in bit/s, for spreadsheets and scripts.
-//! Fields are quoted as RFC 4180 says: when they hold a comma, a quote or a line
-//! break, with quotes doubled. A failed cell has empty figures and its error.
-//!
-//! Results whose reference marks calibration, or whose cells carry a device
-//! model's limit, get [`MODEL_HEADER`]'s columns after the others: the
-//! published figure, the ratio and verdict, the basis (`calibrated`,
-//! `predicted`, or `unpublished` for a cell nobody published: the model's
-//! prediction, untested) and the model's ceiling on the cell. Other results
-//! keep the columns they always had.
+//! One row per (path, cell), every rate in bit/s, for spreadsheets and scripts,
+//! written by the `csv` crate (RFC 4180 quoting). A failed cell has empty
+//! figures and its error. Where the reference marks calibration or a cell
+//! carries a device model's limit, [`MODEL_HEADER`]'s columns follow; where a
+//! cell has a wire limit, [`WIRE_HEADER`]'s.
 
-use super::reference::{Basis, Outcome, compare, published};
-use super::{ordered_cells, udp_figure, udp_rate};
-use crate::measure::model::{CellResult, PathResult, Results};
+use super::cells::{ordered_cells, udp_figure, udp_rate};
+use super::reference::{Basis, Comparison, Outcome, compare, published};
+use super::wire;
+use crate::measure::results::{CellResult, PathResult, Results};
 
 pub(crate) const HEADER: &str = "path,scenario,cell,family,protocol,direction,streams,runs,\
 best_bps,median_bps,min_bps,max_bps,udp_rate_bps,lost_percent,udp_received_bps,\
@@ -30,155 +26,157 @@ fn wire_fields(p: &PathResult, c: &CellResult) -> [String; 3] {
         Some(l) => [
             l.what.clone(),
             format!("{:.0}", l.bps),
-            super::wire::line_rate(p, c).is_some().to_string(),
+            wire::line_rate(p, c).is_some().to_string(),
         ],
     }
 }
 
-/// The columns about the lab's model, after [`HEADER`]'s where they apply.
+/// The columns about the lab's model, after [`HEADER`]'s where they apply:
+/// the published figure, the ratio and verdict, the basis (`calibrated`,
+/// `predicted`, or `unpublished` for a cell nobody published: the model's
+/// prediction, untested) and the model's ceiling on the cell.
 pub(crate) const MODEL_HEADER: &str =
     "published_bps,ratio,within_tolerance,basis,model_limit,model_limit_bps";
 
 pub(crate) fn render(r: &Results) -> String {
     let reference = r.reference.as_ref();
-    let marks = reference.is_some_and(|x| x.marks_calibration);
-    let model = marks
-        || r.paths
-            .iter()
-            .flat_map(|p| &p.cells)
-            .any(|c| c.model_limit.is_some());
-    let wired = r
-        .paths
-        .iter()
-        .flat_map(|p| &p.cells)
-        .any(|c| c.wire_limit.is_some());
+    let cells = || r.paths.iter().flat_map(|p| &p.cells);
+    let model =
+        reference.is_some_and(|x| x.marks_calibration) || cells().any(|c| c.model_limit.is_some());
+    let wired = cells().any(|c| c.wire_limit.is_some());
     let comparisons = reference.map(|x| compare(r, x)).unwrap_or_default();
-    let mut out = String::from(HEADER);
+    let mut header: Vec<&str> = HEADER.split(',').collect();
     if model {
-        out.push(',');
-        out.push_str(MODEL_HEADER);
+        header.extend(MODEL_HEADER.split(','));
     }
     if wired {
-        out.push(',');
-        out.push_str(WIRE_HEADER);
+        header.extend(WIRE_HEADER.split(','));
     }
-    out.push('\n');
+    let mut out = csv::Writer::from_writer(Vec::new());
+    out.write_record(&header).expect(WRITES);
     let order = ordered_cells(r);
     for p in &r.paths {
-        let label = p.label();
         let mut cells: Vec<_> = p.cells.iter().collect();
         cells.sort_by_key(|c| order.iter().position(|o| *o == c.cell));
         for c in cells {
-            let ok = c.error.is_none();
-            let bps = |v: f64| if ok { format!("{v:.0}") } else { String::new() };
-            // The run the UDP figure came from: its loss and what it received.
-            let figure = udp_figure(c).filter(|_| ok);
-            let idle = p
-                .idle_latency
-                .iter()
-                .find(|(f, _)| *f == c.cell.family)
-                .map(|(_, l)| l);
-            let loaded = c.latency.as_ref();
-            let fields = [
-                p.path.clone(),
-                p.scenario.clone().unwrap_or_default(),
-                c.cell.key(),
-                c.cell.family.word().to_string(),
-                c.cell.protocol.word().to_string(),
-                c.cell.direction.word().to_string(),
-                c.cell.streams.to_string(),
-                c.runs.len().to_string(),
-                bps(c.best_bps),
-                bps(c.median_bps),
-                bps(c.min_bps),
-                bps(c.max_bps),
-                udp_rate(c)
-                    .filter(|_| ok)
-                    .map(|v| format!("{v:.0}"))
-                    .unwrap_or_default(),
-                figure.map(|f| f.loss.to_string()).unwrap_or_default(),
-                figure
-                    .map(|f| format!("{:.0}", f.received))
-                    .unwrap_or_default(),
-                figure
-                    .map(|f| f.sender_limited.to_string())
-                    .unwrap_or_default(),
-                c.error.clone().unwrap_or_default(),
-                // Latency: idle on the cell's family, then under its load.
-                idle.map(|l| ms(l.rtt_ms.median)).unwrap_or_default(),
-                loaded.map(|l| ms(l.rtt_ms.median)).unwrap_or_default(),
-                loaded.map(|l| ms(l.rtt_ms.p90)).unwrap_or_default(),
-                loaded.map(|l| ms(l.rtt_ms.p99)).unwrap_or_default(),
-                loaded.map(|l| ms(l.rtt_ms.max)).unwrap_or_default(),
-                loaded
-                    .and_then(|l| l.forward_ms.as_ref())
-                    .map(|s| ms(s.median))
-                    .unwrap_or_default(),
-                loaded
-                    .and_then(|l| l.reverse_ms.as_ref())
-                    .map(|s| ms(s.median))
-                    .unwrap_or_default(),
-                loaded
-                    .map(|l| l.lost_percent.to_string())
-                    .unwrap_or_default(),
-            ];
-            let mut line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+            let mut record = cell_fields(p, c).to_vec();
             if model {
-                let figure = reference.and_then(|x| published(x, &label, &c.cell));
-                let compared = figure.and_then(|f| {
-                    comparisons
-                        .iter()
-                        .find(|x| std::ptr::eq(x.figure, f))
-                        .map(|x| &x.outcome)
-                });
-                let (ratio, within) = match compared {
-                    Some(Outcome::Measured { ratio, within, .. }) => {
-                        (format!("{ratio:.4}"), within.to_string())
-                    }
-                    _ => (String::new(), String::new()),
-                };
-                let basis = match (figure, reference) {
-                    (Some(f), Some(x)) => Basis::of(x, f).map(Basis::word).unwrap_or_default(),
-                    (None, _) if marks => "unpublished",
-                    _ => "",
-                };
-                let limit = c.model_limit.as_ref();
-                line.extend(
-                    [
-                        figure
-                            .map(|f| format!("{:.0}", f.published_bps))
-                            .unwrap_or_default(),
-                        ratio,
-                        within,
-                        basis.to_string(),
-                        limit.map(|l| l.what.clone()).unwrap_or_default(),
-                        limit.map(|l| format!("{:.0}", l.bps)).unwrap_or_default(),
-                    ]
-                    .iter()
-                    .map(|f| quote(f)),
-                );
+                record.extend(model_fields(r, &comparisons, p, c));
             }
             if wired {
-                line.extend(wire_fields(p, c).iter().map(|f| quote(f)));
+                record.extend(wire_fields(p, c));
             }
-            out.push_str(&line.join(","));
-            out.push('\n');
+            out.write_record(&record).expect(WRITES);
         }
     }
-    out
+    let bytes = out.into_inner().expect(WRITES);
+    String::from_utf8(bytes).expect("the fields are strings")
+}
+
+/// Why writing a record cannot fail: into memory, every record with the
+/// header's number of fields.
+const WRITES: &str = "records of the header's length write to memory";
+
+/// A cell's [`HEADER`] fields; a failed cell has empty figures and its error.
+fn cell_fields(p: &PathResult, c: &CellResult) -> [String; 25] {
+    let ok = c.error.is_none();
+    let bps = |v: f64| if ok { format!("{v:.0}") } else { String::new() };
+    // The run the UDP figure came from: its loss and what it received.
+    let figure = udp_figure(c).filter(|_| ok);
+    let idle = p
+        .idle_latency
+        .iter()
+        .find(|(f, _)| *f == c.cell.family)
+        .map(|(_, l)| l);
+    let loaded = c.latency.as_ref();
+    [
+        p.path.clone(),
+        p.scenario.clone().unwrap_or_default(),
+        c.cell.key(),
+        c.cell.family.word().to_string(),
+        c.cell.protocol.word().to_string(),
+        c.cell.direction.word().to_string(),
+        c.cell.streams.to_string(),
+        c.runs.len().to_string(),
+        bps(c.best_bps),
+        bps(c.median_bps),
+        bps(c.min_bps),
+        bps(c.max_bps),
+        udp_rate(c)
+            .filter(|_| ok)
+            .map(|v| format!("{v:.0}"))
+            .unwrap_or_default(),
+        figure.map(|f| f.loss.to_string()).unwrap_or_default(),
+        figure
+            .map(|f| format!("{:.0}", f.received))
+            .unwrap_or_default(),
+        figure
+            .map(|f| f.sender_limited.to_string())
+            .unwrap_or_default(),
+        c.error.clone().unwrap_or_default(),
+        // Latency: idle on the cell's family, then under its load.
+        idle.map(|l| ms(l.rtt_ms.median)).unwrap_or_default(),
+        loaded.map(|l| ms(l.rtt_ms.median)).unwrap_or_default(),
+        loaded.map(|l| ms(l.rtt_ms.p90)).unwrap_or_default(),
+        loaded.map(|l| ms(l.rtt_ms.p99)).unwrap_or_default(),
+        loaded.map(|l| ms(l.rtt_ms.max)).unwrap_or_default(),
+        loaded
+            .and_then(|l| l.forward_ms.as_ref())
+            .map(|s| ms(s.median))
+            .unwrap_or_default(),
+        loaded
+            .and_then(|l| l.reverse_ms.as_ref())
+            .map(|s| ms(s.median))
+            .unwrap_or_default(),
+        loaded
+            .map(|l| l.lost_percent.to_string())
+            .unwrap_or_default(),
+    ]
+}
+
+/// A cell's [`MODEL_HEADER`] fields: its published figure with the ratio
+/// and verdict, its basis, and the model's ceiling on it.
+fn model_fields(
+    r: &Results,
+    comparisons: &[Comparison],
+    p: &PathResult,
+    c: &CellResult,
+) -> [String; 6] {
+    let reference = r.reference.as_ref();
+    let figure = reference.and_then(|x| published(x, &p.label(), &c.cell));
+    let compared = figure.and_then(|f| {
+        comparisons
+            .iter()
+            .find(|x| std::ptr::eq(x.figure, f))
+            .map(|x| &x.outcome)
+    });
+    let (ratio, within) = match compared {
+        Some(Outcome::Measured { ratio, within, .. }) => {
+            (format!("{ratio:.4}"), within.to_string())
+        }
+        _ => (String::new(), String::new()),
+    };
+    let basis = match (figure, reference) {
+        (Some(f), Some(x)) => Basis::of(x, f).map(Basis::word).unwrap_or_default(),
+        (None, Some(x)) if x.marks_calibration => "unpublished",
+        _ => "",
+    };
+    let limit = c.model_limit.as_ref();
+    [
+        figure
+            .map(|f| format!("{:.0}", f.published_bps))
+            .unwrap_or_default(),
+        ratio,
+        within,
+        basis.to_string(),
+        limit.map(|l| l.what.clone()).unwrap_or_default(),
+        limit.map(|l| format!("{:.0}", l.bps)).unwrap_or_default(),
+    ]
 }
 
 /// Milliseconds to the microsecond.
 fn ms(v: f64) -> String {
     format!("{v:.3}")
-}
-
-fn quote(field: &str) -> String {
-    if field.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
-    }
 }
 
 #[cfg(test)]
@@ -249,15 +247,20 @@ mod tests {
     }
 
     #[test]
-    fn quoting() {
-        assert_eq!(quote("plain"), "plain");
-        assert_eq!(quote("a,b"), "\"a,b\"");
-        assert_eq!(quote("say \"no\""), "\"say \"\"no\"\"\"");
-        assert_eq!(quote("x\r\ny"), "\"x\r\ny\"");
+    fn fields_quoted_where_they_must_be() {
         let mut r = fixture::results();
         r.paths[0].scenario = Some("fast, default".into());
-        let rows = parse(&render(&r, Format::Csv, None));
-        assert_eq!(rows[1][1], "fast, default");
+        r.paths[0].path = "say \"raw\"".into();
+        r.paths[1].cells[4].error = Some("x\r\ny".into());
+        let csv = render(&r, Format::Csv, None);
+        assert!(
+            csv.contains("\n\"say \"\"raw\"\"\",\"fast, default\",ipv4.tcp.sender,"),
+            "{csv}"
+        );
+        assert!(csv.contains(",\"x\r\ny\","), "{csv}");
+        let rows = parse(&csv);
+        assert_eq!(rows[1][..2], ["say \"raw\"", "fast, default"]);
+        assert_eq!(rows[11][16], "x\r\ny");
     }
 
     #[test]
@@ -304,7 +307,7 @@ mod tests {
         // a model ceiling alone brings them, with no basis.
         let mut r = fixture::main_job();
         assert_eq!(render(&r, Format::Csv, None).lines().next(), Some(HEADER));
-        r.paths[0].cells[0].model_limit = Some(crate::measure::model::ModelLimit {
+        r.paths[0].cells[0].model_limit = Some(crate::measure::results::ModelLimit {
             what: "host, receive".into(),
             bps: 941e6,
         });

@@ -1,13 +1,13 @@
-//! A small measurement for the report tests: two paths, raw and wg, TCP and UDP
-//! cells, a 6-stream cell only raw has, and one failed cell on wg. The cells are
-//! deliberately out of the seed's order.
+//! Results for the report tests: [`results`], a small measurement (two paths,
+//! raw and wg, TCP and UDP cells, a 6-stream cell only raw has, one failed
+//! cell on wg, the cells deliberately out of the NVR500 study's order); [`main_job`],
+//! the main job's shape; and both with published figures.
 
-use crate::measure::model::{
-    CellResult, Latency, PathResult, Results, Run, Spread, Trial, UdpSearch,
+use crate::measure::results::{
+    CellResult, Latency, ModelLimit, PathResult, Results, Run, Spread, Trial, UdpSearch,
 };
-use crate::vocab::Family;
-
-use crate::vocab::Cell;
+use crate::topology::reference::{PublishedFigure, Reference, Tolerance, Unpredicted};
+use crate::vocab::{Cell, Family};
 
 fn cell(key: &str) -> Cell {
     Cell::parse_key(key).expect("fixture cell keys are valid")
@@ -268,24 +268,45 @@ fn path(scenario: &str, name: &str, to: &str, cells: Vec<CellResult>) -> PathRes
     }
 }
 
+/// The NVR500 study's figures for the raw paths in scenarios none, fast and normal,
+/// in [`EVERY`]'s order.
+const NONE: [f64; 8] = [941.0, 940.0, 347.0, 955.0, 928.0, 927.0, 325.0, 940.0];
+const FAST: [f64; 8] = [824.0, 939.0, 32.7, 525.0, 777.0, 249.0, 22.9, 200.0];
+const NORMAL: [f64; 8] = [384.0, 491.0, 29.7, 540.0, 174.0, 234.0, 19.8, 205.0];
+
 /// The main job's shape (topologies/nvr500-home.toml): eleven paths in four
-/// scenarios, the seed's published figures, the tunnels' notes.
+/// scenarios, the NVR500 study's published figures, the tunnels' notes.
 pub(crate) fn main_job() -> Results {
-    use crate::topology::reference::{PublishedFigure, Reference, Tolerance};
-    // The seed's figures for the raw paths (so the model agrees with them,
-    // but for one cell), round figures for the others.
-    let none = [941.0, 940.0, 347.0, 955.0, 928.0, 927.0, 325.0, 940.0];
-    let fast = [824.0, 939.0, 32.7, 525.0, 777.0, 249.0, 22.9, 200.0];
-    let normal = [384.0, 491.0, 29.7, 540.0, 174.0, 234.0, 19.8, 205.0];
-    let mut fast_measured = fast;
+    Results {
+        tool: "tunbench 0.1.0".into(),
+        lab: "home".into(),
+        topology: Some("topologies/nvr500-home.toml".into()),
+        started: 1_580_560_200,
+        seconds: 900.0,
+        runs_per_cell: 3,
+        duration_per_run: 3.0,
+        paths: main_job_paths(),
+        reference: Some(main_job_reference()),
+        notes: vec![
+            "the NVR500 is a model calibrated from the NVR500 study's figures (profiles/nvr500.toml), not the device".into(),
+            "path wireguard crosses WireGuard tunnel vpn (tunbench): 60 bytes per packet over IPv4 (IPv4 20 + UDP 8 + WireGuard 32); inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6).".into(),
+            "path dslite crosses DS-Lite tunnel transix: 40 bytes per packet over IPv6 (IPv6 40); inner MTU 1460, TCP MSS 1420 (IPv4) / 1400 (IPv6).".into(),
+        ],
+    }
+}
+
+/// The main job's eleven paths: the raw paths at the NVR500 study's figures (but for
+/// one cell of fast/raw), round figures for the others.
+fn main_job_paths() -> Vec<PathResult> {
+    let mut fast_measured = FAST;
     fast_measured[1] = 700.0;
     let vpn = |a: f64, b: f64, c: f64| [a, b, 0.0, 0.0, a * 0.9, c, 0.0, 0.0];
     let softwire = |x: f64| [x, x * 1.1, 30.0, 480.0, 0.0, 0.0, 0.0, 0.0];
     let native = [0.0, 0.0, 0.0, 0.0, 777.0, 249.0, 22.9, 200.0];
-    let paths = vec![
-        path("none", "raw", "server", cells(&at("", none), 2.1)),
+    vec![
+        path("none", "raw", "server", cells(&at("", NONE), 2.1)),
         path("fast", "raw", "server", cells(&at("", fast_measured), 12.5)),
-        path("normal", "raw", "server", cells(&at("", normal), 48.0)),
+        path("normal", "raw", "server", cells(&at("", NORMAL), 48.0)),
         path(
             "fast",
             "speedtest",
@@ -340,48 +361,31 @@ pub(crate) fn main_job() -> Results {
             "inet",
             cells(&at("ipv4", softwire(520.0)), 19.0),
         ),
-    ];
-    let published = |path: &str, key: &str, mbit: f64| PublishedFigure {
-        path: path.into(),
-        cell: cell(key),
-        published_bps: mbit * 1e6,
-        calibrated: false,
-    };
+    ]
+}
+
+/// The NVR500 study's published figures for the raw paths, and the speed test's.
+fn main_job_reference() -> Reference {
     let mut figures = Vec::new();
     for (p, f) in [
-        ("none/raw", none),
-        ("fast/raw", fast),
-        ("normal/raw", normal),
+        ("none/raw", NONE),
+        ("fast/raw", FAST),
+        ("normal/raw", NORMAL),
     ] {
         for (k, m) in EVERY.iter().zip(f) {
-            figures.push(published(p, k, m));
+            figures.push(figure(p, k, m));
         }
     }
-    figures.push(published("fast/speedtest", "ipv6.tcp.receiver.p6", 656.69));
-    Results {
-        tool: "tunbench 0.1.0".into(),
-        lab: "home".into(),
-        topology: Some("topologies/nvr500-home.toml".into()),
-        started: 1_580_560_200,
-        seconds: 900.0,
-        runs_per_cell: 3,
-        duration_per_run: 3.0,
-        paths,
-        reference: Some(Reference {
-            source: Some(
-                "the seed document: Yamaha NVR500 study, January/February 2020, best of 5 iperf3 runs"
-                    .into(),
-            ),
-            tolerance: Tolerance::DEFAULT,
-            figures,
-            marks_calibration: false,
-            unpredicted: Vec::new(),
-        }),
-        notes: vec![
-            "the NVR500 is a model calibrated from the seed's figures (profiles/nvr500.toml), not the device".into(),
-            "path wireguard crosses WireGuard tunnel vpn (tunbench): 60 bytes per packet over IPv4 (IPv4 20 + UDP 8 + WireGuard 32); inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6).".into(),
-            "path dslite crosses DS-Lite tunnel transix: 40 bytes per packet over IPv6 (IPv6 40); inner MTU 1460, TCP MSS 1420 (IPv4) / 1400 (IPv6).".into(),
-        ],
+    figures.push(figure("fast/speedtest", "ipv6.tcp.receiver.p6", 656.69));
+    Reference {
+        source: Some(
+            "the NVR500 study: a Yamaha NVR500 home router, January/February 2020, best of 5 iperf3 runs"
+                .into(),
+        ),
+        tolerance: Tolerance::DEFAULT,
+        figures,
+        marks_calibration: false,
+        unpredicted: Vec::new(),
     }
 }
 
@@ -393,8 +397,6 @@ pub(crate) fn main_job() -> Results {
 /// figure the lab does not predict; and model ceilings on two cells nobody
 /// published.
 pub(crate) fn calibrated() -> Results {
-    use crate::measure::model::ModelLimit;
-    use crate::topology::reference::{PublishedFigure, Unpredicted};
     let mut r = main_job();
     let reference = r.reference.as_mut().expect("the main job has a reference");
     reference.marks_calibration = true;
@@ -407,12 +409,7 @@ pub(crate) fn calibrated() -> Results {
         ("fast/speedtest", "ipv6.tcp.receiver", 262.0),
         ("fast/l2tp-server", "ipv4.tcp.sender", 150.0),
     ] {
-        reference.figures.push(PublishedFigure {
-            path: path.into(),
-            cell: cell(key),
-            published_bps: mbit * 1e6,
-            calibrated: false,
-        });
+        reference.figures.push(figure(path, key, mbit));
     }
     reference.unpredicted.push(Unpredicted {
         what: "RBBS multi-session speed test (FLET'S), with or without the NVR500".into(),
@@ -452,7 +449,6 @@ pub(crate) fn calibrated() -> Results {
 /// what arrived (the line rate's), `fast/raw` on a 1G Ethernet link and
 /// `fast/wireguard` on the same link's outer packets.
 pub(crate) fn wired() -> Results {
-    use crate::measure::model::ModelLimit;
     let mut r = calibrated();
     for p in &mut r.paths {
         let label = p.label();
@@ -469,5 +465,69 @@ pub(crate) fn wired() -> Results {
             });
         }
     }
+    r
+}
+
+/// A published figure of `mbit` Mbit/s for path `path`'s cell `key`.
+pub(crate) fn figure(path: &str, key: &str, mbit: f64) -> PublishedFigure {
+    PublishedFigure {
+        path: path.into(),
+        cell: cell(key),
+        published_bps: mbit * 1e6,
+        calibrated: false,
+    }
+}
+
+/// [`results`] with published figures: raw within and out of
+/// tolerance, UDP compared on its searched rate, a 6-stream cell, a cell
+/// the run did not measure, a path it did not measure, and wg's failed cell.
+pub(crate) fn with_reference() -> Results {
+    let mut r = results();
+    r.reference = Some(Reference {
+        source: Some("the NVR500 study, best of 5".into()),
+        tolerance: Tolerance::DEFAULT,
+        figures: vec![
+            figure("raw", "ipv4.udp.sender", 347.0),
+            figure("raw", "ipv4.tcp.sender", 941.0),
+            figure("raw", "ipv4.tcp.receiver", 790.0),
+            figure("raw", "ipv4.udp.receiver", 955.0),
+            figure("raw", "ipv4.tcp.sender.p6", 656.69),
+            figure("raw", "ipv6.udp.receiver", 940.0),
+            figure("wg", "ipv4.tcp.sender", 300.0),
+            figure("wg", "ipv6.tcp.sender", 280.0),
+            figure("gre", "ipv4.tcp.sender", 500.0),
+        ],
+        marks_calibration: false,
+        unpredicted: Vec::new(),
+    });
+    r
+}
+
+/// [`with_reference`] marked: raw's IPv4 TCP cells (one
+/// within tolerance, one out) and a cell the run did not measure were
+/// calibrated from; the rest are predictions. A figure the lab does not
+/// predict, and a model ceiling on a cell nobody published.
+pub(crate) fn with_calibration() -> Results {
+    let mut r = with_reference();
+    let reference = r.reference.as_mut().unwrap();
+    reference.marks_calibration = true;
+    for f in &mut reference.figures {
+        f.calibrated = f.path == "raw"
+            && matches!(
+                f.cell.key().as_str(),
+                "ipv4.tcp.sender" | "ipv4.tcp.receiver" | "ipv6.udp.receiver"
+            );
+    }
+    reference.unpredicted.push(Unpredicted {
+        what: "RBBS speed test".into(),
+        published_bps: 300e6,
+        why: "its limit is the NGN's test server".into(),
+    });
+    let udp = &mut r.paths[1].cells[2];
+    assert_eq!(udp.cell.key(), "ipv4.udp.sender");
+    udp.model_limit = Some(ModelLimit {
+        what: "router fast path ipv4 udp upload ceiling".into(),
+        bps: 29.43e6,
+    });
     r
 }

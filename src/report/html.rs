@@ -9,7 +9,7 @@
 //!   failed cells and its notes; the published-figure comparison
 //!   ([`super::reference`]) is the first view when the topology has one;
 //! - the run's notes;
-//! - the topology's graph as `tunbench graph` prints it (Graphviz dot), or
+//! - the topology's graph ([`super::graph`]) drawn and in Graphviz dot, or
 //!   why it is not there: the report layer reads no topology file itself,
 //!   the command that renders the page hands the graph in.
 //!
@@ -19,10 +19,10 @@
 //! (the browser test reads both).
 
 use super::chart::{self, Chart};
-use super::svg::esc;
+use super::draw::esc;
 use super::table::{footnote, heading, path_line};
 use super::views::{Column, View, views_with_baseline};
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use std::fmt::Write;
 
 /// The topology's graph as `tunbench graph` draws it (SVG, embedded as it
@@ -311,7 +311,7 @@ mod tests {
         );
         assert!(html.contains("24 of 25 cells within tolerance"));
         assert!(html.contains("<section class=\"plain\" id=\"notes\">"));
-        assert!(html.contains("calibrated from the seed&apos;s figures"));
+        assert!(html.contains("calibrated from the NVR500 study&apos;s figures"));
         assert!(html.contains(
             "<pre class=\"graph\">graph &quot;home&quot; {\n  &quot;pc&quot; -- &quot;nvr500&quot;;"
         ));
@@ -430,7 +430,7 @@ mod browser {
         console: Vec<String>,
     }
 
-    /// Runs chromium headless on `page` with `args`, killed after a minute.
+    /// Runs chromium headless on `page` with `args`, killed after 90 s.
     fn chromium(dir: &Path, profile: &str, args: &[String], page: &Path) -> (String, String) {
         let (out, err) = (
             dir.join(format!("{profile}.out")),
@@ -544,7 +544,8 @@ mod browser {
         let near = |a: [u8; 3], b: [u8; 3]| a.iter().zip(b).all(|(x, y)| x.abs_diff(y) <= 4);
         let palette = (0..6)
             .map(|i| {
-                let c = u32::from_str_radix(&chart::colour(i)[1..], 16).unwrap();
+                let c =
+                    u32::from_str_radix(&super::super::draw::colour::colour(i)[1..], 16).unwrap();
                 [(c >> 16) as u8, (c >> 8) as u8, c as u8]
             })
             .filter(|c| distinct.iter().any(|p| near(*p, *c)))
@@ -632,7 +633,7 @@ mod browser {
             palette >= 4,
             "only {palette} of the charts' first six colours drawn"
         );
-        // TUNBENCH_SCREENSHOT=/tmp/report keeps /tmp/report.png and .html for a look.
+        // TUNBENCH_SCREENSHOT=PREFIX keeps PREFIX.png and PREFIX.html for a look.
         if let Ok(keep) = std::env::var("TUNBENCH_SCREENSHOT") {
             std::fs::copy(&shot, format!("{keep}.png")).unwrap();
             std::fs::copy(&good, format!("{keep}.html")).unwrap();

@@ -1,20 +1,13 @@
 //! The wire limit in reports: what the shaped links' line rates let through of
-//! a cell's payload (`CellResult::wire_limit`, from
-//! [`crate::predict::wire_limit`]), how near the measured figure came to it, and
-//! which cells the line rate alone predicts.
-//!
-//! - Beside a cell: the wire limit's figure; what sets it (the link, the
-//!   bytes per frame) goes to the view's notes, once per distinct limit.
-//! - In the tunnels view: measured / wire limit (what the datapath costs,
-//!   1.00 at the line rate) and the wire limit over the raw path's (what the
-//!   tunnel's bytes cost on the wire).
-//! - A cell of a path without a tunnel whose figure is within
-//!   [`LINE_RATE_WITHIN`] of its wire limit is "predicted (line rate)": the
-//!   formula, not a device model, gives its figure.
+//! a cell's payload (`CellResult::wire_limit`, from [`crate::predict::wire_limit`]),
+//! its figure beside a cell and what sets it in the notes; in the tunnels view
+//! the measured figure over it and over the raw path's. A cell of a path
+//! without a tunnel within [`LINE_RATE_WITHIN`] of its wire limit is
+//! "predicted (line rate)": the formula, not a device model, gives its figure.
 
-use super::reference::measured_bps;
-use super::udp_figure;
-use crate::measure::model::{CellResult, PathResult};
+use super::cells::{measured_bps, udp_figure};
+use super::numbers::mbit;
+use crate::measure::results::{CellResult, PathResult};
 use crate::vocab::Proto;
 
 /// How near (a fraction) a cell's figure must come to its wire limit to be
@@ -44,11 +37,11 @@ pub(crate) fn line_rate(p: &PathResult, c: &CellResult) -> Option<f64> {
 /// One note per distinct wire limit of `limits`, in their order:
 /// "wire limit 941 Mbit/s: 1G ethernet link ...".
 pub(crate) fn notes<'a>(
-    limits: impl IntoIterator<Item = &'a crate::measure::model::ModelLimit>,
+    limits: impl IntoIterator<Item = &'a crate::measure::results::ModelLimit>,
 ) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for l in limits {
-        let line = format!("wire limit {} Mbit/s: {}", super::mbit(l.bps), l.what);
+        let line = format!("wire limit {} Mbit/s: {}", mbit(l.bps), l.what);
         if !out.contains(&line) {
             out.push(line);
         }
@@ -73,17 +66,11 @@ pub(crate) const LINE_RATE_LEGEND: &str = "predicted (line rate X): a path throu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::model::ModelLimit;
-    use crate::report::views::{Column, Metric, Row, View, views};
+    use crate::measure::results::ModelLimit;
+    use crate::report::views::testing::row;
+    use crate::report::views::{Column, Metric, views};
     use crate::report::{Format, fixture, render};
     use crate::vocab::Cell;
-
-    fn row<'a>(v: &'a View, label: &str, key: &str) -> &'a Row {
-        v.rows
-            .iter()
-            .find(|x| x.label == label && x.cell.key() == key)
-            .unwrap_or_else(|| panic!("no row {label} {key}"))
-    }
 
     /// The published view: the wire limit beside each cell, and the raw
     /// cells the line rate predicts marked so (a calibrated one stays so).
@@ -97,9 +84,9 @@ mod tests {
         let wire = tcp.figures.wire_limit.as_ref().unwrap().bps;
         assert_eq!(
             Column::Basis.text(tcp),
-            format!("predicted (line rate {})", crate::report::mbit(wire))
+            format!("predicted (line rate {})", mbit(wire))
         );
-        assert_eq!(Column::WireLimit.text(tcp), crate::report::mbit(wire));
+        assert_eq!(Column::WireLimit.text(tcp), mbit(wire));
         assert_eq!(
             Column::Basis.text(row(p, "none/raw", "ipv4.udp.sender")),
             "calibrated"
@@ -170,11 +157,7 @@ mod tests {
                     .unwrap();
                 let p = s.points[x.category].as_ref().unwrap();
                 assert_eq!(p.value, u.received, "{} {}", x.label, x.cell.key());
-                assert!(
-                    Column::Measured
-                        .text(x)
-                        .starts_with(&crate::report::mbit(u.offered))
-                );
+                assert!(Column::Measured.text(x).starts_with(&mbit(u.offered)));
             }
         }
     }

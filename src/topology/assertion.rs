@@ -12,11 +12,8 @@
 //! ```
 //!
 //! Each kind has its own keys; a key of another kind is an error, so a typo
-//! or a misplaced key cannot pass silently. Here the entries are read and
-//! checked without side effects (the nodes exist and run in the lab, the
-//! family is one both ends have); a throughput's expectation is read by the
-//! `--expect` parser, a layer above (`verify`), which checks it against the
-//! file's `[[measure]]` paths.
+//! or a misplaced key cannot pass silently. A throughput's expectation is
+//! read a layer above (`verify`, with the `--expect` parser).
 
 use super::resolved::{NodeKind, Topology};
 use super::{KeyPath, Problem, valid_name};
@@ -178,74 +175,10 @@ pub fn resolve(raw: &[RawAssert], root: &KeyPath, p: &mut Vec<Problem>) -> Vec<A
     for (i, r) in raw.iter().enumerate() {
         let at = root.index(i);
         let before = p.len();
-        let name = match &r.name {
-            None => {
-                p.push(Problem::new(
-                    &at,
-                    "an [[assert]] needs a name = \"...\" (it names the test case in reports)",
-                ));
-                String::new()
-            }
-            Some(n) if !valid_name(n) => {
-                p.push(Problem::new(
-                    &at.key("name"),
-                    format!("assertion name \"{n}\" must be 1-32 letters, digits, '-' or '_', starting with a letter or digit"),
-                ));
-                n.clone()
-            }
-            Some(n) => {
-                if let Some((_, first)) = names.iter().find(|(x, _)| x == n) {
-                    p.push(Problem::new(
-                        &at.key("name"),
-                        format!("assertion name \"{n}\" is already used by assert[{first}]; names are unique"),
-                    ));
-                }
-                names.push((n.clone(), i));
-                n.clone()
-            }
-        };
-        let known = KINDS
-            .iter()
-            .map(|(k, _, _)| format!("\"{k}\""))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let Some(kind) = &r.kind else {
-            p.push(Problem::new(
-                &at,
-                format!("assertion \"{name}\" needs a kind: {known}"),
-            ));
+        let name = name(r, i, &at, &mut names, p);
+        let Some(kind) = kind(r, &name, &at, p) else {
             continue;
         };
-        let Some((_, required, optional)) = KINDS.iter().find(|(k, _, _)| k == kind) else {
-            p.push(Problem::new(
-                &at.key("kind"),
-                format!("unknown assertion kind \"{kind}\"; known: {known}"),
-            ));
-            continue;
-        };
-        let keys = given(r);
-        let takes = required
-            .iter()
-            .chain(optional.iter())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ");
-        for k in &keys {
-            if !required.contains(k) && !optional.contains(k) {
-                p.push(Problem::new(
-                    &at.key(k),
-                    format!("a {kind} assertion has no key \"{k}\"; its keys: {takes}"),
-                ));
-            }
-        }
-        for k in *required {
-            if !keys.contains(k) {
-                p.push(Problem::new(
-                    &at,
-                    format!("assertion \"{name}\" ({kind}) needs \"{k}\"; its keys: {takes}"),
-                ));
-            }
-        }
         if let Some(s) = &r.scenarios {
             if s.is_empty() {
                 p.push(Problem::new(
@@ -257,97 +190,8 @@ pub fn resolve(raw: &[RawAssert], root: &KeyPath, p: &mut Vec<Problem>) -> Vec<A
         if p.len() > before {
             continue;
         }
-        let s = |v: &Option<String>| v.clone().unwrap_or_default();
-        let check = match kind.as_str() {
-            "reach" => {
-                let to = target(&s(&r.to));
-                let Some(family) = family(r, &to, &at, p) else {
-                    continue;
-                };
-                let expect_ok = match r.expect.as_deref() {
-                    None | Some("ok") => true,
-                    Some("unreachable") => false,
-                    Some(other) => {
-                        p.push(Problem::new(
-                            &at.key("expect"),
-                            format!("expect = \"{other}\"; a reach assertion expects \"ok\" or \"unreachable\""),
-                        ));
-                        continue;
-                    }
-                };
-                Check::Reach {
-                    from: s(&r.from),
-                    to,
-                    family,
-                    expect_ok,
-                }
-            }
-            "overhead" => {
-                let equals = super::int_in(r.equals, 1..=1000, 0, &at.key("equals"), p, |x| {
-                    format!("equals = {x}; bytes per packet are 1 to 1000")
-                });
-                Check::Overhead {
-                    tunnel: s(&r.tunnel),
-                    equals: (equals > 0).then_some(equals as u32),
-                }
-            }
-            "path_mtu" => {
-                let to = target(&s(&r.to));
-                let Some(family) = family(r, &to, &at, p) else {
-                    continue;
-                };
-                let min = match family {
-                    Family::Ipv4 => 68,
-                    Family::Ipv6 => 1280,
-                };
-                let equals = super::int_in(r.equals, min..=65535, 0, &at.key("equals"), p, |x| {
-                    format!(
-                        "equals = {x}; an {} path MTU is {min} to 65535 bytes",
-                        family.title()
-                    )
-                });
-                if equals == 0 {
-                    continue;
-                }
-                Check::PathMtu {
-                    from: s(&r.from),
-                    to,
-                    family,
-                    equals: equals as u32,
-                }
-            }
-            "throughput" => {
-                let runs = super::int_in(r.runs, 1..=100, 0, &at.key("runs"), p, |x| {
-                    format!("runs = {x}; use 1 to 100")
-                });
-                if let Some(d) = r.duration {
-                    if !(1.0..=3600.0).contains(&d) {
-                        p.push(Problem::new(
-                            &at.key("duration"),
-                            format!("duration = {d} s; use 1 to 3600"),
-                        ));
-                    }
-                }
-                Check::Throughput {
-                    expect: s(&r.expect),
-                    runs: (runs > 0).then_some(runs as u32),
-                    duration: r.duration,
-                }
-            }
-            _ => {
-                let run = r.run.clone().unwrap_or_default();
-                if run.is_empty() || run[0].is_empty() {
-                    p.push(Problem::new(
-                        &at.key("run"),
-                        "run names a program and its arguments, e.g. [\"ip\", \"route\", \"get\", \"198.18.0.2\"]",
-                    ));
-                    continue;
-                }
-                Check::Command {
-                    node: s(&r.node),
-                    run,
-                }
-            }
+        let Some(check) = check(kind, r, &at, p) else {
+            continue;
         };
         out.push(Assertion {
             name,
@@ -358,6 +202,186 @@ pub fn resolve(raw: &[RawAssert], root: &KeyPath, p: &mut Vec<Problem>) -> Vec<A
         });
     }
     out
+}
+
+/// Entry `i`'s name: given, well formed and not used before (`names` holds
+/// those seen so far with their entries).
+fn name(
+    r: &RawAssert,
+    i: usize,
+    at: &KeyPath,
+    names: &mut Vec<(String, usize)>,
+    p: &mut Vec<Problem>,
+) -> String {
+    match &r.name {
+        None => {
+            p.push(Problem::new(
+                at,
+                "an [[assert]] needs a name = \"...\" (it names the test case in reports)",
+            ));
+            String::new()
+        }
+        Some(n) if !valid_name(n) => {
+            p.push(Problem::new(
+                &at.key("name"),
+                format!("assertion name \"{n}\" must be 1-32 letters, digits, '-' or '_', starting with a letter or digit"),
+            ));
+            n.clone()
+        }
+        Some(n) => {
+            if let Some((_, first)) = names.iter().find(|(x, _)| x == n) {
+                p.push(Problem::new(
+                    &at.key("name"),
+                    format!("assertion name \"{n}\" is already used by assert[{first}]; names are unique"),
+                ));
+            }
+            names.push((n.clone(), i));
+            n.clone()
+        }
+    }
+}
+
+/// The entry's kind, if it is a known one; its keys must be that kind's.
+fn kind(r: &RawAssert, name: &str, at: &KeyPath, p: &mut Vec<Problem>) -> Option<&'static str> {
+    let known = KINDS
+        .iter()
+        .map(|(k, _, _)| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some(kind) = &r.kind else {
+        p.push(Problem::new(
+            at,
+            format!("assertion \"{name}\" needs a kind: {known}"),
+        ));
+        return None;
+    };
+    let Some((kind, required, optional)) = KINDS.iter().find(|(k, _, _)| k == kind) else {
+        p.push(Problem::new(
+            &at.key("kind"),
+            format!("unknown assertion kind \"{kind}\"; known: {known}"),
+        ));
+        return None;
+    };
+    let keys = given(r);
+    let takes = required
+        .iter()
+        .chain(optional.iter())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    for k in &keys {
+        if !required.contains(k) && !optional.contains(k) {
+            p.push(Problem::new(
+                &at.key(k),
+                format!("a {kind} assertion has no key \"{k}\"; its keys: {takes}"),
+            ));
+        }
+    }
+    for k in *required {
+        if !keys.contains(k) {
+            p.push(Problem::new(
+                at,
+                format!("assertion \"{name}\" ({kind}) needs \"{k}\"; its keys: {takes}"),
+            ));
+        }
+    }
+    Some(kind)
+}
+
+/// What an entry of `kind` (known, with its keys) checks. None: a value is
+/// out of range or of the wrong form.
+fn check(kind: &str, r: &RawAssert, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Check> {
+    let s = |v: &Option<String>| v.clone().unwrap_or_default();
+    match kind {
+        "reach" => {
+            let to = target(&s(&r.to));
+            let family = family(r, &to, at, p)?;
+            let expect_ok = match r.expect.as_deref() {
+                None | Some("ok") => true,
+                Some("unreachable") => false,
+                Some(other) => {
+                    p.push(Problem::new(
+                        &at.key("expect"),
+                        format!("expect = \"{other}\"; a reach assertion expects \"ok\" or \"unreachable\""),
+                    ));
+                    return None;
+                }
+            };
+            Some(Check::Reach {
+                from: s(&r.from),
+                to,
+                family,
+                expect_ok,
+            })
+        }
+        "overhead" => {
+            let equals = super::int_in(r.equals, 1..=1000, 0, &at.key("equals"), p, |x| {
+                format!("equals = {x}; bytes per packet are 1 to 1000")
+            });
+            Some(Check::Overhead {
+                tunnel: s(&r.tunnel),
+                equals: (equals > 0).then_some(equals as u32),
+            })
+        }
+        "path_mtu" => path_mtu(r, at, p),
+        "throughput" => {
+            let runs = super::int_in(r.runs, 1..=100, 0, &at.key("runs"), p, |x| {
+                format!("runs = {x}; use 1 to 100")
+            });
+            if let Some(d) = r.duration {
+                if !(1.0..=3600.0).contains(&d) {
+                    p.push(Problem::new(
+                        &at.key("duration"),
+                        format!("duration = {d} s; use 1 to 3600"),
+                    ));
+                }
+            }
+            Some(Check::Throughput {
+                expect: s(&r.expect),
+                runs: (runs > 0).then_some(runs as u32),
+                duration: r.duration,
+            })
+        }
+        _ => {
+            let run = r.run.clone().unwrap_or_default();
+            if run.is_empty() || run[0].is_empty() {
+                p.push(Problem::new(
+                    &at.key("run"),
+                    "run names a program and its arguments, e.g. [\"ip\", \"route\", \"get\", \"198.18.0.2\"]",
+                ));
+                return None;
+            }
+            Some(Check::Command {
+                node: s(&r.node),
+                run,
+            })
+        }
+    }
+}
+
+/// A path MTU check: `equals` in the family's range of MTUs.
+fn path_mtu(r: &RawAssert, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Check> {
+    let to = target(&r.to.clone().unwrap_or_default());
+    let family = family(r, &to, at, p)?;
+    let min = match family {
+        Family::Ipv4 => 68,
+        Family::Ipv6 => 1280,
+    };
+    let equals = super::int_in(r.equals, min..=65535, 0, &at.key("equals"), p, |x| {
+        format!(
+            "equals = {x}; an {} path MTU is {min} to 65535 bytes",
+            family.title()
+        )
+    });
+    if equals == 0 {
+        return None;
+    }
+    Some(Check::PathMtu {
+        from: r.from.clone().unwrap_or_default(),
+        to,
+        family,
+        equals: equals as u32,
+    })
 }
 
 fn target(s: &str) -> AssertTarget {
@@ -411,122 +435,153 @@ fn family(r: &RawAssert, to: &AssertTarget, at: &KeyPath, p: &mut Vec<Problem>) 
 /// Checks that need the whole lab: the nodes exist and run in it, and the
 /// family is one both ends have.
 pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
-    let known = || {
-        t.nodes
-            .iter()
-            .map(|n| n.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let has_family = |node: usize, f: Family| {
-        t.node_addresses(node)
-            .iter()
-            .any(|(_, a)| Family::of(a.ip()) == f)
-    };
     for a in &t.assertions {
-        let lab_node = |key: &str, name: &str, p: &mut Vec<Problem>| -> Option<usize> {
-            match t.node_index(name) {
-                None => {
-                    p.push(Problem::new(
-                        &a.at.key(key),
-                        format!("node \"{name}\" is not defined; defined nodes: {}", known()),
-                    ));
-                    None
-                }
-                Some(i) if t.nodes[i].kind == NodeKind::External => {
-                    p.push(Problem::new(
-                        &a.at.key(key),
-                        format!(
-                            "\"{name}\" is an external device: tunbench runs nothing on it; run the assertion from a lab node"
-                        ),
-                    ));
-                    None
-                }
-                Some(i) if t.nodes[i].kind == NodeKind::Switch && key == "from" => {
-                    p.push(Problem::new(
-                        &a.at.key(key),
-                        format!("\"{name}\" is a switch; probes start at a host or router"),
-                    ));
-                    None
-                }
-                Some(i) => Some(i),
-            }
-        };
         match &a.check {
             Check::Reach {
                 from, to, family, ..
             }
             | Check::PathMtu {
                 from, to, family, ..
-            } => {
-                let src = lab_node("from", from, p);
-                if let Some(s) = src {
-                    if !has_family(s, *family) {
-                        p.push(Problem::new(
-                            &a.at.key("from"),
-                            format!(
-                                "node \"{from}\" has no {} address, so it cannot send {} probes",
-                                family.title(),
-                                family.title()
-                            ),
-                        ));
-                    }
-                }
-                if let AssertTarget::Node(n) = to {
-                    match t.node_index(n) {
-                        None => p.push(Problem::new(
-                            &a.at.key("to"),
-                            format!(
-                                "\"{n}\" is neither an address nor a defined node; defined nodes: {}",
-                                known()
-                            ),
-                        )),
-                        Some(d) if Some(d) == src => p.push(Problem::new(
-                            &a.at.key("to"),
-                            "from and to are the same node; name another node or an address",
-                        )),
-                        Some(d) if !has_family(d, *family) => p.push(Problem::new(
-                            &a.at.key("to"),
-                            format!(
-                                "node \"{n}\" has no {} address; use family = \"{}\" or give an address",
-                                family.title(),
-                                match family {
-                                    Family::Ipv4 => "ipv6",
-                                    Family::Ipv6 => "ipv4",
-                                }
-                            ),
-                        )),
-                        Some(_) => {}
-                    }
-                }
-            }
+            } => probe_ends(t, a, from, to, *family, p),
             Check::Command { node, .. } => {
-                lab_node("node", node, p);
+                lab_node(t, a, "node", node, p);
             }
-            Check::Overhead { tunnel, .. } => match t.tunnels.iter().find(|x| &x.name == tunnel) {
-                None => {
-                    let names: Vec<&str> = t.tunnels.iter().map(|x| x.name.as_str()).collect();
-                    p.push(Problem::new(
-                        &a.at.key("tunnel"),
-                        if names.is_empty() {
-                            format!("no tunnel \"{tunnel}\": the file has no [tunnels.NAME]")
-                        } else {
-                            format!("no tunnel \"{tunnel}\"; tunnels: {}", names.join(", "))
-                        },
-                    ));
-                }
-                Some(x) if x.overlay().is_none_or(|w| w.peers.len() < 2) => {
-                    p.push(Problem::new(
-                        &a.at.key("tunnel"),
-                        format!(
-                            "tunnel \"{tunnel}\" is not point to point; overhead is captured between two peers of a WireGuard, ESP, L2TP or IKEv2 tunnel"
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            },
+            Check::Overhead { tunnel, .. } => point_to_point(t, a, tunnel, p),
             Check::Throughput { .. } => {}
         }
+    }
+}
+
+fn known_nodes(t: &Topology) -> String {
+    t.nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn has_family(t: &Topology, node: usize, f: Family) -> bool {
+    t.node_addresses(node)
+        .iter()
+        .any(|(_, a)| Family::of(a.ip()) == f)
+}
+
+/// The node `name` that `key` of assertion `a` names, if it is one the lab
+/// runs things on (a probe's `from` not a switch).
+fn lab_node(
+    t: &Topology,
+    a: &Assertion,
+    key: &str,
+    name: &str,
+    p: &mut Vec<Problem>,
+) -> Option<usize> {
+    match t.node_index(name) {
+        None => {
+            p.push(Problem::new(
+                &a.at.key(key),
+                format!(
+                    "node \"{name}\" is not defined; defined nodes: {}",
+                    known_nodes(t)
+                ),
+            ));
+            None
+        }
+        Some(i) if t.nodes[i].kind == NodeKind::External => {
+            p.push(Problem::new(
+                &a.at.key(key),
+                format!(
+                    "\"{name}\" is an external device: tunbench runs nothing on it; run the assertion from a lab node"
+                ),
+            ));
+            None
+        }
+        Some(i) if t.nodes[i].kind == NodeKind::Switch && key == "from" => {
+            p.push(Problem::new(
+                &a.at.key(key),
+                format!("\"{name}\" is a switch; probes start at a host or router"),
+            ));
+            None
+        }
+        Some(i) => Some(i),
+    }
+}
+
+/// A probe's two ends: `from` a lab node with an address of the family, `to`
+/// an address or another node that has one.
+fn probe_ends(
+    t: &Topology,
+    a: &Assertion,
+    from: &str,
+    to: &AssertTarget,
+    family: Family,
+    p: &mut Vec<Problem>,
+) {
+    let src = lab_node(t, a, "from", from, p);
+    if let Some(s) = src {
+        if !has_family(t, s, family) {
+            p.push(Problem::new(
+                &a.at.key("from"),
+                format!(
+                    "node \"{from}\" has no {} address, so it cannot send {} probes",
+                    family.title(),
+                    family.title()
+                ),
+            ));
+        }
+    }
+    let AssertTarget::Node(n) = to else {
+        return;
+    };
+    match t.node_index(n) {
+        None => p.push(Problem::new(
+            &a.at.key("to"),
+            format!(
+                "\"{n}\" is neither an address nor a defined node; defined nodes: {}",
+                known_nodes(t)
+            ),
+        )),
+        Some(d) if Some(d) == src => p.push(Problem::new(
+            &a.at.key("to"),
+            "from and to are the same node; name another node or an address",
+        )),
+        Some(d) if !has_family(t, d, family) => p.push(Problem::new(
+            &a.at.key("to"),
+            format!(
+                "node \"{n}\" has no {} address; use family = \"{}\" or give an address",
+                family.title(),
+                match family {
+                    Family::Ipv4 => "ipv6",
+                    Family::Ipv6 => "ipv4",
+                }
+            ),
+        )),
+        Some(_) => {}
+    }
+}
+
+/// An overhead check's tunnel: one of the file's, with two peers or more.
+fn point_to_point(t: &Topology, a: &Assertion, tunnel: &str, p: &mut Vec<Problem>) {
+    match t.tunnels.iter().find(|x| x.name == tunnel) {
+        None => {
+            let names: Vec<&str> = t.tunnels.iter().map(|x| x.name.as_str()).collect();
+            p.push(Problem::new(
+                &a.at.key("tunnel"),
+                if names.is_empty() {
+                    format!("no tunnel \"{tunnel}\": the file has no [tunnels.NAME]")
+                } else {
+                    format!("no tunnel \"{tunnel}\"; tunnels: {}", names.join(", "))
+                },
+            ));
+        }
+        Some(x) if x.overlay().is_none_or(|w| w.peers.len() < 2) => {
+            p.push(Problem::new(
+                &a.at.key("tunnel"),
+                format!(
+                    "tunnel \"{tunnel}\" is not point to point; overhead is captured between two peers of a WireGuard, ESP, L2TP or IKEv2 tunnel"
+                ),
+            ));
+        }
+        Some(_) => {}
     }
 }
 

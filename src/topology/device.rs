@@ -21,25 +21,22 @@ use std::path::Path;
 /// A router's termination ceilings per tunnel kind.
 pub type Terminations = BTreeMap<String, TerminationModel>;
 
+/// What a node's profile makes of it: a router's forwarding model, a host's
+/// limits, and a router's termination ceilings per tunnel kind.
+type Models = (Option<DeviceModel>, Option<HostModel>, Terminations);
+
 /// The models of `node` (resolved up to its interfaces) from what `raw` says;
 /// `dir` is the topology file's directory, where profile paths start.
-pub fn resolve(
-    node: &Node,
-    raw: &RawNode,
-    dir: &Path,
-    p: &mut Vec<Problem>,
-) -> (Option<DeviceModel>, Option<HostModel>, Terminations) {
+pub fn resolve(node: &Node, raw: &RawNode, dir: &Path, p: &mut Vec<Problem>) -> Models {
+    let none = || (None, None, Terminations::new());
     let at = &node.at;
     let Some(value) = &raw.profile else {
-        for (key, given) in [("mode", &raw.mode), ("lan", &raw.lan)] {
-            if given.is_some() {
-                p.push(Problem::new(
-                    &at.key(key),
-                    format!("{key} belongs to a router's device profile; add profile = \"NAME\" or remove {key}"),
-                ));
-            }
-        }
-        return (None, None, Terminations::new());
+        stray_keys(raw, at, p, |key| {
+            format!(
+                "{key} belongs to a router's device profile; add profile = \"NAME\" or remove {key}"
+            )
+        });
+        return none();
     };
     let pat = at.key("profile");
     if matches!(node.kind, NodeKind::Switch | NodeKind::External) {
@@ -55,76 +52,21 @@ pub fn resolve(
                 }
             ),
         ));
-        return (None, None, Terminations::new());
+        return none();
     }
     let profile = match profile_file::load(value, dir) {
         Ok(profile) => profile,
         Err(e) => {
             report_load_error(value, e, &pat, p);
-            return (None, None, Terminations::new());
+            return none();
         }
     };
     match (profile, node.kind) {
-        (Profile::Router(r), NodeKind::Router) => {
-            let terminations: Terminations = r
-                .terminations
-                .iter()
-                .map(|(kind, t)| {
-                    (
-                        kind.clone(),
-                        TerminationModel {
-                            profile: r.name.clone(),
-                            kind: kind.clone(),
-                            description: t.description.clone(),
-                            ceilings: t.ceilings.clone(),
-                            queue_packets: r.queue_packets,
-                        },
-                    )
-                })
-                .collect();
-            if r.modes.is_empty() {
-                // Termination ceilings only: nothing the forwarding path limits.
-                for (key, given) in [("mode", &raw.mode), ("lan", &raw.lan)] {
-                    if given.is_some() {
-                        p.push(Problem::new(
-                            &at.key(key),
-                            format!(
-                                "{key} belongs to forwarding ceilings; profile \"{}\" has none (no [modes.NAME], only [terminations.KIND]): remove {key}",
-                                r.name
-                            ),
-                        ));
-                    }
-                }
-                return (None, None, terminations);
-            }
-            let mode = mode(&r, raw.mode.as_deref(), at, p);
-            let lan = lan(node, raw.lan.as_deref(), at, p);
-            match (mode, lan) {
-                (Some((name, m)), Some(lan)) => (
-                    Some(DeviceModel {
-                        profile: r.name.clone(),
-                        mode: name,
-                        description: m.description.clone().or(r.description.clone()),
-                        lan,
-                        ceilings: m.ceilings.clone(),
-                        queue_packets: r.queue_packets,
-                        bypass: Vec::new(),
-                    }),
-                    None,
-                    terminations,
-                ),
-                _ => (None, None, terminations),
-            }
-        }
+        (Profile::Router(r), NodeKind::Router) => router(&r, node, raw, p),
         (Profile::Host(h), NodeKind::Host) => {
-            for (key, given) in [("mode", &raw.mode), ("lan", &raw.lan)] {
-                if given.is_some() {
-                    p.push(Problem::new(
-                        &at.key(key),
-                        format!("{key} applies to router profiles; \"{value}\" is a host profile"),
-                    ));
-                }
-            }
+            stray_keys(raw, at, p, |key| {
+                format!("{key} applies to router profiles; \"{value}\" is a host profile")
+            });
             (None, Some(h), Terminations::new())
         }
         (Profile::Router(_), kind) => {
@@ -135,7 +77,7 @@ pub fn resolve(
                     node.name
                 ),
             ));
-            (None, None, Terminations::new())
+            none()
         }
         (Profile::Host(_), kind) => {
             p.push(Problem::new(
@@ -145,7 +87,69 @@ pub fn resolve(
                     node.name
                 ),
             ));
-            (None, None, Terminations::new())
+            none()
+        }
+    }
+}
+
+/// A router profile on a router: its termination ceilings, and the
+/// forwarding model of the mode chosen with the node's `lan`.
+fn router(
+    r: &profile_file::RouterProfile,
+    node: &Node,
+    raw: &RawNode,
+    p: &mut Vec<Problem>,
+) -> Models {
+    let at = &node.at;
+    let terminations: Terminations = r
+        .terminations
+        .iter()
+        .map(|(kind, t)| {
+            (
+                kind.clone(),
+                TerminationModel {
+                    profile: r.name.clone(),
+                    kind: kind.clone(),
+                    description: t.description.clone(),
+                    ceilings: t.ceilings.clone(),
+                    queue_packets: r.queue_packets,
+                },
+            )
+        })
+        .collect();
+    if r.modes.is_empty() {
+        // Termination ceilings only: nothing the forwarding path limits.
+        stray_keys(raw, at, p, |key| {
+            format!(
+                "{key} belongs to forwarding ceilings; profile \"{}\" has none (no [modes.NAME], only [terminations.KIND]): remove {key}",
+                r.name
+            )
+        });
+        return (None, None, terminations);
+    }
+    let mode = mode(r, raw.mode.as_deref(), at, p);
+    let lan = lan(node, raw.lan.as_deref(), at, p);
+    let (Some((name, m)), Some(lan)) = (mode, lan) else {
+        return (None, None, terminations);
+    };
+    let model = DeviceModel {
+        profile: r.name.clone(),
+        mode: name,
+        description: m.description.clone().or(r.description.clone()),
+        lan,
+        ceilings: m.ceilings.clone(),
+        queue_packets: r.queue_packets,
+        bypass: Vec::new(),
+    };
+    (Some(model), None, terminations)
+}
+
+/// `mode` and `lan` where the profile (or its absence) gives them no use:
+/// one problem each, worded by `why`.
+fn stray_keys(raw: &RawNode, at: &KeyPath, p: &mut Vec<Problem>, why: impl Fn(&str) -> String) {
+    for (key, given) in [("mode", &raw.mode), ("lan", &raw.lan)] {
+        if given.is_some() {
+            p.push(Problem::new(&at.key(key), why(key)));
         }
     }
 }

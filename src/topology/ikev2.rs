@@ -12,7 +12,7 @@
 //! node's `lo` as host addresses (this kernel has no dummy interfaces).
 
 use super::resolved::{NodeKind, Topology};
-use super::wireguard::{Preshared, Wireguard};
+use super::wireguard::{Peer, Preshared, Wireguard};
 use super::{KeyPath, Problem, int_in};
 use crate::codec::overhead::Encapsulation;
 use ipnetwork::IpNetwork;
@@ -125,6 +125,50 @@ pub fn resolve(
     p: &mut Vec<Problem>,
 ) -> Option<Ikev2Tunnel> {
     let before = p.len();
+    let (auth, psk) = auth(r, at, p);
+    let proposals = proposal(
+        r.proposals.as_deref(),
+        DEFAULT_PROPOSALS,
+        &at.key("proposals"),
+        p,
+    );
+    let esp_proposals = proposal(
+        r.esp_proposals.as_deref(),
+        DEFAULT_ESP_PROPOSALS,
+        &at.key("esp_proposals"),
+        p,
+    );
+    let timeout_secs = int_in(
+        r.timeout,
+        2..=600,
+        DEFAULT_TIMEOUT,
+        &at.key("timeout"),
+        p,
+        |t| format!("timeout {t} s; use 2..=600 (default {DEFAULT_TIMEOUT})"),
+    ) as u32;
+    let peers = ends(name, r, at, node, p);
+    if p.len() > before {
+        return None;
+    }
+    Some(Ikev2Tunnel {
+        overlay: Wireguard {
+            mtu: LIBIPSEC_MTU,
+            keepalive: None,
+            preshared: Preshared::None,
+            queues: 1,
+            hub: None,
+            peers,
+        },
+        auth,
+        psk,
+        proposals,
+        esp_proposals,
+        timeout_secs,
+    })
+}
+
+/// How the ends authenticate, and the pre-shared key if they use one.
+fn auth(r: &RawIkev2, at: &KeyPath, p: &mut Vec<Problem>) -> (Auth, Psk) {
     let auth = match r.auth.as_deref() {
         None | Some("psk") => Auth::Psk,
         Some("cert") => Auth::Cert,
@@ -153,26 +197,17 @@ pub fn resolve(
         }
         Some(s) => Psk::Given(s.to_string()),
     };
-    let proposals = proposal(
-        r.proposals.as_deref(),
-        DEFAULT_PROPOSALS,
-        &at.key("proposals"),
-        p,
-    );
-    let esp_proposals = proposal(
-        r.esp_proposals.as_deref(),
-        DEFAULT_ESP_PROPOSALS,
-        &at.key("esp_proposals"),
-        p,
-    );
-    let timeout_secs = int_in(
-        r.timeout,
-        2..=600,
-        DEFAULT_TIMEOUT,
-        &at.key("timeout"),
-        p,
-        |t| format!("timeout {t} s; use 2..=600 (default {DEFAULT_TIMEOUT})"),
-    ) as u32;
+    (auth, psk)
+}
+
+/// The two ends, their inner addresses host addresses on `lo`.
+fn ends(
+    name: &str,
+    r: &RawIkev2,
+    at: &KeyPath,
+    node: &super::wireguard::NodeLookup<'_>,
+    p: &mut Vec<Problem>,
+) -> Vec<Peer> {
     let mut peers = super::esp::two_ends(
         name,
         "an IKEv2 tunnel",
@@ -197,24 +232,7 @@ pub fn resolve(
             *a = IpNetwork::new(a.ip(), if a.is_ipv4() { 32 } else { 128 }).expect("host prefix");
         }
     }
-    if p.len() > before {
-        return None;
-    }
-    Some(Ikev2Tunnel {
-        overlay: Wireguard {
-            mtu: LIBIPSEC_MTU,
-            keepalive: None,
-            preshared: Preshared::None,
-            queues: 1,
-            hub: None,
-            peers,
-        },
-        auth,
-        psk,
-        proposals,
-        esp_proposals,
-        timeout_secs,
-    })
+    peers
 }
 
 /// Checks that need the whole topology, and strongSwan's presence: a lab with

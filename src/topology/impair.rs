@@ -1,4 +1,9 @@
-//! Link impairments: what a link does to the traffic crossing it, per direction.
+//! Link impairments: what a link does to the traffic crossing it, per
+//! direction. The kernel shapes a rate (TBF on the sending end of the veth);
+//! delay, jitter, loss, duplicates, reordering and a queue need the userspace
+//! link path (this kernel has no netem): the link becomes two veth pairs
+//! through a relay namespace where tunbench's process handles each frame of
+//! an impaired direction (`shape::link` has the semantics, netem's).
 //!
 //! ```toml
 //! [[links]]
@@ -7,24 +12,6 @@
 //! impairments = { rate = "1G" }                # both directions
 //! impairments.b_to_a = { rate = "100M" }       # download slower than upload
 //! ```
-//!
-//! `rate` is the line rate in bit/s (K, M, G suffixes, powers of 1000) of the
-//! direction's `framing` (`ethernet` by default; `ethernet-vlan`, `pppoe`,
-//! `none`: vocab::framing has their bytes): every frame pays its bytes on the
-//! wire, so a 1G Ethernet link carries 941 Mbit/s of TCP goodput at MTU 1500,
-//! the seed's figure. The kernel shapes it (TBF on the sending end of the
-//! veth), except in framing `none`, which the link relay paces.
-//!
-//! `delay` and `jitter` ("20ms", "500us", "1s"), `loss`, `duplicate` and
-//! `reorder` (percent, 0 to 100) and `queue` (packets, or bytes as "64KB") need
-//! the userspace link path, since this kernel has no netem: the link becomes
-//! two veth pairs through a relay namespace of its own, where tunbench's
-//! process holds, drops, copies or reorders each frame of an impaired
-//! direction (`shape::link` has the semantics, netem's). A direction with none
-//! of them crosses the relay in the kernel (tc mirred).
-//!
-//! `queue` defaults to 1000 packets (netem's `limit`) when neither form is
-//! given, so a flood into a long delay cannot hold unbounded memory.
 
 use super::{KeyPath, Problem};
 use crate::vocab::framing::{ETHERNET_HEADER, Framing};
@@ -32,18 +19,25 @@ use crate::vocab::framing::{ETHERNET_HEADER, Framing};
 /// One direction's impairments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Impairment {
-    /// Line rate in bit/s.
+    /// Line rate in bit/s (K, M, G suffixes in the file, powers of 1000).
+    /// Every frame pays its framing's bytes on the wire, so a 1G Ethernet
+    /// link carries 941 Mbit/s of TCP goodput at MTU 1500, the NVR500 study's figure.
     pub rate: Option<u64>,
-    /// Microseconds.
+    /// Microseconds ("20ms", "500us", "1s" in the file).
     pub delay_us: Option<u64>,
     pub jitter_us: Option<u64>,
-    /// Percent.
+    /// Percent, 0 to 100.
     pub loss: Option<f64>,
     pub duplicate: Option<f64>,
     pub reorder: Option<f64>,
+    /// The relay's queue, in packets or in bytes ("64KB"); 1000 packets
+    /// (netem's `limit`) when neither is given, so a flood into a long delay
+    /// cannot hold unbounded memory.
     pub queue_packets: Option<u32>,
     pub queue_bytes: Option<u64>,
-    /// What the rate counts per frame; Ethernet when unset.
+    /// What the rate counts per frame: `ethernet` when unset, `ethernet-vlan`,
+    /// `pppoe` or `none` (vocab::framing has their bytes). The link relay
+    /// paces `none`, which TBF cannot charge.
     pub framing: Option<Framing>,
 }
 
@@ -52,7 +46,9 @@ impl Impairment {
         self.rate.is_none() && !self.needs_relay()
     }
 
-    /// Whether the direction needs the userspace link path.
+    /// Whether the direction needs the userspace link path. On a link that
+    /// does, a direction that needs none crosses the relay in the kernel (tc
+    /// mirred).
     pub fn needs_relay(&self) -> bool {
         self.relay_paces()
             || self.delay_us.is_some()
@@ -377,8 +373,7 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
 ///   veth (Ethernet header included) plus the framing's further bytes, at least
 ///   the framing's smallest frame (TBF's `overhead` and `mpu`). Its burst, 10
 ///   ms of the rate and at least two frames, absorbs a busy machine's timer
-///   latency (with 2.6 ms at 50 Mbit/s a busy 2-core VM lost 6-14 % of the
-///   rate), and adds at most 10 ms of the rate to what a test measures.
+///   latency, and adds at most 10 ms of the rate to what a test measures.
 /// - Its child is a TBF too, at a rate no veth reaches, with a burst of one
 ///   frame of the link's MTU: TBF splits a GSO packet larger than its burst
 ///   into the frames it becomes, so the root meters frames. Its queue is the

@@ -3,6 +3,7 @@
 
 pub mod assertion;
 mod device;
+pub mod dslite;
 pub mod esp;
 pub mod ikev2;
 pub mod impair;

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("nvr500", include_str!("../../profiles/nvr500.toml")),
     (
-        "seed-server",
-        include_str!("../../profiles/seed-server.toml"),
+        "nvr500-study-server",
+        include_str!("../../profiles/nvr500-study-server.toml"),
     ),
     ("openwrt-b4", include_str!("../../profiles/openwrt-b4.toml")),
 ];
@@ -279,6 +279,19 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             "a router profile needs at least one [modes.NAME] table (forwarding ceilings) or [terminations.KIND] table (tunnels it terminates)",
         ));
     }
+    let modes = modes(raw, &root, p);
+    let terminations = terminations(raw, &root, p);
+    Some(RouterProfile {
+        name: raw.name.clone(),
+        description: raw.description.clone(),
+        queue_packets,
+        modes,
+        terminations,
+    })
+}
+
+/// The profile's forwarding modes, each with its ceilings.
+fn modes(raw: &RawRouter, root: &KeyPath, p: &mut Vec<Problem>) -> BTreeMap<String, Mode> {
     let mut modes = BTreeMap::new();
     for (name, m) in &raw.modes {
         let at = root.key("modes").key(name);
@@ -302,6 +315,15 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             },
         );
     }
+    modes
+}
+
+/// The profile's termination ceilings per tunnel kind it can terminate.
+fn terminations(
+    raw: &RawRouter,
+    root: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> BTreeMap<String, Termination> {
     let mut terminations = BTreeMap::new();
     for (kind, t) in &raw.terminations {
         let at = root.key("terminations").key(kind);
@@ -345,13 +367,7 @@ fn router(raw: &RawRouter, p: &mut Vec<Problem>) -> Option<RouterProfile> {
             },
         );
     }
-    Some(RouterProfile {
-        name: raw.name.clone(),
-        description: raw.description.clone(),
-        queue_packets,
-        modes,
-        terminations,
-    })
+    terminations
 }
 
 fn ceiling(c: &RawCeiling, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Ceiling> {
@@ -530,7 +546,7 @@ mod tests {
     }
 
     #[test]
-    fn nvr500_fast_mode_has_the_seeds_figures() {
+    fn nvr500_fast_mode_has_the_study_figures() {
         let Ok(Profile::Router(r)) = load("nvr500", Path::new("")) else {
             panic!("nvr500 is a router profile")
         };
@@ -552,9 +568,9 @@ mod tests {
     }
 
     #[test]
-    fn seed_server_limits_count_ip_bytes() {
-        let Ok(Profile::Host(h)) = load("seed-server", Path::new("")) else {
-            panic!("seed-server is a host profile")
+    fn study_server_limits_count_ip_bytes() {
+        let Ok(Profile::Host(h)) = load("nvr500-study-server", Path::new("")) else {
+            panic!("nvr500-study-server is a host profile")
         };
         assert_eq!(h.udp_receive_ipv4_bps, Some(312_300_000));
         assert_eq!(h.udp_receive_ipv6_bps, Some(292_500_000));
@@ -640,7 +656,7 @@ mod tests {
     }
 
     #[test]
-    fn built_in_terminations_have_the_seeds_figures() {
+    fn built_in_terminations_have_the_study_figures() {
         let agg = |r: &RouterProfile, kind: &str, way| {
             r.terminations[kind]
                 .ceilings

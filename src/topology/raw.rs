@@ -32,10 +32,12 @@ pub struct RawTopology {
     /// `[[assert]]`: what `tunbench test` checks in the running lab.
     #[serde(default)]
     pub assert: Vec<super::assertion::RawAssert>,
-    // Sections that later work fills in. Accepted by the parser only so that
-    // `validate` can say "not supported yet" at the right place.
+    /// A top-level `[impairments]`: accepted by the parser only so that
+    /// resolve can refuse it where it is written (impairments are per link).
     #[serde(default)]
     pub impairments: Option<toml::Value>,
+    /// `[scenarios.NAME]`: `scenario` reads them from the text; here only
+    /// which ones the file declares counts.
     #[serde(default)]
     pub scenarios: Option<toml::Value>,
 }
@@ -111,8 +113,8 @@ pub struct RawLink {
     pub mtu: Option<i64>,
     #[serde(default)]
     pub description: Option<String>,
-    // Sections that later work fills in. Accepted by the parser only so that
-    // `validate` can say "not supported yet" at the right place.
+    /// Per-direction rate, delay, loss...: `impair::resolve` reads them, so
+    /// each problem is located at its own key.
     #[serde(default)]
     pub impairments: Option<toml::Value>,
     /// For a link to an external node: the host interface that reaches it.
@@ -369,10 +371,22 @@ impl<'de> Deserialize<'de> for RawTarget {
 ///
 /// ```toml
 /// [reference]
-/// source = "the seed document"
-/// tolerance = { tcp = 15, udp = 25 }
-/// [reference.figures."fast/raw"]
-/// "ipv4.tcp.sender" = "824M"
+/// source = "the NVR500 study: a Yamaha NVR500 home router, Jan/Feb 2020, best of 5 iperf3 runs"
+/// tolerance = { tcp = 15, udp = 25 }      # percent either way; these are the defaults
+/// # The published cells the lab's device models were calibrated from
+/// # ("PATH:CELL", PATH as in [reference.figures]); every other published
+/// # figure is a prediction. Optional: without it, reports mark neither.
+/// calibrated = ["none/raw:ipv4.tcp.sender"]
+/// [reference.figures."none/raw"]           # a path as reports name it: SCENARIO/PATH or PATH
+/// "ipv4.tcp.sender" = "941M"               # a cell as --expect names it; a rate in bit/s
+/// "ipv4.udp.sender" = "347M"
+///
+/// # Published figures the lab does not predict: printed with the reason,
+/// # never compared.
+/// [[reference.unpredicted]]
+/// what = "RBBS multi-session speed test (FLET'S), with or without the NVR500"
+/// figure = "300M"                          # a rate, as in [reference.figures]
+/// why = "its limit is the NGN's test server, which the lab does not model"
 /// ```
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -386,7 +400,8 @@ pub struct RawReference {
     #[serde(default)]
     pub figures: InOrder<InOrder<toml::Value>>,
     /// The published cells the lab's device models were calibrated from, as
-    /// "PATH:CELL"; absent means the file does not say.
+    /// "PATH:CELL", each a cell with a figure in `figures`, once; absent
+    /// means the file does not say.
     #[serde(default)]
     pub calibrated: Option<Vec<toml::Value>>,
     /// `[[reference.unpredicted]]`: published figures the lab does not predict.

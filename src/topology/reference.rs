@@ -1,41 +1,15 @@
-//! `[reference]`: figures published for the paths a file measures (the seed's
-//! table), which every report of a run prints beside the measured ones.
-//!
-//! ```toml
-//! [reference]
-//! source = "the seed document: Yamaha NVR500 study, Jan/Feb 2020, best of 5 iperf3 runs"
-//! tolerance = { tcp = 15, udp = 25 }      # percent either way; these are the defaults
-//! # The published cells the lab's device models were calibrated from
-//! # ("PATH:CELL", PATH as in [reference.figures]); every other published
-//! # figure is a prediction. Optional: without it, reports mark neither.
-//! calibrated = ["none/raw:ipv4.tcp.sender"]
-//! [reference.figures."none/raw"]           # a path as reports name it: SCENARIO/PATH or PATH
-//! "ipv4.tcp.sender" = "941M"               # a cell as --expect names it; a rate in bit/s
-//! "ipv4.udp.sender" = "347M"
-//!
-//! # Published figures the lab does not predict: printed with the reason,
-//! # never compared.
-//! [[reference.unpredicted]]
-//! what = "RBBS multi-session speed test (FLET'S), with or without the NVR500"
-//! figure = "300M"                          # a rate, as in [reference.figures]
-//! why = "its limit is the NGN's test server, which the lab does not model"
-//! ```
-//!
-//! The section belongs to the whole file: scenarios cannot change it, and a
-//! path label names the scenario it was published for.
-//!
-//! `calibrated` is what keeps a replay apart from a prediction: a device
-//! model whose ceilings were set from a published figure reproduces that
-//! figure by construction, so agreement there checks the emulation, and only
-//! agreement on the other figures tests the model. Each entry must name a
-//! cell that has a figure in `[reference.figures]`, once.
+//! `[reference]`: figures published for the paths a file measures (the NVR500 study's
+//! table), which every report of a run prints beside the measured ones
+//! (`RawReference` shows the section). It belongs to the whole file:
+//! scenarios cannot change it, and a path label names the scenario it was
+//! published for.
 
 use super::raw::{RawReference, RawTopology, RawUnpredicted};
 use super::{KeyPath, Problem};
 use crate::vocab::{Cell, Proto};
 use serde::{Deserialize, Serialize};
 
-/// Figures someone published for cells of paths (the seed's table), and how
+/// Figures someone published for cells of paths (the NVR500 study's table), and how
 /// far a measurement may be from them and still reproduce them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reference {
@@ -98,8 +72,9 @@ pub struct PublishedFigure {
     pub cell: Cell,
     pub published_bps: f64,
     /// A device model of the lab was calibrated from this figure (listed in
-    /// `calibrated`), so measuring it again checks the emulation, not the
-    /// model. Results saved before there were calibration marks read false.
+    /// `calibrated`): it reproduces the figure by construction, so measuring
+    /// it again checks the emulation, and only the other figures test the
+    /// model. False in results that carry no calibration marks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub calibrated: bool,
 }
@@ -144,6 +119,35 @@ pub fn resolve(
     at: &KeyPath,
     p: &mut Vec<Problem>,
 ) -> Reference {
+    let tolerance = tolerance(r, at, p);
+    let (mut figures, published) = figures(r, labels, at, p);
+    if let Some(list) = &r.calibrated {
+        for (path, cell) in calibrated(list, &published, &at.key("calibrated"), p) {
+            for f in figures.iter_mut() {
+                if f.path == path && f.cell == cell {
+                    f.calibrated = true;
+                }
+            }
+        }
+    }
+    let unpredicted_at = at.key("unpredicted");
+    let unpredicted = r
+        .unpredicted
+        .iter()
+        .enumerate()
+        .filter_map(|(i, u)| unpredicted(u, &unpredicted_at.index(i), p))
+        .collect();
+    Reference {
+        source: r.source.clone(),
+        tolerance,
+        figures,
+        marks_calibration: r.calibrated.is_some(),
+        unpredicted,
+    }
+}
+
+/// Percent either way per protocol: the defaults, or what the file says.
+fn tolerance(r: &RawReference, at: &KeyPath, p: &mut Vec<Problem>) -> Tolerance {
     let mut tolerance = Tolerance::DEFAULT;
     if let Some(t) = &r.tolerance {
         for (key, given, slot) in [
@@ -161,6 +165,18 @@ pub fn resolve(
             }
         }
     }
+    tolerance
+}
+
+/// The figures with a valid cell and rate, in the file's order; and every
+/// cell the file publishes, rate valid or not: what `calibrated` may name (a
+/// bad rate is its own problem, not the calibration's).
+fn figures<'r>(
+    r: &'r RawReference,
+    labels: &[String],
+    at: &KeyPath,
+    p: &mut Vec<Problem>,
+) -> (Vec<PublishedFigure>, Vec<(&'r str, Cell)>) {
     let figures_at = at.key("figures");
     if r.figures.0.is_empty() {
         p.push(Problem::new(
@@ -169,8 +185,6 @@ pub fn resolve(
         ));
     }
     let mut figures = Vec::new();
-    // Every cell the file publishes, rate valid or not: what `calibrated` may
-    // name (a bad rate is its own problem, not the calibration's).
     let mut published: Vec<(&str, Cell)> = Vec::new();
     for (label, cells) in &r.figures.0 {
         let lat = figures_at.key(label);
@@ -209,29 +223,7 @@ pub fn resolve(
             }
         }
     }
-    if let Some(list) = &r.calibrated {
-        for (path, cell) in calibrated(list, &published, &at.key("calibrated"), p) {
-            for f in figures.iter_mut() {
-                if f.path == path && f.cell == cell {
-                    f.calibrated = true;
-                }
-            }
-        }
-    }
-    let unpredicted_at = at.key("unpredicted");
-    let unpredicted = r
-        .unpredicted
-        .iter()
-        .enumerate()
-        .filter_map(|(i, u)| unpredicted(u, &unpredicted_at.index(i), p))
-        .collect();
-    Reference {
-        source: r.source.clone(),
-        tolerance,
-        figures,
-        marks_calibration: r.calibrated.is_some(),
-        unpredicted,
-    }
+    (figures, published)
 }
 
 /// The cells `calibrated` names, each one that has a published figure, once;
@@ -431,13 +423,13 @@ families = ["ipv4"]
     #[test]
     fn figures_keep_the_files_order_and_tolerance_defaults() {
         let text = format!(
-            "{BASE}\n[reference]\nsource = \"the seed\"\n[reference.figures.raw]\n\
+            "{BASE}\n[reference]\nsource = \"the NVR500 study\"\n[reference.figures.raw]\n\
              \"ipv4.udp.sender\" = \"347M\"\n\"ipv4.tcp.sender\" = \"941M\"\n\
              \"ipv4.tcp.receiver.p6\" = 656690000\n"
         );
         let t = parse_str(&text, Path::new("r.toml")).unwrap_or_else(|e| panic!("{e}"));
         let r = t.reference.unwrap();
-        assert_eq!(r.source.as_deref(), Some("the seed"));
+        assert_eq!(r.source.as_deref(), Some("the NVR500 study"));
         assert_eq!(r.tolerance, Tolerance::DEFAULT);
         let got: Vec<(String, String, f64)> = r
             .figures
@@ -539,7 +531,7 @@ families = ["ipv4"]
 description = "no fast path"
 
 [reference]
-source = "the seed"
+source = "the NVR500 study"
 [reference.figures."fast/raw"]
 "ipv4.tcp.sender" = "824M"
 [reference.figures."normal/raw"]
@@ -602,7 +594,7 @@ source = "the seed"
 
     const CALIBRATED: &str = r#"
 [reference]
-source = "the seed"
+source = "the NVR500 study"
 calibrated = ["fast/raw:ipv4.tcp.sender", "normal/raw:ipv4.tcp.sender.p1"]
 [reference.figures."fast/raw"]
 "ipv4.tcp.sender" = "824M"

@@ -17,7 +17,7 @@ pub enum NodeKind {
     Host,
     /// A router: forwards IPv4 and IPv6 by default.
     Router,
-    /// A Linux bridge in its own namespace (the seed's gigabit switch).
+    /// A Linux bridge in its own namespace (the NVR500 study's gigabit switch).
     Switch,
     /// A device tunbench does not build: a real router, an ISP's AFTR, a remote
     /// server. No namespace; its addresses and routes describe it to validation,
@@ -86,7 +86,7 @@ pub struct Topology {
     pub assertions: Vec<super::assertion::Assertion>,
 }
 
-/// A `[[measure]]` entry, defaults applied (the seed's method).
+/// A `[[measure]]` entry, defaults applied (the NVR500 study's method).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Measurement {
     pub name: String,

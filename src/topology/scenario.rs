@@ -6,7 +6,7 @@
 //! `[scenarios.S.links.lan1]` merges into the `[[links]]` entry with
 //! `name = "lan1"` (an array of links would replace them all).
 //! `manual = "..."` is a step someone takes by hand before the scenario is
-//! measured (the seed's `ip routing process fast` on the router's console):
+//! measured (the NVR500 study's `ip routing process fast` on the router's console):
 //! `tunbench run` prints it and waits; it changes nothing in the lab.
 
 use super::kernel::KernelFacts;
@@ -31,13 +31,6 @@ pub fn scenarios_str(
     path: &Path,
     kernel: KernelFacts,
 ) -> Result<Vec<Scenario>, InvalidTopology> {
-    let at = |line, column, at: String, message: String| Diagnostic {
-        file: path.to_path_buf(),
-        line,
-        column,
-        at,
-        message,
-    };
     let mut doc: toml::Table = match text.parse() {
         Ok(d) => d,
         // The base parse reports syntax errors with their location.
@@ -49,41 +42,114 @@ pub fn scenarios_str(
     // The published figures belong to the file, whose results get them once;
     // each scenario's lab is built without them.
     doc.remove("reference");
-    let loc = locate::Locator::new(text);
     let root = KeyPath::root().key("scenarios");
+    let mut base = Base {
+        doc,
+        names: Vec::new(),
+        loc: locate::Locator::new(text),
+        path,
+        kernel,
+    };
     let toml::Value::Table(scenarios) = scenarios else {
-        let (l, c) = loc.find(&root);
-        return Err(InvalidTopology(vec![at(
-            l,
-            c,
-            "scenarios".into(),
+        return Err(InvalidTopology(vec![base.problem(
+            &root,
             "scenarios is a table of [scenarios.NAME] tables".into(),
         )]));
     };
+    base.names = scenarios.keys().cloned().collect();
     let mut out = Vec::new();
     let mut diags = Vec::new();
-    let names: Vec<String> = scenarios.keys().cloned().collect();
     for (name, v) in scenarios {
+        if let Some(s) = base.scenario(name, v, &root, &mut diags) {
+            out.push(s);
+        }
+    }
+    if diags.is_empty() {
+        Ok(out)
+    } else {
+        Err(InvalidTopology(diags))
+    }
+}
+
+/// Keys a scenario cannot change, and why.
+const FORBIDDEN: &[(&str, &str)] = &[
+    (
+        "name",
+        "every scenario measures the same paths in the same lab",
+    ),
+    (
+        "measure",
+        "every scenario measures the same paths in the same lab",
+    ),
+    (
+        "scenarios",
+        "every scenario measures the same paths in the same lab",
+    ),
+    (
+        "assert",
+        "every scenario checks the file's assertions; limit one to some scenarios with scenarios = [...] in its [[assert]]",
+    ),
+    (
+        "reference",
+        "it belongs to the whole file; give figures for this scenario under [reference.figures.\"SCENARIO/PATH\"]",
+    ),
+];
+
+/// The file every scenario changes, and what reading one needs.
+struct Base<'a> {
+    /// The file without its scenarios and published figures.
+    doc: toml::Table,
+    /// Every scenario the file declares.
+    names: Vec<String>,
+    loc: locate::Locator<'a>,
+    path: &'a Path,
+    kernel: KernelFacts,
+}
+
+impl Base<'_> {
+    fn diagnostic(
+        &self,
+        (line, column): (usize, usize),
+        at: String,
+        message: String,
+    ) -> Diagnostic {
+        Diagnostic {
+            file: self.path.to_path_buf(),
+            line,
+            column,
+            at,
+            message,
+        }
+    }
+
+    /// A problem at `at` in the file.
+    fn problem(&self, at: &KeyPath, message: String) -> Diagnostic {
+        self.diagnostic(self.loc.find(at), at.to_string(), message)
+    }
+
+    /// Scenario `name`, resolved and validated; None when it has problems,
+    /// which go to `diags`.
+    fn scenario(
+        &self,
+        name: String,
+        v: toml::Value,
+        root: &KeyPath,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<Scenario> {
         let sat = root.key(&name);
         let toml::Value::Table(mut overrides) = v else {
-            let (l, c) = loc.find(&sat);
-            diags.push(at(
-                l,
-                c,
-                sat.to_string(),
+            diags.push(self.problem(
+                &sat,
                 format!("scenario \"{name}\" must be a table of settings to change"),
             ));
-            continue;
+            return None;
         };
         if !super::valid_name(&name) {
-            let (l, c) = loc.find(&sat);
-            diags.push(at(
-                l,
-                c,
-                sat.to_string(),
+            diags.push(self.problem(
+                &sat,
                 format!("scenario name \"{name}\" must be 1-32 letters, digits, '-' or '_'"),
             ));
-            continue;
+            return None;
         }
         let description = match overrides.remove("description") {
             Some(toml::Value::String(s)) => Some(s),
@@ -93,53 +159,61 @@ pub fn scenarios_str(
             None => None,
             Some(toml::Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
             Some(_) => {
-                let (l, c) = loc.find(&sat.key("manual"));
-                diags.push(at(
-                    l,
-                    c,
-                    sat.key("manual").to_string(),
+                diags.push(self.problem(
+                    &sat.key("manual"),
                     format!(
                         "manual is the step to take by hand before scenario {name} runs, as a non-empty string, e.g. manual = \"On the router's console: ip routing process fast\""
                     ),
                 ));
-                continue;
+                return None;
             }
         };
-        for (forbidden, why) in [
-            (
-                "name",
-                "every scenario measures the same paths in the same lab",
-            ),
-            (
-                "measure",
-                "every scenario measures the same paths in the same lab",
-            ),
-            (
-                "scenarios",
-                "every scenario measures the same paths in the same lab",
-            ),
-            (
-                "assert",
-                "every scenario checks the file's assertions; limit one to some scenarios with scenarios = [...] in its [[assert]]",
-            ),
-            (
-                "reference",
-                "it belongs to the whole file; give figures for this scenario under [reference.figures.\"SCENARIO/PATH\"]",
-            ),
-        ] {
-            if overrides.contains_key(forbidden) {
-                let (l, c) = loc.find(&sat.key(forbidden));
-                diags.push(at(
-                    l,
-                    c,
-                    sat.key(forbidden).to_string(),
+        for (forbidden, why) in FORBIDDEN {
+            if overrides.contains_key(*forbidden) {
+                diags.push(self.problem(
+                    &sat.key(forbidden),
                     format!("a scenario cannot change {forbidden}; {why}"),
                 ));
             }
         }
         // Said once above; merged, it would be checked against this lab alone.
         overrides.remove("reference");
-        let mut merged = doc.clone();
+        let (merged, by_name) = self.merged(&name, &sat, &overrides, diags)?;
+        let text = toml::to_string(&merged).unwrap_or_default();
+        match parse_with(&text, self.path, Some(&self.names), self.kernel) {
+            Ok(topology) => Some(Scenario {
+                name,
+                description,
+                manual,
+                topology,
+                text,
+            }),
+            Err(InvalidTopology(ds)) => {
+                for d in ds {
+                    let place = self.place(&sat, &merged, &by_name, &overrides, &d.at);
+                    diags.push(self.diagnostic(
+                        place,
+                        d.at,
+                        format!("in scenario {name}: {}", d.message),
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    /// The file with scenario `name`'s `overrides` merged in, its links
+    /// changed by name, and only the `[[measure]]` and `[[assert]]` entries
+    /// meant for it; with the links' changes by name. None: a link name
+    /// matches no link.
+    fn merged(
+        &self,
+        name: &str,
+        sat: &KeyPath,
+        overrides: &toml::Table,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<(toml::Table, toml::Table)> {
+        let mut merged = self.doc.clone();
         let by_name = match overrides.get("links") {
             Some(toml::Value::Table(t)) => t.clone(),
             _ => toml::Table::new(),
@@ -150,55 +224,42 @@ pub fn scenarios_str(
         }
         let unmatched = merge_links(&mut merged, &by_name);
         for (link, why) in &unmatched {
-            let lat = sat.key("links").key(link);
-            let (l, c) = loc.find(&lat);
-            diags.push(at(
-                l,
-                c,
-                lat.to_string(),
+            diags.push(self.problem(
+                &sat.key("links").key(link),
                 format!("in scenario {name}: {why}"),
             ));
         }
         if !unmatched.is_empty() {
-            continue;
+            return None;
         }
         merge(&mut merged, &rest);
-        keep_entries_of(&mut merged, "measure", &name);
-        keep_entries_of(&mut merged, "assert", &name);
-        let merged_text = toml::to_string(&merged).unwrap_or_default();
-        match parse_with(&merged_text, path, Some(&names), kernel) {
-            Ok(topology) => out.push(Scenario {
-                name,
-                description,
-                manual,
-                topology,
-                text: merged_text,
-            }),
-            Err(InvalidTopology(ds)) => {
-                // Point at the scenario's own setting where it has one, else at
-                // the base file's.
-                for d in ds {
-                    let path_in = parse_path(&d.at);
-                    let (l, c) = if let Some(p) = by_link_name(&merged, &by_name, &path_in) {
-                        let mut full = sat.clone();
-                        full.0.extend(p.0);
-                        loc.find(&full)
-                    } else if has_path(&overrides, &path_in) {
-                        let mut p = sat.clone();
-                        p.0.extend(path_in.0.clone());
-                        loc.find(&p)
-                    } else {
-                        loc.find(&path_in)
-                    };
-                    diags.push(at(l, c, d.at, format!("in scenario {name}: {}", d.message)));
-                }
-            }
-        }
+        keep_entries_of(&mut merged, "measure", name);
+        keep_entries_of(&mut merged, "assert", name);
+        Some((merged, by_name))
     }
-    if diags.is_empty() {
-        Ok(out)
-    } else {
-        Err(InvalidTopology(diags))
+
+    /// Where a problem at `at` (a path in the merged file) is written: at the
+    /// scenario's own setting where it has one, else at the base file's.
+    fn place(
+        &self,
+        sat: &KeyPath,
+        merged: &toml::Table,
+        by_name: &toml::Table,
+        overrides: &toml::Table,
+        at: &str,
+    ) -> (usize, usize) {
+        let path_in = parse_path(at);
+        if let Some(p) = by_link_name(merged, by_name, &path_in) {
+            let mut full = sat.clone();
+            full.0.extend(p.0);
+            self.loc.find(&full)
+        } else if has_path(overrides, &path_in) {
+            let mut p = sat.clone();
+            p.0.extend(path_in.0.clone());
+            self.loc.find(&p)
+        } else {
+            self.loc.find(&path_in)
+        }
     }
 }
 

@@ -135,7 +135,7 @@ fn key_paths_print_like_the_file() {
 }
 
 /// A router with the nvr500 profile between a LAN (a switch with a PC and a
-/// second router on it) and a WAN, and a server with the seed's host profile
+/// second router on it) and a WAN, and a server with the NVR500 study's host profile
 /// beyond the WAN. nvr's `spare` interface has no address.
 const PROFILED: &str = r#"
 name = "prof"
@@ -160,7 +160,7 @@ routes = [
 kind = "router"
 [nodes.server]
 kind = "host"
-profile = "seed-server"
+profile = "nvr500-study-server"
 [[links]]
 a = "sw:p1"
 b = { port = "nvr:lan1", ipv4 = "198.18.11.250/24", ipv6 = "2001:2:0:11::250/64" }
@@ -294,7 +294,7 @@ fn profile_problems_point_at_the_node() {
     // spare has no address: nothing would be on the LAN side.
     let e = bad("lan = \"lan1\"", "lan = \"spare\"");
     assert!(e[0].contains("nvr:spare has no address"), "{e:?}");
-    let e = bad("profile = \"seed-server\"", "profile = \"nvr500\"");
+    let e = bad("profile = \"nvr500-study-server\"", "profile = \"nvr500\"");
     assert!(
         e[0].contains(
             "nodes.server.profile: \"nvr500\" is a router profile; node \"server\" is a host"
@@ -315,13 +315,13 @@ fn profile_problems_point_at_the_node() {
 
 #[test]
 fn a_lab_copy_names_profile_files_by_absolute_path() {
-    let text = "name = \"x\"\n[nodes.r]\nkind = \"router\"\nprofile = \"p/r.toml\" # mine\n[nodes.b]\nkind = \"host\"\nprofile = \"seed-server\"\n[scenarios.s]\nnodes.r.profile = \"other.toml\"\n";
+    let text = "name = \"x\"\n[nodes.r]\nkind = \"router\"\nprofile = \"p/r.toml\" # mine\n[nodes.b]\nkind = \"host\"\nprofile = \"nvr500-study-server\"\n[scenarios.s]\nnodes.r.profile = \"other.toml\"\n";
     let out = absolute_profile_paths(text, Path::new("/etc/labs"));
     assert!(
         out.contains("profile = \"/etc/labs/p/r.toml\" # mine\n"),
         "{out}"
     );
-    assert!(out.contains("profile = \"seed-server\""), "{out}");
+    assert!(out.contains("profile = \"nvr500-study-server\""), "{out}");
     assert!(
         out.contains("nodes.r.profile = \"/etc/labs/other.toml\""),
         "{out}"

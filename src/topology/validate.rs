@@ -5,7 +5,7 @@ use super::resolved::HostAttach;
 use super::resolved::*;
 use super::{KeyPath, Problem, interface_name_problem, valid_name};
 use ipnetwork::IpNetwork;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
 pub fn validate(t: &Topology) -> Vec<Problem> {
@@ -63,56 +63,7 @@ fn external_tunnel_ends(t: &Topology, p: &mut Vec<Problem>) {
 
 fn measurements(t: &Topology, p: &mut Vec<Problem>) {
     for m in &t.measurements {
-        let mut ok = true;
-        // An address target is outside the lab: resolve checked it whole.
-        let ends = [("from", Some(m.from.as_str())), ("to", m.to.node())];
-        for (key, name) in ends.into_iter().filter_map(|(k, n)| Some((k, n?))) {
-            match t.node_index(name) {
-                None => {
-                    let known: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
-                    p.push(Problem::new(
-                        &m.at.key(key),
-                        format!(
-                            "node \"{name}\" is not defined; defined nodes: {}",
-                            known.join(", ")
-                        ),
-                    ));
-                    ok = false;
-                }
-                Some(i) if t.nodes[i].kind == NodeKind::External && key == "from" => {
-                    p.push(Problem::new(
-                        &m.at.key(key),
-                        format!("\"{name}\" is external: tunbench runs its client only on nodes it builds; measure from a host or router of the lab"),
-                    ));
-                    ok = false;
-                }
-                Some(i) if t.nodes[i].kind == NodeKind::External => {
-                    // tunbench starts no server there: the address form says
-                    // which server, on which port, and (one per entry) family.
-                    let addrs: Vec<String> = t
-                        .node_addresses(i)
-                        .iter()
-                        .map(|(_, a)| format!("{}", a.ip()))
-                        .collect();
-                    p.push(Problem::new(
-                        &m.at.key(key),
-                        format!(
-                            "\"{name}\" is external, so tunbench cannot start a server on it; to measure to an iperf3 server running there, write to = {{ address = \"{}\", port = 5201 }} (one [[measure]] per family)",
-                            addrs.first().map(String::as_str).unwrap_or("ADDRESS")
-                        ),
-                    ));
-                    ok = false;
-                }
-                Some(i) if t.nodes[i].kind == NodeKind::Switch => {
-                    p.push(Problem::new(
-                        &m.at.key(key),
-                        format!("\"{name}\" is a switch; measure between hosts or routers"),
-                    ));
-                    ok = false;
-                }
-                _ => {}
-            }
-        }
+        let ok = measured_nodes(t, m, p);
         let Some(to_name) = m.to.node() else {
             continue;
         };
@@ -152,6 +103,62 @@ fn measurements(t: &Topology, p: &mut Vec<Problem>) {
             }
         }
     }
+}
+
+/// A measurement's `from` and node `to` are hosts or routers tunbench builds
+/// (an address target is outside the lab: resolve checked it whole). False
+/// when one is not.
+fn measured_nodes(t: &Topology, m: &Measurement, p: &mut Vec<Problem>) -> bool {
+    let mut ok = true;
+    let ends = [("from", Some(m.from.as_str())), ("to", m.to.node())];
+    for (key, name) in ends.into_iter().filter_map(|(k, n)| Some((k, n?))) {
+        match t.node_index(name) {
+            None => {
+                let known: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
+                p.push(Problem::new(
+                    &m.at.key(key),
+                    format!(
+                        "node \"{name}\" is not defined; defined nodes: {}",
+                        known.join(", ")
+                    ),
+                ));
+                ok = false;
+            }
+            Some(i) if t.nodes[i].kind == NodeKind::External && key == "from" => {
+                p.push(Problem::new(
+                    &m.at.key(key),
+                    format!("\"{name}\" is external: tunbench runs its client only on nodes it builds; measure from a host or router of the lab"),
+                ));
+                ok = false;
+            }
+            Some(i) if t.nodes[i].kind == NodeKind::External => {
+                // tunbench starts no server there: the address form says
+                // which server, on which port, and (one per entry) family.
+                let addrs: Vec<String> = t
+                    .node_addresses(i)
+                    .iter()
+                    .map(|(_, a)| format!("{}", a.ip()))
+                    .collect();
+                p.push(Problem::new(
+                    &m.at.key(key),
+                    format!(
+                        "\"{name}\" is external, so tunbench cannot start a server on it; to measure to an iperf3 server running there, write to = {{ address = \"{}\", port = 5201 }} (one [[measure]] per family)",
+                        addrs.first().map(String::as_str).unwrap_or("ADDRESS")
+                    ),
+                ));
+                ok = false;
+            }
+            Some(i) if t.nodes[i].kind == NodeKind::Switch => {
+                p.push(Problem::new(
+                    &m.at.key(key),
+                    format!("\"{name}\" is a switch; measure between hosts or routers"),
+                ));
+                ok = false;
+            }
+            _ => {}
+        }
+    }
+    ok
 }
 
 fn interfaces(t: &Topology, p: &mut Vec<Problem>) {
@@ -262,10 +269,29 @@ fn links(t: &Topology, p: &mut Vec<Problem>) {
 /// an external device only through an interface of this machine (`host`), and
 /// builds nothing between two external devices.
 fn external(t: &Topology, p: &mut Vec<Problem>) {
+    let moved = links_to_external(t, p);
+    shared_host_interfaces(t, &moved, p);
+    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::External) {
+        if n.interfaces.is_empty() {
+            p.push(Problem::new(
+                &n.at,
+                format!(
+                    "external node \"{}\" has no link: add a [[links]] entry to it with host = {{ iface = \"...\" }}",
+                    n.name
+                ),
+            ));
+        }
+    }
+}
+
+/// Each link's `host`: given exactly where one end is external, with no
+/// impairments there, and an interface moved into the lab once. Returns the
+/// moved interfaces, each with the `host` that moves it.
+fn links_to_external<'t>(t: &'t Topology, p: &mut Vec<Problem>) -> BTreeMap<&'t str, &'t KeyPath> {
     let name = |e: &Endpoint| format!("{}:{}", t.nodes[e.node].name, e.iface);
+    let outside = |e: &Endpoint| t.nodes[e.node].kind == NodeKind::External;
     let mut moved: BTreeMap<&str, &KeyPath> = BTreeMap::new();
     for l in &t.links {
-        let outside = |e: &Endpoint| t.nodes[e.node].kind == NodeKind::External;
         match (outside(&l.a), outside(&l.b), &l.host) {
             (false, false, Some(h)) => p.push(Problem::new(
                 &h.at,
@@ -303,23 +329,29 @@ fn external(t: &Topology, p: &mut Vec<Problem>) {
                 "impairments on a link to an external node are not supported: the far end is a real network; impair a link inside the lab",
             ));
         }
-        if outside(&l.a) != outside(&l.b) {
-            if let Some(h) = &l.host {
-                if h.attach == HostAttach::Move {
-                    if let Some(first) = moved.insert(&h.iface, &h.at) {
-                        p.push(Problem::new(
-                            &h.at.key("move"),
-                            format!(
-                                "host interface {} is already moved into the lab by {first}; an interface can be moved once (use a macvlan, ipvlan or VLAN to share it)",
-                                h.iface
-                            ),
-                        ));
-                    }
-                }
-            }
+        if outside(&l.a) == outside(&l.b) {
+            continue;
+        }
+        let Some(h) = l.host.as_ref().filter(|h| h.attach == HostAttach::Move) else {
+            continue;
+        };
+        if let Some(first) = moved.insert(&h.iface, &h.at) {
+            p.push(Problem::new(
+                &h.at.key("move"),
+                format!(
+                    "host interface {} is already moved into the lab by {first}; an interface can be moved once (use a macvlan, ipvlan or VLAN to share it)",
+                    h.iface
+                ),
+            ));
         }
     }
-    // The kernel gives a device one receive handler: macvlans or ipvlans, not both.
+    moved
+}
+
+/// Host interfaces several links share: macvlans or ipvlans on one, not both
+/// (the kernel gives a device one receive handler), and none on an
+/// interface moved into the lab.
+fn shared_host_interfaces(t: &Topology, moved: &BTreeMap<&str, &KeyPath>, p: &mut Vec<Problem>) {
     let mut kind_on: BTreeMap<&str, (HostAttach, &KeyPath)> = BTreeMap::new();
     for l in &t.links {
         let Some(h) = &l.host else { continue };
@@ -348,17 +380,6 @@ fn external(t: &Topology, p: &mut Vec<Problem>) {
                     ),
                 ));
             }
-        }
-    }
-    for n in t.nodes.iter().filter(|n| n.kind == NodeKind::External) {
-        if n.interfaces.is_empty() {
-            p.push(Problem::new(
-                &n.at,
-                format!(
-                    "external node \"{}\" has no link: add a [[links]] entry to it with host = {{ iface = \"...\" }}",
-                    n.name
-                ),
-            ));
         }
     }
 }
@@ -501,9 +522,9 @@ fn endpoint_at(t: &Topology, node: usize, iface: &str) -> Option<KeyPath> {
 
 fn routes(t: &Topology, p: &mut Vec<Problem>) {
     // Who holds each address, gathered once (a lookup per route over every
-    // node was n^2 on generated labs of thousands of nodes). The first holder,
-    // as `Topology::owner_of` has it.
-    let mut owners: std::collections::HashMap<IpAddr, usize> = std::collections::HashMap::new();
+    // node would be n^2 on generated labs of thousands of nodes). The first
+    // holder, as `Topology::owner_of` has it.
+    let mut owners: HashMap<IpAddr, usize> = HashMap::new();
     for i in 0..t.nodes.len() {
         for (_, a) in t.node_addresses(i) {
             owners.entry(a.ip()).or_insert(i);
@@ -520,76 +541,98 @@ fn routes(t: &Topology, p: &mut Vec<Problem>) {
                 ));
             }
             seen.push((r.to, r.metric));
-            if let Some(dev) = &r.dev {
-                let known = n.interfaces.iter().any(|i| &i.name == dev)
-                    || n.bridge.as_ref() == Some(dev)
-                    || dev == "lo";
-                if !known {
-                    let names: Vec<&str> = n
-                        .bridge
-                        .iter()
-                        .chain(n.interfaces.iter().map(|i| &i.name))
-                        .map(|s| s.as_str())
-                        .chain(["lo"])
-                        .collect();
-                    p.push(Problem::new(
-                        &r.at.key("dev"),
-                        format!(
-                            "node \"{}\" has no interface \"{dev}\"; its interfaces: {}",
-                            n.name,
-                            names.join(", ")
-                        ),
-                    ));
-                    continue;
-                }
-            }
-            let Some(gw) = r.via else { continue };
-            if addrs.iter().any(|(_, a)| a.ip() == gw) {
-                p.push(Problem::new(
-                    &r.at.key("via"),
-                    format!("gateway {gw} is an address of node \"{}\" itself", n.name),
-                ));
+            if !route_dev_exists(n, r, p) {
                 continue;
             }
-            let on_link = addrs
-                .iter()
-                .any(|(d, a)| d != "lo" && a.contains(gw) && r.dev.as_ref().is_none_or(|x| x == d));
-            if !on_link {
-                let subnets: Vec<String> = addrs
-                    .iter()
-                    .filter(|(d, a)| d != "lo" && a.is_ipv4() == gw.is_ipv4())
-                    .map(|(d, a)| format!("{d} {a}"))
-                    .collect();
-                p.push(Problem::new(
-                    &r.at.key("via"),
-                    format!(
-                        "gateway {gw} is on no subnet connected to node \"{}\" ({}); a gateway must be a neighbour's address",
-                        n.name,
-                        if subnets.is_empty() { "it has no address of that family".to_string() } else { format!("its subnets: {}", subnets.join(", ")) }
-                    ),
-                ));
-                continue;
-            }
-            match owners.get(&gw).copied() {
-                None => p.push(Problem::new(
-                    &r.at.key("via"),
-                    format!("no node in the lab holds gateway address {gw}"),
-                )),
-                Some(g)
-                    if !t.nodes[g].forwarding
-                        && r.to.prefix() < if gw.is_ipv4() { 32 } else { 128 } =>
-                {
-                    let g = &t.nodes[g];
-                    p.push(Problem::new(
-                        &r.at.key("via"),
-                        format!(
-                            "route to {} goes through {} \"{}\", which does not forward, so this path can never work; make it kind = \"router\" or set forwarding = true on it",
-                            r.to, g.kind, g.name
-                        ),
-                    ));
-                }
-                _ => {}
+            if let Some(gw) = r.via {
+                gateway(t, n, r, gw, &addrs, &owners, p);
             }
         }
+    }
+}
+
+/// A route's `dev`, if it names one, is an interface of its node.
+fn route_dev_exists(n: &Node, r: &Route, p: &mut Vec<Problem>) -> bool {
+    let Some(dev) = &r.dev else {
+        return true;
+    };
+    let known = n.interfaces.iter().any(|i| &i.name == dev)
+        || n.bridge.as_ref() == Some(dev)
+        || dev == "lo";
+    if !known {
+        let names: Vec<&str> = n
+            .bridge
+            .iter()
+            .chain(n.interfaces.iter().map(|i| &i.name))
+            .map(|s| s.as_str())
+            .chain(["lo"])
+            .collect();
+        p.push(Problem::new(
+            &r.at.key("dev"),
+            format!(
+                "node \"{}\" has no interface \"{dev}\"; its interfaces: {}",
+                n.name,
+                names.join(", ")
+            ),
+        ));
+    }
+    known
+}
+
+/// A route's gateway `gw`: a neighbour's address on a subnet of node `n`
+/// (`addrs` with their devices), held by a node that forwards.
+fn gateway(
+    t: &Topology,
+    n: &Node,
+    r: &Route,
+    gw: IpAddr,
+    addrs: &[(String, IpNetwork)],
+    owners: &HashMap<IpAddr, usize>,
+    p: &mut Vec<Problem>,
+) {
+    if addrs.iter().any(|(_, a)| a.ip() == gw) {
+        p.push(Problem::new(
+            &r.at.key("via"),
+            format!("gateway {gw} is an address of node \"{}\" itself", n.name),
+        ));
+        return;
+    }
+    let on_link = addrs
+        .iter()
+        .any(|(d, a)| d != "lo" && a.contains(gw) && r.dev.as_ref().is_none_or(|x| x == d));
+    if !on_link {
+        let subnets: Vec<String> = addrs
+            .iter()
+            .filter(|(d, a)| d != "lo" && a.is_ipv4() == gw.is_ipv4())
+            .map(|(d, a)| format!("{d} {a}"))
+            .collect();
+        p.push(Problem::new(
+            &r.at.key("via"),
+            format!(
+                "gateway {gw} is on no subnet connected to node \"{}\" ({}); a gateway must be a neighbour's address",
+                n.name,
+                if subnets.is_empty() { "it has no address of that family".to_string() } else { format!("its subnets: {}", subnets.join(", ")) }
+            ),
+        ));
+        return;
+    }
+    match owners.get(&gw).copied() {
+        None => p.push(Problem::new(
+            &r.at.key("via"),
+            format!("no node in the lab holds gateway address {gw}"),
+        )),
+        Some(g)
+            if !t.nodes[g].forwarding && r.to.prefix() < if gw.is_ipv4() { 32 } else { 128 } =>
+        {
+            let g = &t.nodes[g];
+            p.push(Problem::new(
+                &r.at.key("via"),
+                format!(
+                    "route to {} goes through {} \"{}\", which does not forward, so this path can never work; make it kind = \"router\" or set forwarding = true on it",
+                    r.to, g.kind, g.name
+                ),
+            ));
+        }
+        _ => {}
     }
 }

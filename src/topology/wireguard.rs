@@ -349,6 +349,55 @@ pub fn resolve(
     p: &mut Vec<Problem>,
 ) -> Option<Wireguard> {
     let before = p.len();
+    let mut wg = settings(w, at, p);
+    let default_impl = implementation(
+        w.implementation.as_deref(),
+        Implementation::Tunbench,
+        &at.key("implementation"),
+        p,
+    );
+    if w.peers.len() < 2 {
+        p.push(Problem::new(
+            &at.key("peers"),
+            format!(
+                "tunnel \"{name}\" has {} peer(s); WireGuard needs at least two",
+                w.peers.len()
+            ),
+        ));
+    }
+    wg.peers = w
+        .peers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, rp)| {
+            let pat = at.key("peers").index(i);
+            peer(rp, pat, default_impl, node, external, p)
+        })
+        .collect();
+    if !wg.peers.is_empty() && wg.peers.iter().all(|x| x.external) {
+        p.push(Problem::new(
+            &at.key("peers"),
+            format!(
+                "every peer of tunnel \"{name}\" is on an external node; at least one must be a host or router of the lab"
+            ),
+        ));
+    }
+    if let Some(h) = &w.hub {
+        let hn = node(h, &at.key("hub"), p);
+        wg.hub = hn.and_then(|hn| wg.peers.iter().position(|x| x.node == hn));
+        if hn.is_some() && wg.hub.is_none() {
+            p.push(Problem::new(
+                &at.key("hub"),
+                format!("the hub \"{h}\" is not one of the tunnel's peers"),
+            ));
+        }
+    }
+    (p.len() == before).then_some(wg)
+}
+
+/// The tunnel's own settings (MTU, keepalive, preshared key, queues), with
+/// no peers yet.
+fn settings(w: &RawWireguard, at: &KeyPath, p: &mut Vec<Problem>) -> Wireguard {
     let mtu = int_in(
         w.mtu,
         1280..=9000,
@@ -389,121 +438,80 @@ pub fn resolve(
     let queues = int_in(w.queues, 1..=16, 1, &at.key("queues"), p, |q| {
         format!("{q} queues; use 1..=16")
     }) as u32;
-    let default_impl = implementation(
-        w.implementation.as_deref(),
-        Implementation::Tunbench,
-        &at.key("implementation"),
-        p,
-    );
-    if w.peers.len() < 2 {
-        p.push(Problem::new(
-            &at.key("peers"),
-            format!(
-                "tunnel \"{name}\" has {} peer(s); WireGuard needs at least two",
-                w.peers.len()
-            ),
-        ));
-    }
-    let mut peers = Vec::new();
-    for (i, rp) in w.peers.iter().enumerate() {
-        let pat = at.key("peers").index(i);
-        let n = node(&rp.node, &pat.key("node"), p);
-        let port = int_in(
-            rp.port,
-            1..=65535,
-            DEFAULT_PORT as i64,
-            &pat.key("port"),
-            p,
-            |x| format!("port {x}; use 1..=65535 (default {DEFAULT_PORT})"),
-        ) as u16;
-        let (endpoint, addresses, allowed_ips) =
-            end_fields(&rp.endpoint, &rp.address, &rp.allowed_ips, "peer", &pat, p);
-        let private_key = match &rp.private_key {
-            None => None,
-            Some(s) => match crate::vocab::keys::parse(s) {
-                Ok(k) => Some(k),
-                Err(e) => {
-                    p.push(Problem::new(&pat.key("private_key"), e));
-                    None
-                }
-            },
-        };
-        let imp = implementation(
-            rp.implementation.as_deref(),
-            default_impl,
-            &pat.key("implementation"),
-            p,
-        );
-        let public_key = match &rp.public_key {
-            None => None,
-            Some(s) => match crate::vocab::keys::parse(s) {
-                Ok(k) => Some(k),
-                Err(e) => {
-                    p.push(Problem::new(&pat.key("public_key"), e));
-                    None
-                }
-            },
-        };
-        let is_external = n.is_some_and(external);
-        if is_external {
-            external_peer_keys(rp, &pat, p);
-        } else if n.is_some() && rp.public_key.is_some() {
-            p.push(Problem::new(
-                &pat.key("public_key"),
-                format!(
-                    "\"{}\" is a node tunbench builds, so it holds its own key (private_key, or one made per lab); public_key is for a peer on a kind = \"external\" node",
-                    rp.node
-                ),
-            ));
-        }
-        if let (Some(node), Some(endpoint)) = (n, endpoint) {
-            peers.push(Peer {
-                node,
-                endpoint,
-                port,
-                addresses,
-                allowed_ips,
-                private_key,
-                public_key,
-                external: is_external,
-                implementation: imp,
-                at: pat,
-            });
-        }
-    }
-    if !peers.is_empty() && peers.iter().all(|x| x.external) {
-        p.push(Problem::new(
-            &at.key("peers"),
-            format!(
-                "every peer of tunnel \"{name}\" is on an external node; at least one must be a host or router of the lab"
-            ),
-        ));
-    }
-    let hub = match &w.hub {
-        None => None,
-        Some(h) => {
-            let hn = node(h, &at.key("hub"), p);
-            let found = hn.and_then(|hn| peers.iter().position(|x| x.node == hn));
-            if hn.is_some() && found.is_none() {
-                p.push(Problem::new(
-                    &at.key("hub"),
-                    format!("the hub \"{h}\" is not one of the tunnel's peers"),
-                ));
-            }
-            found
-        }
-    };
-    if p.len() > before {
-        return None;
-    }
-    Some(Wireguard {
+    Wireguard {
         mtu,
         keepalive,
         preshared,
         queues,
-        hub,
-        peers,
+        hub: None,
+        peers: Vec::new(),
+    }
+}
+
+/// One peer: its node, underlay endpoint and port, inner addresses, keys and
+/// who runs it. None: its node or endpoint is unusable.
+fn peer(
+    rp: &RawPeer,
+    at: KeyPath,
+    default_impl: Implementation,
+    node: &NodeLookup<'_>,
+    external: &dyn Fn(usize) -> bool,
+    p: &mut Vec<Problem>,
+) -> Option<Peer> {
+    let n = node(&rp.node, &at.key("node"), p);
+    let port = int_in(
+        rp.port,
+        1..=65535,
+        DEFAULT_PORT as i64,
+        &at.key("port"),
+        p,
+        |x| format!("port {x}; use 1..=65535 (default {DEFAULT_PORT})"),
+    ) as u16;
+    let (endpoint, addresses, allowed_ips) =
+        end_fields(&rp.endpoint, &rp.address, &rp.allowed_ips, "peer", &at, p);
+    let private_key = key(&rp.private_key, &at.key("private_key"), p);
+    let implementation = implementation(
+        rp.implementation.as_deref(),
+        default_impl,
+        &at.key("implementation"),
+        p,
+    );
+    let public_key = key(&rp.public_key, &at.key("public_key"), p);
+    let is_external = n.is_some_and(external);
+    if is_external {
+        external_peer_keys(rp, &at, p);
+    } else if n.is_some() && rp.public_key.is_some() {
+        p.push(Problem::new(
+            &at.key("public_key"),
+            format!(
+                "\"{}\" is a node tunbench builds, so it holds its own key (private_key, or one made per lab); public_key is for a peer on a kind = \"external\" node",
+                rp.node
+            ),
+        ));
+    }
+    Some(Peer {
+        node: n?,
+        endpoint: endpoint?,
+        port,
+        addresses,
+        allowed_ips,
+        private_key,
+        public_key,
+        external: is_external,
+        implementation,
+        at,
     })
+}
+
+/// A key in base64, as `wg` prints it.
+fn key(s: &Option<String>, at: &KeyPath, p: &mut Vec<Problem>) -> Option<[u8; 32]> {
+    match crate::vocab::keys::parse(s.as_ref()?) {
+        Ok(k) => Some(k),
+        Err(e) => {
+            p.push(Problem::new(at, e));
+            None
+        }
+    }
 }
 
 /// A peer on a device tunbench does not run: it is given by its public key,

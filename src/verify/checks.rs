@@ -6,9 +6,9 @@
 use super::capture::Capture;
 use super::probe::{self, Echo, Mtu};
 use crate::lab::Running;
-use crate::measure::model::Results;
-use crate::measure::runner::MeasureSpec;
+use crate::measure::results::Results;
 use crate::measure::session::{Overrides, measure_lab, spec_of};
+use crate::measure::spec::MeasureSpec;
 use crate::report::expect::{
     Expectation, Phase, Statistic, Subject, check_with_baseline, latency_figure,
 };

@@ -90,7 +90,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gigabit_ethernet_carries_the_seeds_wired_figures() {
+    fn gigabit_ethernet_carries_the_study_wired_figures() {
         let e = Framing::Ethernet;
         // TCP with timestamps at MTU 1500: 1448 B (IPv4) or 1428 B (IPv6) of
         // payload per 1538 B on the wire.

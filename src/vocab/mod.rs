@@ -35,7 +35,7 @@ pub enum Proto {
     Udp,
 }
 
-/// The seed's words: "sender" is the iperf3 client sending (upload), "receiver"
+/// The NVR500 study's words: "sender" is the iperf3 client sending (upload), "receiver"
 /// is `-R` (download).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -133,7 +133,7 @@ impl Cell {
         }
     }
 
-    /// The seed's own words: "IPv4 TCP Sender".
+    /// The NVR500 study's own words: "IPv4 TCP Sender".
     pub fn title(&self) -> String {
         let mut t = format!(
             "{} {} {}",

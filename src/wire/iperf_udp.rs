@@ -1,5 +1,5 @@
-//! The iperf3 UDP datagram header (iperf3 3.12 `iperf_udp_send` / `iperf_udp_recv`;
-//! read from its source, "Data streams").
+//! The iperf3 UDP datagram header, as iperf3 3.12 writes and reads it at the
+//! head of every datagram of a UDP data stream (`iperf_udp_send` / `iperf_udp_recv`).
 //!
 //! With 32-bit counters (the default):
 //!

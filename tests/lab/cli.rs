@@ -223,7 +223,7 @@ fn commands_on_a_lab_that_is_not_up_say_so() {
 /// Saved results of one path, raw, with TCP upload at 900 Mbit/s and the
 /// published figure for it.
 fn results_with_reference(published: &str) -> String {
-    use tunbench::measure::model::*;
+    use tunbench::measure::results::*;
     use tunbench::topology::reference::{PublishedFigure, Reference, Tolerance};
     use tunbench::vocab::Cell;
     let cell = Cell::parse_key("ipv4.tcp.sender").unwrap();
@@ -262,7 +262,7 @@ fn results_with_reference(published: &str) -> String {
             tunnel: None,
         }],
         reference: Some(Reference {
-            source: Some("the seed".into()),
+            source: Some("the NVR500 study".into()),
             tolerance: Tolerance::DEFAULT,
             figures: vec![PublishedFigure {
                 path: "raw".into(),
@@ -289,7 +289,7 @@ fn expect_reference_gates_on_the_published_figures() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("\nPublished (the seed) vs measured\n"),
+        out.contains("\nPublished (the NVR500 study) vs measured\n"),
         "{out}"
     );
     assert!(
@@ -408,7 +408,7 @@ fn report_writes_an_html_page_with_the_topologys_graph() {
     let html = std::fs::read_to_string(path("r.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
     assert!(
-        html.contains("<h2>Published (the seed) vs measured</h2>"),
+        html.contains("<h2>Published (the NVR500 study) vs measured</h2>"),
         "{html}"
     );
     assert!(html.contains("<svg xmlns="), "{html}");

@@ -301,7 +301,7 @@ fn the_real_nvr500_file_moves_both_nics_in_and_gives_them_back_exactly() {
     assert_eq!(after, before, "moved interfaces given back exactly");
 
     // The study itself, as a user with the router would run it (one short run a
-    // cell): the manual step, the matrix through the router, the seed's table.
+    // cell): the manual step, the matrix through the router, the NVR500 study's table.
     // The file as shipped but for its [[measure]]: TCP only and no latency
     // probes. The UDP rate search (tests/measure/measure.rs checks it) and the
     // idle probes would add half a minute that nothing here looks at.
@@ -346,12 +346,12 @@ fn the_real_nvr500_file_moves_both_nics_in_and_gives_them_back_exactly() {
             "no {needle:?} in the run's output:\n{out}"
         );
     }
-    // The seed's figure beside one measured through the router.
+    // The NVR500 study's figure beside one measured through the router.
     assert!(
         out.lines().any(|l| l.contains("IPv4 TCP Sender")
             && l.contains("824")
             && !l.contains("not measured")),
-        "no measured IPv4 TCP Sender beside the seed's 824 in:\n{out}"
+        "no measured IPv4 TCP Sender beside the NVR500 study's 824 in:\n{out}"
     );
     assert_gone(&lab);
     let after: Vec<String> = ["enp1s0", "enp2s0"].map(|n| h.state_of(n)).to_vec();

@@ -1,5 +1,5 @@
 //! `[scenarios.NAME] manual = "..."`: a step taken by hand before a scenario is
-//! measured (the seed's `ip routing process fast` on the router's console).
+//! measured (the NVR500 study's `ip routing process fast` on the router's console).
 //! `run` prints it once the scenario's lab is up and waits for Enter on the
 //! terminal, or goes on with `--yes`; without a terminal and without `--yes` it
 //! refuses before building anything. `validate` and the dry runs show the steps.

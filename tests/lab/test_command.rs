@@ -254,7 +254,7 @@ fn several_files_run_one_after_another_in_distinct_labs() {
 /// Whether a TCP connection to the measurement server's port is established
 /// in the namespace of process `pid` (the lab's server): a run has begun.
 fn a_run_is_under_way(pid: u64) -> bool {
-    let port = format!(":{:04X}", tunbench::measure::runner::SERVER_PORT);
+    let port = format!(":{:04X}", tunbench::measure::server::SERVER_PORT);
     ["tcp", "tcp6"].iter().any(|f| {
         std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
             .unwrap_or_default()

@@ -1,4 +1,4 @@
-//! The measurement engine and the seed's method, end to end: the iperf3
+//! The measurement engine and the NVR500 study's method, end to end: the iperf3
 //! protocol against Debian's iperf3, the server's input handling, the matrix
 //! and UDP search, servers outside the lab, and latency.
 

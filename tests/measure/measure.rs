@@ -1,4 +1,4 @@
-//! The seed's method end to end in a lab: the matrix, the UDP search, expectations,
+//! The NVR500 study's method end to end in a lab: the matrix, the UDP search, expectations,
 //! `run` from a topology file, and the measurement as a library call.
 
 use crate::common::*;
@@ -263,10 +263,10 @@ fn read_all(pipe: Option<impl std::io::Read>) -> Vec<u8> {
 /// build's tunbench as the server.
 fn measure_in(
     lab: &str,
-    spec: tunbench::measure::runner::MeasureSpec,
-) -> tunbench::measure::model::PathResult {
+    spec: tunbench::measure::spec::MeasureSpec,
+) -> tunbench::measure::results::PathResult {
     let running = tunbench::lab::find(lab).unwrap();
-    let spec = tunbench::measure::runner::MeasureSpec {
+    let spec = tunbench::measure::spec::MeasureSpec {
         server_exe: Some(bin().into()),
         ..spec
     };
@@ -281,7 +281,7 @@ fn measure_in(
 
 #[test]
 fn one_cell_as_a_library_call() {
-    use tunbench::measure::runner::MeasureSpec;
+    use tunbench::measure::spec::MeasureSpec;
     use tunbench::vocab::{Direction, Family, Proto};
     let lab = lab_name("lib");
     let (_g, o) = up(&topo("router.toml"), &lab);
@@ -311,7 +311,7 @@ fn one_cell_as_a_library_call() {
 /// threshold, and the report must say so.
 #[test]
 fn a_confirmation_steps_down_where_the_search_overshoots() {
-    use tunbench::measure::runner::MeasureSpec;
+    use tunbench::measure::spec::MeasureSpec;
     use tunbench::vocab::{Direction, Family, Proto};
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -377,7 +377,7 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
         "{c:?}"
     );
     // The report says what happened.
-    let results = tunbench::measure::model::Results {
+    let results = tunbench::measure::results::Results {
         tool: "t".into(),
         lab: lab.clone(),
         topology: None,

@@ -1,5 +1,5 @@
 //! The documentation's examples and links are checked: every ```toml block of
-//! README.md and docs/*.md goes through the same library call `tunbench
+//! README.md, BENCHMARKS.md and the docs/ pages goes through the same library call `tunbench
 //! validate` makes (`topology::parse_str`: parse, resolve, validate, and every
 //! scenario), relative links lead to files of the repository (and to headings
 //! that exist), and docs/topology.md names every shipped topology. Needs no
@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 /// longer recognised (a changed fence, say), not that they pass.
 const MIN_TOML_BLOCKS: usize = 16;
 const MIN_PAGES: usize = 10;
+const MIN_BENCHMARK_PAGES: usize = 10;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -30,22 +31,33 @@ fn bases_dir() -> PathBuf {
     root().join("tests/fixtures/doc-bases")
 }
 
-/// README.md and every docs/*.md, sorted.
-fn pages() -> Vec<PathBuf> {
-    let docs = root().join("docs");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&docs)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", docs.display()))
+/// The markdown pages of one folder, sorted.
+fn pages_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
     v.sort();
-    assert!(
-        v.len() >= MIN_PAGES,
-        "docs/ holds {} pages, expected at least {MIN_PAGES}: {v:?}",
-        v.len()
-    );
-    v.insert(0, root().join("README.md"));
     v
+}
+
+/// README.md, BENCHMARKS.md, every docs/*.md and docs/benchmarks/*.md.
+fn pages() -> Vec<PathBuf> {
+    let docs = pages_in(&root().join("docs"));
+    assert!(
+        docs.len() >= MIN_PAGES,
+        "docs/ holds {} pages, expected at least {MIN_PAGES}: {docs:?}",
+        docs.len()
+    );
+    let benchmarks = pages_in(&root().join("docs/benchmarks"));
+    assert!(
+        benchmarks.len() >= MIN_BENCHMARK_PAGES,
+        "docs/benchmarks/ holds {} pages, expected at least {MIN_BENCHMARK_PAGES}",
+        benchmarks.len()
+    );
+    let top = ["README.md", "BENCHMARKS.md"].map(|p| root().join(p));
+    top.into_iter().chain(docs).chain(benchmarks).collect()
 }
 
 fn read(path: &Path) -> String {

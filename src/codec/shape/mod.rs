@@ -121,7 +121,7 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
     /// no longer than `max_wait`: a queue sized in time, as the rate sets it,
     /// with a floor. (Senders hand over TSO bursts of 40-odd packets at once,
     /// which a real link in front of the device would have spread out; a fixed
-    /// 64 packets dropped them at 824 Mbit/s.)
+    /// packet count drops them at high rates.)
     pub fn new(
         limits: Vec<Limits>,
         queue_packets: u32,
@@ -224,9 +224,7 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
             // time has come, has not been sent yet (the datapath hands the due
             // ones out through `poll`, after the packets it offered in the same
             // batch): passing now would put this packet ahead of it, and a
-            // flow's packets would leave out of order (a UDP download through
-            // the nvr500 model at 400 Mbit/s, under its 472.5 ceiling, had 40 %
-            // of its datagrams out of order).
+            // flow's packets would leave out of order.
             Some(leave) if leave <= now && self.waiting[class] == 0 => {
                 self.counts.passed += 1;
                 Offer::Pass

@@ -32,7 +32,10 @@ mod field {
     pub const CSUM_OFFSET: Range<usize> = 8..10;
 }
 
-/// `flags`: the checksum from `csum_start` on is still to be computed.
+/// `flags`: the checksum from `csum_start` on is still to be computed (the
+/// field holds the pseudo-header sum; the sum over `csum_start..` goes at
+/// `csum_start + csum_offset`). On a packet written into the TUN the kernel
+/// takes it as CHECKSUM_PARTIAL: checked locally, never again.
 pub const F_NEEDS_CSUM: u8 = 1;
 /// `flags`: the checksum has been verified (only meaningful towards the kernel).
 pub const F_DATA_VALID: u8 = 2;

@@ -1,10 +1,14 @@
 //! Holding expectations against [`Results`]: finding the paths and cells they
-//! name (a ratio's slash settled against the results' paths), comparing the
-//! figure, and saying in one line per [`Failure`] by how much it missed.
+//! name, comparing the figure, and saying in one line per [`Failure`] by how
+//! much it missed. A path label may contain a slash (`fast/raw`), so which
+//! slash divides a ratio is settled against the results' paths.
 
-use super::model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
-use crate::measure::model::{CellResult, PathResult, Results};
-use crate::report::{baseline_index, one_line, path_list, percent, rate, seed_order, sig};
+use super::expectation::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
+use crate::measure::results::{CellResult, PathResult, Results};
+use crate::report::baseline_index;
+use crate::report::cells::study_order;
+use crate::report::numbers::{ms, percent, rate, sig};
+use crate::report::words::{one_line, path_list};
 use crate::vocab::Cell;
 use std::fmt;
 
@@ -110,7 +114,7 @@ pub fn check_with_baseline(r: &Results, e: &[Expectation], baseline: Option<&str
                             .map(|c| c.cell)
                             .filter(|c| b.cell(c).is_some())
                             .collect();
-                        cells.sort_by_key(seed_order);
+                        cells.sort_by_key(study_order);
                         if cells.is_empty() {
                             failures.push(fail(
                                 None,
@@ -160,14 +164,7 @@ fn check_latency(
     if holds(x, v) {
         return Ok(());
     }
-    Err((
-        Some(v),
-        format!(
-            "measured {} ms, {}",
-            crate::report::views::ms(v),
-            miss(x, v)
-        ),
-    ))
+    Err((Some(v), format!("measured {} ms, {}", ms(v), miss(x, v))))
 }
 
 /// The latency figure (ms) a latency expectation reads on path `p`, or why
@@ -264,7 +261,7 @@ fn check_ratio(
 fn figure_of<'a>(p: &'a PathResult, cell: &Cell) -> Result<&'a CellResult, Miss> {
     let Some(c) = p.cell(cell) else {
         let mut keys: Vec<&Cell> = p.cells.iter().map(|c| &c.cell).collect();
-        keys.sort_by_key(|c| seed_order(c));
+        keys.sort_by_key(|c| study_order(c));
         let keys: Vec<String> = keys.iter().map(|c| c.key()).collect();
         return Err((
             None,
@@ -352,7 +349,7 @@ fn miss(x: &Expectation, v: f64) -> String {
     }
     let limit = match &x.subject {
         Subject::Cell { .. } => rate(x.value, 4),
-        Subject::Latency { .. } => format!("{} ms", crate::report::views::ms(x.value)),
+        Subject::Latency { .. } => format!("{} ms", ms(x.value)),
         Subject::Ratio { .. } => sig(x.value, 3),
     };
     if x.value == 0.0 || v == x.value {

@@ -1,5 +1,5 @@
 //! CI expectations (`--expect`): a threshold on one cell's figure, or on the
-//! ratio of two paths' figures, checked against [`Results`](crate::measure::model::Results).
+//! ratio of two paths' figures, checked against [`Results`](crate::measure::results::Results).
 //!
 //! ```text
 //! ipv4.tcp.sender >= 500M              the cell on the baseline path
@@ -10,20 +10,16 @@
 //!
 //! Figures are compared on the **median** of a cell's runs: it is what a rerun
 //! most likely reproduces, so a CI gate on it flakes least. A cell key may end
-//! in `.best` (the seed's rule), `.min` or `.max` to compare that instead.
+//! in `.best` (the NVR500 study's rule), `.min` or `.max` to compare that instead.
 //!
-//! A path label may contain a slash (`fast/raw` in a scenario), so which slash
-//! divides a ratio is settled against the paths the results have; `fast/raw:CELL`
-//! with a rate (`500M`) is a cell on path `fast/raw`.
-//!
-//! What an expectation is ([`Expectation`]) is written once in `model`;
+//! What an expectation is ([`Expectation`]) is written once in `expectation`;
 //! `parse` reads one from its text and `check` holds it against the results,
 //! each failure one line ([`Failure`]).
 
 mod check;
-mod model;
+mod expectation;
 mod parse;
 
 pub use check::{Failure, check, check_with_baseline, latency_figure};
-pub use model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
+pub use expectation::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
 pub use parse::{FORMS, parse};

@@ -2,7 +2,7 @@
 //! and precision, and which path, ratio and cell the left side names. Every
 //! error says what is wrong and lists the valid forms ([`FORMS`]).
 
-use super::model::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
+use super::expectation::{Expectation, Op, Percentile, Phase, Statistic, Subject, Way};
 use crate::vocab::Cell;
 use std::str::FromStr;
 

@@ -2,7 +2,7 @@
 //! front of each column name.
 
 use super::matrix::{heading, matrix};
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use crate::report::md::{md_escape, md_table};
 use std::fmt::Write;
 

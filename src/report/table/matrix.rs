@@ -1,13 +1,14 @@
-//! The matrix before it is laid out: the heading line, then rows = cells and
-//! per path best, median, min-max (and the UDP rate with its loss), CPU, the
-//! latency probes' round trips where they ran, and the ratio columns, with their footnotes and legend, laid out as markdown
-//! (`--format md`); the text report prints views instead ([`crate::report::views`]).
+//! The matrix before it is laid out as markdown (`--format md`): the heading
+//! line, then rows = cells and per path best, median, min-max (and the UDP
+//! rate with its loss), CPU, the latency probes' round trips where they ran,
+//! and the ratio columns, with their footnotes and legend. The text report
+//! prints views instead ([`crate::report::views`]).
 
-use crate::measure::model::Results;
-use crate::report::{
-    baseline_index, loss_within, mbit, one_line, ordered_cells, percent, step_down_notes,
-    udp_figure, utc,
-};
+use crate::measure::results::{CellResult, PathResult, Results};
+use crate::report::baseline_index;
+use crate::report::cells::{loss_within, ordered_cells, step_down_notes, udp_figure};
+use crate::report::numbers::{mbit, ms, percent, utc};
+use crate::report::words::one_line;
 use crate::vocab::{Cell, Family, Proto};
 use std::fmt::Write;
 
@@ -36,107 +37,134 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
         }
     };
     let cells = ordered_cells(r);
-    let with_udp = cells.iter().any(|c| c.protocol == Proto::Udp);
-
-    // Round trips where the latency probes ran: idle, under the cell's load,
-    // and that load's p99.
-    let with_latency = r
-        .paths
-        .iter()
-        .any(|p| !p.idle_latency.is_empty() || p.cells.iter().any(|c| c.latency.is_some()));
-    let mut long_columns = vec!["cell".to_string()];
-    let mut names: Vec<&str> = if with_udp {
-        vec!["best", "median", "min-max", "-b / rcvd (loss)", "cpu c/s"]
-    } else {
-        vec!["best", "median", "min-max", "cpu c/s"]
-    };
-    if with_latency {
-        names.push(RTT_COLUMN);
-    }
-    // What the links' line rates allow, where the run recorded it.
-    let with_wire = r
-        .paths
-        .iter()
-        .any(|p| p.cells.iter().any(|c| c.wire_limit.is_some()));
-    if with_wire {
-        names.push(WIRE_COLUMN);
-    }
-    for p in &r.paths {
-        for n in &names {
-            long_columns.push(format!("{} {n}", p.label()));
-        }
-    }
-    let others: Vec<usize> = (0..r.paths.len()).filter(|&i| i != base).collect();
-    if !others.is_empty() {
-        for &i in &others {
-            long_columns.push(format!("{}/{}", r.paths[i].label(), r.paths[base].label()));
-        }
-    }
-
+    let shape = Shape::of(r, &cells, base);
     let mut notes = Vec::new();
-    let mut rows = Vec::new();
     let mut across_family = false;
-    for c in &cells {
-        let mut row = vec![c.title()];
-        for p in &r.paths {
-            let mut figures = match p.cell(c) {
-                None => vec!["-".to_string(); 3],
-                Some(cr) => match &cr.error {
-                    Some(e) => {
-                        notes.push(format!("{} {}: {}", p.label(), c.title(), one_line(e)));
-                        vec![
-                            format!("failed [{}]", notes.len()),
-                            String::new(),
-                            String::new(),
-                        ]
-                    }
-                    None => vec![
-                        mbit(cr.best_bps),
-                        mbit(cr.median_bps),
-                        format!("{}-{}", mbit(cr.min_bps), mbit(cr.max_bps)),
-                    ],
-                },
-            };
-            if with_udp {
-                let figure = p.cell(c).filter(|cr| cr.error.is_none()).and_then(|cr| {
-                    let f = udp_figure(cr)?;
-                    let mut s = format!(
-                        "{}{} / {} ({} %)",
-                        mbit(f.offered),
-                        if f.sender_limited { "s" } else { "" },
-                        mbit(f.received),
-                        percent(f.loss)
-                    );
-                    let steps = step_down_notes(cr);
-                    if !steps.is_empty() {
-                        notes.push(format!("{} {}: {}", p.label(), c.title(), steps.join("; ")));
-                        s += &format!(" [{}]", notes.len());
-                    }
-                    Some(s)
-                });
-                figures.push(figure.unwrap_or_default());
+    let rows = cells
+        .iter()
+        .map(|c| {
+            let mut row = vec![c.title()];
+            for p in &r.paths {
+                row.extend(shape.path_figures(p, c, &mut notes));
             }
-            // CPU of the client and the server, so a limit of the ends shows (the
-            // seed's low UDP sender figures were its server's receive limit).
-            figures.push(
-                p.cell(c)
-                    .filter(|cr| !cr.runs.is_empty())
-                    .map(cpu)
-                    .unwrap_or_default(),
-            );
-            if with_latency {
-                figures.push(round_trips(p, c));
-            }
-            if with_wire {
-                let limit = p.cell(c).and_then(|cr| cr.wire_limit.as_ref());
-                figures.push(limit.map(|l| mbit(l.bps)).unwrap_or_default());
-            }
-            row.extend(figures);
+            row.extend(shape.ratios(r, c, &mut across_family));
+            row
+        })
+        .collect();
+    legend.extend(shape.legend(r, across_family));
+    Matrix {
+        long_columns: shape.columns(r),
+        rows,
+        notes,
+        legend,
+    }
+}
+
+/// Which path the ratios divide by, and which columns each path gets.
+struct Shape {
+    base: usize,
+    /// The paths with a ratio column, in the results' order.
+    others: Vec<usize>,
+    /// A UDP figure's column, when any cell is UDP.
+    with_udp: bool,
+    /// Round trips where the latency probes ran: idle, under the cell's
+    /// load, and that load's p99.
+    with_latency: bool,
+    /// What the links' line rates allow, where the run recorded it.
+    with_wire: bool,
+}
+
+impl Shape {
+    fn of(r: &Results, cells: &[Cell], base: usize) -> Shape {
+        let cell_results = || r.paths.iter().flat_map(|p| &p.cells);
+        Shape {
+            base,
+            others: (0..r.paths.len()).filter(|&i| i != base).collect(),
+            with_udp: cells.iter().any(|c| c.protocol == Proto::Udp),
+            with_latency: r.paths.iter().any(|p| !p.idle_latency.is_empty())
+                || cell_results().any(|c| c.latency.is_some()),
+            with_wire: cell_results().any(|c| c.wire_limit.is_some()),
         }
-        // A baseline that measures only the other family (native IPv6 against
-        // IPv4 over a softwire, the seed's DS-Lite comparison) is compared with
-        // its cell of the same protocol, direction and streams, marked `*`.
-        let (of_base, across) = match r.paths.get(base) {
+    }
+
+    /// Column names with the path in front ("raw best"), then a ratio
+    /// column per other path ("wg/raw"); the first is the cell.
+    fn columns(&self, r: &Results) -> Vec<String> {
+        let mut names: Vec<&str> = vec!["best", "median", "min-max"];
+        if self.with_udp {
+            names.push("-b / rcvd (loss)");
+        }
+        names.push("cpu c/s");
+        if self.with_latency {
+            names.push(RTT_COLUMN);
+        }
+        if self.with_wire {
+            names.push(WIRE_COLUMN);
+        }
+        let mut columns = vec!["cell".to_string()];
+        for p in &r.paths {
+            for n in &names {
+                columns.push(format!("{} {n}", p.label()));
+            }
+        }
+        for &i in &self.others {
+            let base = r.paths[self.base].label();
+            columns.push(format!("{}/{base}", r.paths[i].label()));
+        }
+        columns
+    }
+
+    /// Path `p`'s figures for cell `c`, as many as [`Shape::columns`] names
+    /// per path; a failed cell's error and a UDP figure's step-downs go to
+    /// `notes`, referenced by number.
+    fn path_figures(&self, p: &PathResult, c: &Cell, notes: &mut Vec<String>) -> Vec<String> {
+        let cr = p.cell(c);
+        let mut figures = match cr {
+            None => vec!["-".to_string(); 3],
+            Some(cr) => match &cr.error {
+                Some(e) => {
+                    notes.push(format!("{} {}: {}", p.label(), c.title(), one_line(e)));
+                    vec![
+                        format!("failed [{}]", notes.len()),
+                        String::new(),
+                        String::new(),
+                    ]
+                }
+                None => vec![
+                    mbit(cr.best_bps),
+                    mbit(cr.median_bps),
+                    format!("{}-{}", mbit(cr.min_bps), mbit(cr.max_bps)),
+                ],
+            },
+        };
+        let measured = cr.filter(|cr| cr.error.is_none());
+        if self.with_udp {
+            let figure = measured.and_then(|cr| udp_column(p, cr, notes));
+            figures.push(figure.unwrap_or_default());
+        }
+        // CPU of the client and the server, so a limit of the ends shows.
+        figures.push(
+            cr.filter(|cr| !cr.runs.is_empty())
+                .map(cpu)
+                .unwrap_or_default(),
+        );
+        if self.with_latency {
+            figures.push(round_trips(p, c));
+        }
+        if self.with_wire {
+            let limit = cr.and_then(|cr| cr.wire_limit.as_ref());
+            figures.push(limit.map(|l| mbit(l.bps)).unwrap_or_default());
+        }
+        figures
+    }
+
+    /// The other paths' medians over the baseline's for cell `c`, "-" where
+    /// either has none. A baseline that measures only the other family
+    /// (native IPv6 against IPv4 over a softwire, the NVR500 study's DS-Lite
+    /// comparison) is compared with its cell of the same protocol, direction
+    /// and streams, marked `*` (and `across_family` set).
+    fn ratios(&self, r: &Results, c: &Cell, across_family: &mut bool) -> Vec<String> {
+        let (of_base, across) = match r.paths.get(self.base) {
             Some(p) => match p.cell(c) {
                 Some(b) => (Some(b), false),
                 None if !p.cells.iter().any(|x| x.cell.family == c.family) => {
@@ -153,12 +181,13 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
             },
             None => (None, false),
         };
-        for &i in &others {
-            let ratio = match (r.paths[i].cell(c), of_base) {
+        self.others
+            .iter()
+            .map(|&i| match (r.paths[i].cell(c), of_base) {
                 (Some(a), Some(b))
                     if a.error.is_none() && b.error.is_none() && b.median_bps > 0.0 =>
                 {
-                    across_family |= across;
+                    *across_family |= across;
                     format!(
                         "{:.2}{}",
                         a.median_bps / b.median_bps,
@@ -166,74 +195,92 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
                     )
                 }
                 _ => "-".to_string(),
-            };
-            row.push(ratio);
-        }
-        rows.push(row);
+            })
+            .collect()
     }
 
-    let runs = r.runs_per_cell;
-    legend.push(format!(
-        "Mbit/s: best of {runs} run{} (the seed's rule), median, min-max.",
-        if runs == 1 { "" } else { "s" }
-    ));
-    if with_udp {
-        let threshold = loss_within(r);
-        legend.push(format!(
-            "UDP: received rate; -b / rcvd (loss): the figure, the highest offered rate at which a full-length run kept its receiver-side loss{threshold}, then what that run received and lost."
-        ));
-        let limited = r
-            .paths
-            .iter()
-            .flat_map(|p| &p.cells)
-            .filter(|c| c.error.is_none())
-            .any(|c| udp_figure(c).is_some_and(|f| f.sender_limited));
-        if limited {
-            legend.push(
-                "s: the sender could not offer more; that figure is the sending end's limit, not the path's."
-                    .to_string(),
-            );
+    /// What the figures are, one sentence a line.
+    fn legend(&self, r: &Results, across_family: bool) -> Vec<String> {
+        let runs = r.runs_per_cell;
+        let mut legend = vec![format!(
+            "Mbit/s: best of {runs} run{} (the NVR500 study's rule), median, min-max.",
+            if runs == 1 { "" } else { "s" }
+        )];
+        if self.with_udp {
+            let threshold = loss_within(r);
+            legend.push(format!(
+                "UDP: received rate; -b / rcvd (loss): the figure, the highest offered rate at which a full-length run kept its receiver-side loss{threshold}, then what that run received and lost."
+            ));
+            let limited = r
+                .paths
+                .iter()
+                .flat_map(|p| &p.cells)
+                .filter(|c| c.error.is_none())
+                .any(|c| udp_figure(c).is_some_and(|f| f.sender_limited));
+            if limited {
+                legend.push(
+                    "s: the sender could not offer more; that figure is the sending end's limit, not the path's."
+                        .to_string(),
+                );
+            }
         }
+        legend.push(
+            "cpu c/s: median CPU use of the client and the server, percent of one core."
+                .to_string(),
+        );
+        if self.with_latency {
+            legend.push(format!(
+                "{RTT_COLUMN}: the latency probes' median round trip with the path idle (that family's), under the cell's load, and that load's p99."
+            ));
+        }
+        if self.with_wire {
+            legend.push(format!(
+                "{WIRE_COLUMN}: what the shaped links' line rates allow the cell's payload (rate x payload / wire bytes per frame on the tightest link of its way)."
+            ));
+        }
+        let base = || r.paths[self.base].label();
+        if !self.others.is_empty() {
+            legend.push(format!("Ratios: a path's median divided by {}'s.", base()));
+        }
+        if across_family {
+            legend.push(format!(
+                "*: {} measures only the other family; divided by its cell of the same protocol and direction (IPv4 over a softwire against native IPv6).",
+                base()
+            ));
+        }
+        legend
     }
-    legend.push(
-        "cpu c/s: median CPU use of the client and the server, percent of one core.".to_string(),
+}
+
+/// A UDP cell's figure: "350 / 347 (0.9 %)", "s" after a sender-limited
+/// rate, and a footnote number where its search stepped down.
+fn udp_column(p: &PathResult, cr: &CellResult, notes: &mut Vec<String>) -> Option<String> {
+    let f = udp_figure(cr)?;
+    let mut s = format!(
+        "{}{} / {} ({} %)",
+        mbit(f.offered),
+        if f.sender_limited { "s" } else { "" },
+        mbit(f.received),
+        percent(f.loss)
     );
-    if with_latency {
-        legend.push(format!(
-            "{RTT_COLUMN}: the latency probes' median round trip with the path idle (that family's), under the cell's load, and that load's p99."
+    let steps = step_down_notes(cr);
+    if !steps.is_empty() {
+        notes.push(format!(
+            "{} {}: {}",
+            p.label(),
+            cr.cell.title(),
+            steps.join("; ")
         ));
+        s += &format!(" [{}]", notes.len());
     }
-    if with_wire {
-        legend.push(format!(
-            "{WIRE_COLUMN}: what the shaped links' line rates allow the cell's payload (rate x payload / wire bytes per frame on the tightest link of its way)."
-        ));
-    }
-    if !others.is_empty() {
-        legend.push(format!(
-            "Ratios: a path's median divided by {}'s.",
-            r.paths[base].label()
-        ));
-    }
-    if across_family {
-        legend.push(format!(
-            "*: {} measures only the other family; divided by its cell of the same protocol and direction (IPv4 over a softwire against native IPv6).",
-            r.paths[base].label()
-        ));
-    }
-    Matrix {
-        long_columns,
-        rows,
-        notes,
-        legend,
-    }
+    Some(s)
 }
 
 const RTT_COLUMN: &str = "RTT ms idle / load / p99";
 const WIRE_COLUMN: &str = "wire limit";
 
 /// "0.22 / 2.28 / 4.63"; "-" for a figure the probes did not give.
-fn round_trips(p: &crate::measure::model::PathResult, c: &Cell) -> String {
-    use crate::report::views::ms;
+fn round_trips(p: &PathResult, c: &Cell) -> String {
     let idle = p
         .idle_latency
         .iter()
@@ -255,7 +302,7 @@ fn round_trips(p: &crate::measure::model::PathResult, c: &Cell) -> String {
     )
 }
 
-fn cpu(cr: &crate::measure::model::CellResult) -> String {
+fn cpu(cr: &CellResult) -> String {
     let median = |mut v: Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
         v[v.len() / 2]
@@ -303,7 +350,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_stepped_down_or_sender_limited_udp_figure_says_so() {
-        use crate::measure::model::Trial;
+        use crate::measure::results::Trial;
         use crate::vocab::Cell;
         let mut r = fixture::results();
         let c = r.paths[0]
@@ -343,7 +390,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_figure_lowered_for_persisting_reordering_says_so_in_every_format() {
-        use crate::measure::model::Trial;
+        use crate::measure::results::Trial;
         use crate::vocab::Cell;
         let mut r = fixture::results();
         let c = r.paths[0]
@@ -549,9 +596,9 @@ pub(super) mod tests {
         );
         let want = format!(
             "{} / {} / {}",
-            crate::report::views::ms(idle),
-            crate::report::views::ms(loaded.rtt_ms.median),
-            crate::report::views::ms(loaded.rtt_ms.p99)
+            crate::report::numbers::ms(idle),
+            crate::report::numbers::ms(loaded.rtt_ms.median),
+            crate::report::numbers::ms(loaded.rtt_ms.p99)
         );
         assert!(
             md.lines()
@@ -568,8 +615,8 @@ pub(super) mod tests {
 
     /// Results as saved before the latency probes: no round-trip column.
     pub(in crate::report::table) fn without_probes(
-        mut r: crate::measure::model::Results,
-    ) -> crate::measure::model::Results {
+        mut r: crate::measure::results::Results,
+    ) -> crate::measure::results::Results {
         for p in &mut r.paths {
             p.idle_latency.clear();
             for c in &mut p.cells {

@@ -6,6 +6,7 @@
 
 mod markdown;
 mod matrix;
+mod published;
 mod text;
 mod view_text;
 
@@ -16,11 +17,11 @@ pub(crate) use view_text::footnote;
 pub(crate) use view_text::{WIDTH, view_text};
 
 use super::md::md_escape;
-use crate::measure::model::Results;
+use crate::measure::results::Results;
 use std::fmt::Write;
 
 /// The text report: the heading, where each path goes, then one view per
-/// question ([`super::views`]), each fitting [`WIDTH`] columns, and the run's
+/// question ([`super::views`]), each within 120 columns, and the run's
 /// notes. The full matrix is in `md`, `csv` and `json`.
 pub(crate) fn text(r: &Results, baseline: Option<&str>) -> String {
     let mut out = matrix::heading(r);
@@ -51,7 +52,7 @@ pub(crate) fn text(r: &Results, baseline: Option<&str>) -> String {
 /// notes where there are any.
 pub(crate) fn markdown(r: &Results, baseline: Option<&str>) -> String {
     let mut out = markdown::markdown_matrix(r, baseline);
-    if let Some(section) = super::reference::markdown(r) {
+    if let Some(section) = published::markdown(r) {
         out.push('\n');
         out.push_str(&section);
     }
@@ -59,4 +60,32 @@ pub(crate) fn markdown(r: &Results, baseline: Option<&str>) -> String {
         let _ = write!(out, "\nNote: {}\n", md_escape(n));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::fixture::with_reference;
+    use crate::report::{Format, render};
+
+    #[test]
+    fn notes_under_the_report() {
+        let mut r = with_reference();
+        r.notes = vec![
+            "the router is a model calibrated from the NVR500 study's figures".into(),
+            "a_b".into(),
+        ];
+        let text = render(&r, Format::Text, None);
+        assert!(
+            text.ends_with(
+                "refused\n\nNote: the router is a model calibrated from the NVR500 study's figures\nNote: a_b\n"
+            ),
+            "{text}"
+        );
+        let md = render(&r, Format::Md, None);
+        assert!(md.ends_with("(941)\n\nNote: the router is a model calibrated from the NVR500 study's figures\n\nNote: a\\_b\n"), "{md}");
+        // Notes without a reference come right after the last view.
+        r.reference = None;
+        let text = render(&r, Format::Text, None);
+        assert!(text.ends_with("connection refused\n\nNote: the router is a model calibrated from the NVR500 study's figures\nNote: a_b\n"), "{text}");
+    }
 }

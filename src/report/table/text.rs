@@ -1,6 +1,6 @@
 //! Where each path goes, one line a path, at the top of the text report.
 
-use crate::measure::model::PathResult;
+use crate::measure::results::PathResult;
 
 /// "fast/raw: pc -> server (198.18.1.10, 2001:2:0:1::10)".
 pub(crate) fn path_line(p: &PathResult) -> String {

@@ -3,8 +3,8 @@
 //! table of a row per path and cell (the first column written only where it
 //! changes), then footnotes for failed cells and the view's notes.
 
-use crate::report::one_line;
 use crate::report::views::{Column, Row, View};
+use crate::report::words::one_line;
 use std::fmt::Write;
 
 /// The widest line a view writes.
@@ -163,4 +163,24 @@ pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::{Format, fixture, render};
+
+    #[test]
+    fn a_failed_cell_is_footnoted() {
+        let text = render(&fixture::results(), Format::Text, None);
+        assert!(
+            text.contains("\n                    wg    failed [1]      -\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\n[1] wg IPv6 TCP Sender: connecting to [fd00:9::2]:5201: connection refused\n"
+            ),
+            "{text}"
+        );
+    }
 }

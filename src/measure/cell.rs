@@ -1,0 +1,295 @@
+//! One cell measured: N runs of TCP, or for UDP the rate search then its
+//! full-length confirmation runs; latency probes pooled over the runs (not
+//! the search's trials); and what the lab predicts for the cell beside it.
+
+use super::client_thread::run_client;
+use super::reading::{to_run, udp_trial};
+use super::results::{CellResult, Latency, ModelLimit, Run, Trial, UdpSearch};
+use super::search::{Confirmation, RateSearch};
+use super::spec::MeasureSpec;
+use crate::engine::client::ClientOptions;
+use crate::engine::latency::sockets::Phase;
+use crate::engine::params::{Protocol, TestParams};
+use crate::engine::report::TestReport;
+use crate::lab::Running;
+use crate::vocab::{Cell, Direction, Proto};
+use anyhow::{Result, bail};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What the lab predicts for a cell, whatever the measurement makes of it.
+pub(super) struct PredictedLimits {
+    /// The device models' tightest ceiling.
+    model: Option<ModelLimit>,
+    /// What the shaped links let through of the cell's packets: physics'
+    /// prediction, beside the models'.
+    wire: Option<ModelLimit>,
+}
+
+impl PredictedLimits {
+    pub(super) fn of(
+        lab: &Running,
+        from: Option<usize>,
+        addr: IpAddr,
+        cell: &Cell,
+        udp_len: u32,
+    ) -> PredictedLimits {
+        let model = from.and_then(|f| {
+            crate::predict::device_limit::model_limit(&lab.topology, f, addr, cell).map(|l| {
+                ModelLimit {
+                    what: l.what,
+                    bps: l.bps,
+                }
+            })
+        });
+        let wire = from.and_then(|f| {
+            crate::predict::wire_limit::wire_limit(&lab.topology, f, addr, cell, udp_len).map(|l| {
+                ModelLimit {
+                    what: l.what,
+                    bps: l.bps,
+                }
+            })
+        });
+        PredictedLimits { model, wire }
+    }
+
+    /// `result` with the predictions beside it.
+    pub(super) fn on(self, result: CellResult) -> CellResult {
+        CellResult {
+            model_limit: self.model,
+            wire_limit: self.wire,
+            ..result
+        }
+    }
+}
+
+/// The test parameters of every run of `cell`; a UDP run adds its rate.
+pub(super) fn base_params(spec: &MeasureSpec, cell: &Cell) -> TestParams {
+    TestParams {
+        protocol: if cell.protocol == Proto::Udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        },
+        time: spec.duration.ceil().max(1.0) as u32,
+        parallel: cell.streams,
+        reverse: cell.direction == Direction::Receiver,
+        len: if cell.protocol == Proto::Udp {
+            spec.udp_len
+        } else {
+            crate::engine::protocol::DEFAULT_TCP_BLOCK
+        },
+        ..Default::default()
+    }
+}
+
+/// One cell under way: what its runs need, and the probes they saw so far.
+pub(super) struct CellRun<'a> {
+    pub spec: &'a MeasureSpec,
+    pub cancel: &'a AtomicBool,
+    pub client_ns: &'a str,
+    pub cell: Cell,
+    pub server: SocketAddr,
+    pub base: TestParams,
+    /// Latency probes beside the runs: echo address and rate.
+    pub probes: Option<(SocketAddr, f64)>,
+    /// Whether a datapath on the path has died, and which.
+    pub dead: &'a dyn Fn() -> Option<String>,
+    /// Whether the probes' two ends share a clock (a lab's own server).
+    pub one_way: bool,
+    /// The runs' probes, pooled.
+    pub pooled: Option<Phase>,
+}
+
+impl CellRun<'_> {
+    /// The cell's result, without its latency (see [`CellRun::latency`]).
+    /// `report` says each step as it starts.
+    pub(super) fn measure(&mut self, report: &mut dyn FnMut(String)) -> Result<CellResult> {
+        match self.cell.protocol {
+            Proto::Tcp => self.tcp_runs(report),
+            Proto::Udp => self.udp(report),
+        }
+    }
+
+    /// The latency the runs' probes saw, all of them pooled.
+    pub(super) fn latency(self) -> Option<Latency> {
+        let one_way = self.one_way;
+        let rate = self.spec.latency.as_ref().map_or(0.0, |l| l.rate);
+        self.pooled
+            .and_then(|p| p.probes.latency(rate, p.start_ns, one_way))
+    }
+
+    fn interrupted(&self) -> Result<()> {
+        if self.cancel.load(Ordering::Relaxed) {
+            bail!("interrupted");
+        }
+        Ok(())
+    }
+
+    /// One run of the client with `params`, probed or not; the probes join
+    /// the pool.
+    fn client(&mut self, params: TestParams, probed: bool) -> Result<TestReport> {
+        let opts = ClientOptions {
+            server: self.server,
+            bind: None,
+            params,
+            connect_timeout: Duration::from_secs(5),
+            // Per-second records, for the reports' charts over time.
+            intervals: true,
+            abort: None,
+        };
+        let probes = if probed { self.probes } else { None };
+        let (r, phase) = run_client(self.client_ns, opts, probes, self.dead)?;
+        if let Some(p) = phase {
+            match self.pooled.as_mut() {
+                Some(a) => a.probes.pool(p.probes),
+                None => self.pooled = Some(p),
+            }
+        }
+        Ok(r)
+    }
+
+    fn tcp_runs(&mut self, report: &mut dyn FnMut(String)) -> Result<CellResult> {
+        let mut runs = Vec::new();
+        for n in 1..=self.spec.runs {
+            self.interrupted()?;
+            report(format!("run {n}/{}", self.spec.runs));
+            let r = self.client(self.base.clone(), true)?;
+            runs.push(to_run(&r, None, false));
+        }
+        Ok(CellResult::from_runs(self.cell, runs, None))
+    }
+
+    /// The search for the highest rate within the loss threshold, then
+    /// full-length runs at that rate, each within the threshold or stepped
+    /// down until one is.
+    fn udp(&mut self, report: &mut dyn FnMut(String)) -> Result<CellResult> {
+        let loss = self.spec.udp_loss_percent;
+        let search = self.udp_search(report)?;
+        let Some(found) = search.result() else {
+            let why = format!("loss above {loss} % at every rate tried");
+            return Ok(self.udp_failed(&search, Vec::new(), why));
+        };
+        let (confirm, runs) = self.udp_confirm(found, report)?;
+        let confirmations = confirm.runs().to_vec();
+        let Some(rate) = confirm.result() else {
+            let tried: Vec<String> = confirmations
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{:.0} Mbit/s lost {:.1} %",
+                        t.offered_bps / 1e6,
+                        t.lost_percent
+                    )
+                })
+                .collect();
+            let why = format!(
+                "no full-length run kept the loss within {loss} % (the search's trials did, at {:.0} Mbit/s): {}",
+                found / 1e6,
+                tried.join(", ")
+            );
+            return Ok(self.udp_failed(&search, confirmations, why));
+        };
+        // Only the runs that count: within the rule, not made again.
+        let kept: Vec<Run> = runs
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| confirm.counts(*i))
+            .map(|(_, r)| r)
+            .collect();
+        Ok(CellResult::from_runs(
+            self.cell,
+            kept,
+            Some(UdpSearch {
+                loss_threshold_percent: loss,
+                trials: search.trials().to_vec(),
+                rate_bps: rate,
+                confirmations,
+            }),
+        ))
+    }
+
+    /// The rate search's short trials, unprobed.
+    fn udp_search(&mut self, report: &mut dyn FnMut(String)) -> Result<RateSearch> {
+        let spec = self.spec;
+        let mut search = RateSearch::new(
+            spec.udp_start_bps,
+            spec.udp_ceiling_bps,
+            spec.udp_loss_percent,
+            spec.udp_max_trials,
+        );
+        let trial_time = spec.trial_duration.ceil().max(1.0) as u32;
+        while let Some(rate) = search.next_rate() {
+            self.interrupted()?;
+            report(format!(
+                "search trial {} at {:.0} Mbit/s",
+                search.trials().len() + 1,
+                rate / 1e6
+            ));
+            let p = TestParams {
+                time: trial_time,
+                rate: (rate / self.cell.streams as f64) as u64,
+                ..self.base.clone()
+            };
+            let t = udp_trial(&self.client(p, false)?, rate);
+            // A sender that cannot offer the rate asked: what it did send
+            // is the trial's rate, and the search goes no higher.
+            if t.sender_limited {
+                search.cap(t.offered_bps);
+            }
+            search.record_trial(t);
+        }
+        Ok(search)
+    }
+
+    /// Full-length runs at the rate `found`, probed, stepping down until
+    /// enough keep within the threshold; every run made, in order.
+    fn udp_confirm(
+        &mut self,
+        found: f64,
+        report: &mut dyn FnMut(String),
+    ) -> Result<(Confirmation, Vec<Run>)> {
+        let spec = self.spec;
+        let mut confirm = Confirmation::new(found, spec.runs as usize, spec.udp_loss_percent);
+        let mut runs = Vec::new();
+        while let Some(rate) = confirm.next_rate() {
+            self.interrupted()?;
+            let step_down = if rate < found { " (stepped down)" } else { "" };
+            report(format!(
+                "run {}/{} at {:.0} Mbit/s{step_down}",
+                confirm.passing().count() + 1,
+                spec.runs,
+                rate / 1e6
+            ));
+            let p = TestParams {
+                rate: (rate / self.cell.streams as f64) as u64,
+                ..self.base.clone()
+            };
+            let r = self.client(p, true)?;
+            let t = udp_trial(&r, rate);
+            runs.push(to_run(&r, Some(t.offered_bps), t.sender_limited));
+            confirm.record(t);
+        }
+        Ok((confirm, runs))
+    }
+
+    /// A UDP cell that found no rate, with what the search and the
+    /// confirmations tried.
+    fn udp_failed(
+        &self,
+        search: &RateSearch,
+        confirmations: Vec<Trial>,
+        why: String,
+    ) -> CellResult {
+        CellResult {
+            search: Some(UdpSearch {
+                loss_threshold_percent: self.spec.udp_loss_percent,
+                trials: search.trials().to_vec(),
+                rate_bps: 0.0,
+                confirmations,
+            }),
+            ..CellResult::failed(self.cell, why)
+        }
+    }
+}

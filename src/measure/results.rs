@@ -1,0 +1,326 @@
+//! What a measurement produces: cells (family x protocol x direction x streams),
+//! each measured N times on each path, with the UDP rate search where it applies.
+//! Reports read only these types; saved results are these types as JSON.
+
+use crate::topology::reference::Reference;
+use crate::vocab::Cell;
+use serde::{Deserialize, Serialize};
+
+/// One run of one cell: what the receiving end got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub bits_per_second: f64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// TCP: retransmitted segments on the sending side.
+    pub retransmits: Option<u64>,
+    /// UDP: the rate offered (the `-b` of the run).
+    pub offered_bps: Option<f64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub out_of_order: Option<u64>,
+    /// UDP: the sender could not offer the rate asked; `offered_bps` is what it
+    /// did send.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sender_limited: bool,
+    /// CPU use in percent of one core: the measuring client and the server.
+    pub cpu_client: f64,
+    pub cpu_server: f64,
+    /// The receiving end's rate per reporting interval (bits per second, one
+    /// per `interval_seconds`), for charts over time. Empty in older results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals_bps: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_seconds: Option<f64>,
+}
+
+/// One trial of the UDP rate search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub offered_bps: f64,
+    pub received_bps: f64,
+    pub lost_percent: f64,
+    pub out_of_order: u64,
+    /// Measured again because packets arrived out of order (the NVR500 study's rule).
+    pub remeasured: bool,
+    /// The sender could not offer the rate asked: `offered_bps` is what it sent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sender_limited: bool,
+    /// Measured again because the trial before it had packets out of order,
+    /// and packets were out of order again: the reordering persisted, so the
+    /// trial fails at its rate whatever its loss (the NVR500 study's rule: "if UDP
+    /// shows out of order, measure again; if it persists, lower -b"). False
+    /// in results saved before the rule was whole, which were judged by loss
+    /// alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reordered: bool,
+}
+
+impl Trial {
+    /// Within the loss threshold (percent), and not failed for reordering that
+    /// persisted.
+    pub fn passes(&self, threshold: f64) -> bool {
+        self.lost_percent <= threshold && !self.reordered
+    }
+
+    /// Whether a trial shows out of order, in the NVR500 study's sense: any datagram
+    /// out of order. No tolerance: on a path whose links do not reorder on
+    /// purpose (`reorder`, `jitter`) one flow keeps its order, as a switch
+    /// and a NIC queue keep it, so a datagram out of order is a symptom (an
+    /// overloaded end, a queue handing packets over on two CPUs), never noise.
+    /// iperf3 counts duplicates here too.
+    pub fn shows_out_of_order(&self) -> bool {
+        self.out_of_order > 0
+    }
+}
+
+/// The highest offered UDP rate whose receiver-side loss stays within the threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UdpSearch {
+    pub loss_threshold_percent: f64,
+    pub trials: Vec<Trial>,
+    /// The cell's figure: the highest offered rate at which a confirmation run
+    /// (a full-length run, `CellResult::runs`) kept its loss within the
+    /// threshold. 0 when none did.
+    pub rate_bps: f64,
+    /// Every confirmation run in the order made, those over the threshold
+    /// (after which the rate stepped down) included. Empty in results saved
+    /// before confirmations were judged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmations: Vec<Trial>,
+}
+
+impl UdpSearch {
+    /// The confirmation runs that broke the rule (loss over the threshold, or
+    /// reordering that persisted when the run was made again), each with the
+    /// rate tried next: what reports say about a figure that was stepped down.
+    /// A run made again (packets out of order) stands for the one before it.
+    pub fn step_downs(&self) -> Vec<(&Trial, Option<f64>)> {
+        let c = &self.confirmations;
+        c.iter()
+            .enumerate()
+            .filter(|(i, t)| {
+                let superseded = c.get(i + 1).is_some_and(|n| n.remeasured);
+                !superseded && !t.passes(self.loss_threshold_percent)
+            })
+            .map(|(i, t)| (t, c.get(i + 1).map(|n| n.offered_bps)))
+            .collect()
+    }
+}
+
+pub use crate::engine::latency::stats::{Latency, Spread};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    pub cell: Cell,
+    pub runs: Vec<Run>,
+    /// The NVR500 study's rule: the best of the runs.
+    pub best_bps: f64,
+    pub median_bps: f64,
+    pub min_bps: f64,
+    pub max_bps: f64,
+    pub search: Option<UdpSearch>,
+    /// Why the cell has no figure, if it has none.
+    pub error: Option<String>,
+    /// Latency under this cell's load (probes during the runs, pooled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    /// The tightest ceiling the lab's device models put on this cell's
+    /// traffic: what the model predicts for it, named so a report can say
+    /// what limits a path nobody published a figure for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_limit: Option<ModelLimit>,
+    /// The tightest goodput the shaped links on the cell's way allow its
+    /// packets (line rate x payload / wire bytes per frame): what physics
+    /// predicts, whatever the devices do. Absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_limit: Option<ModelLimit>,
+}
+
+/// A ceiling of a device model on a cell's path, and whose it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelLimit {
+    /// What limits it, for a reader: "nvr500 fast path ipv4 udp upload ceiling".
+    pub what: String,
+    pub bps: f64,
+}
+
+impl CellResult {
+    /// Summarise the runs (best, median, min, max of bits per second).
+    pub fn from_runs(cell: Cell, runs: Vec<Run>, search: Option<UdpSearch>) -> CellResult {
+        let mut v: Vec<f64> = runs.iter().map(|r| r.bits_per_second).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let median = if v.is_empty() {
+            0.0
+        } else if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        };
+        CellResult {
+            cell,
+            best_bps: v.last().copied().unwrap_or(0.0),
+            median_bps: median,
+            min_bps: v.first().copied().unwrap_or(0.0),
+            max_bps: v.last().copied().unwrap_or(0.0),
+            runs,
+            search,
+            error: None,
+            latency: None,
+            model_limit: None,
+            wire_limit: None,
+        }
+    }
+
+    pub fn failed(cell: Cell, error: String) -> CellResult {
+        CellResult {
+            cell,
+            runs: Vec::new(),
+            best_bps: 0.0,
+            median_bps: 0.0,
+            min_bps: 0.0,
+            max_bps: 0.0,
+            search: None,
+            error: Some(error),
+            latency: None,
+            model_limit: None,
+            wire_limit: None,
+        }
+    }
+}
+
+/// One path measured between two nodes: the raw underlay, or a tunnel; in a
+/// scenario (a variant of the topology) where there are several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathResult {
+    /// "raw", "wg", "dslite", ...
+    pub path: String,
+    pub scenario: Option<String>,
+    pub from: String,
+    pub to: String,
+    pub ipv4: Option<String>,
+    pub ipv6: Option<String>,
+    pub cells: Vec<CellResult>,
+    /// Latency with the path idle (probes alone), per family, measured before
+    /// the cells; the baseline for each cell's latency under load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_latency: Vec<(crate::vocab::Family, Latency)>,
+    /// The tunnel the path crosses, and what it costs per packet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelCost>,
+}
+
+/// What a tunnel adds to each packet that crosses it, as tunbench states it
+/// (src/codec/overhead.rs); a range where options vary it per packet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TunnelCost {
+    /// The tunnel's name in the topology.
+    pub name: String,
+    /// "WireGuard", "ESP in UDP", "DS-Lite", ...
+    pub encapsulation: String,
+    /// The underlay family: "IPv4" or "IPv6".
+    pub outer: String,
+    pub bytes_min: u32,
+    pub bytes_max: u32,
+    pub inner_mtu: u32,
+}
+
+impl PathResult {
+    /// "raw", or "fast/raw" in a scenario: how reports and --expect name it.
+    pub fn label(&self) -> String {
+        match &self.scenario {
+            Some(s) => format!("{s}/{}", self.path),
+            None => self.path.clone(),
+        }
+    }
+
+    pub fn cell(&self, c: &Cell) -> Option<&CellResult> {
+        self.cells.iter().find(|r| r.cell == *c)
+    }
+}
+
+/// A whole measurement: what `--format json` writes and `tunbench report` reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub tool: String,
+    pub lab: String,
+    pub topology: Option<String>,
+    /// Unix seconds.
+    pub started: u64,
+    pub seconds: f64,
+    pub runs_per_cell: u32,
+    pub duration_per_run: f64,
+    pub paths: Vec<PathResult>,
+    /// Published figures to compare with, from the topology's `[reference]`.
+    /// Absent in results saved before there were any, and left out of the JSON
+    /// when there are none, so such results read and write as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
+    /// Lines the measuring run wants printed under the report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{Direction, Family, Proto};
+
+    #[test]
+    fn step_downs_name_the_runs_that_broke_the_rule_and_the_next_rate() {
+        let t = |offered: f64, lost: f64, remeasured: bool| Trial {
+            offered_bps: offered,
+            received_bps: offered * (1.0 - lost / 100.0),
+            lost_percent: lost,
+            out_of_order: 0,
+            remeasured,
+            sender_limited: false,
+            reordered: false,
+        };
+        let s = UdpSearch {
+            loss_threshold_percent: 10.0,
+            trials: Vec::new(),
+            rate_bps: 150.0,
+            // Over the threshold but made again (out of order): not a step-down;
+            // its second run is, and the one after passes.
+            confirmations: vec![
+                t(200.0, 30.0, false),
+                t(200.0, 35.0, true),
+                t(150.0, 1.0, false),
+            ],
+        };
+        let steps = s.step_downs();
+        assert_eq!(steps.len(), 1);
+        assert_eq!((steps[0].0.lost_percent, steps[0].1), (35.0, Some(150.0)));
+    }
+
+    #[test]
+    fn best_median_and_spread() {
+        let run = |bps: f64| Run {
+            bits_per_second: bps,
+            bytes: 0,
+            seconds: 1.0,
+            retransmits: None,
+            offered_bps: None,
+            lost_percent: None,
+            jitter_ms: None,
+            out_of_order: None,
+            sender_limited: false,
+            cpu_client: 0.0,
+            cpu_server: 0.0,
+            intervals_bps: Vec::new(),
+            interval_seconds: None,
+        };
+        let c = Cell {
+            family: Family::Ipv4,
+            protocol: Proto::Tcp,
+            direction: Direction::Sender,
+            streams: 1,
+        };
+        let r = CellResult::from_runs(c, vec![run(3.0), run(1.0), run(5.0), run(2.0)], None);
+        assert_eq!(
+            (r.best_bps, r.median_bps, r.min_bps, r.max_bps),
+            (5.0, 2.5, 1.0, 5.0)
+        );
+    }
+}
