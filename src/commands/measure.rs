@@ -39,7 +39,7 @@ pub struct MeasureArgs {
     /// Parallel streams per cell, e.g. 1,6.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub streams: Vec<u32>,
-    /// Runs per cell (the seed: best of 5).
+    /// Runs per cell (the NVR500 study: best of 5).
     #[arg(long, default_value_t = 5)]
     pub runs: u32,
     /// Seconds per run.
@@ -48,7 +48,7 @@ pub struct MeasureArgs {
     /// Seconds per UDP search trial.
     #[arg(long, default_value_t = 2.0)]
     pub trial_duration: f64,
-    /// Highest receiver-side UDP loss, in percent, a rate may have (the seed: 10).
+    /// Highest receiver-side UDP loss, in percent, a rate may have (the NVR500 study: 10).
     #[arg(long, default_value_t = 10.0)]
     pub udp_loss: f64,
     /// UDP datagram size in bytes.

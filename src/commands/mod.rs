@@ -80,7 +80,7 @@ pub enum Command {
     Impair(ImpairArgs),
     /// The topology as a diagram.
     Graph(GraphArgs),
-    /// The seed's method in a running lab: family x protocol x direction x streams,
+    /// The NVR500 study's method in a running lab: family x protocol x direction x streams,
     /// N runs each, UDP at the highest rate within a loss threshold.
     Measure(MeasureArgs),
     /// up -> every [[measure]] of the topology -> report -> down (also on Ctrl-C).
