@@ -353,3 +353,116 @@ fn readmes_layout_lists_the_layers_in_order() {
         want.join("\n")
     );
 }
+
+/// A function a reader can hold, a file one job: the longest allowed.
+const MAX_FUNCTION_LINES: usize = 120;
+const MAX_FILE_LINES: usize = 800;
+
+/// Files allowed over MAX_FILE_LINES: each is one table or one wire format.
+const LONG_FILES: &[(&str, &str)] = &[(
+    "src/wire/ipv4.rs",
+    "one wire format: the IPv4 header's view, parse, emit, checksums and golden bytes",
+)];
+
+/// Every `fn` of `text` outside its trailing `#[cfg(test)]` module, with its
+/// first line (1-based) and length in lines: from the `fn` line to the `}` at
+/// the same indent.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let Some(name) = fn_name(code) else { continue };
+        if code.ends_with(';') {
+            continue; // a declaration in a trait
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == close) {
+            out.push((name, i + 1, end + 2));
+        }
+    }
+    out
+}
+
+/// The name a line declares with `fn`, after any `pub`, `const`, `async` or
+/// `unsafe`.
+fn fn_name(code: &str) -> Option<String> {
+    let mut rest = code;
+    for word in [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+    ] {
+        rest = rest.strip_prefix(word).unwrap_or(rest);
+    }
+    let rest = rest.strip_prefix("fn ")?;
+    Some(
+        rest.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect(),
+    )
+}
+
+/// Every .rs file of src/ and netns/src/ with what it holds.
+fn sources() -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("netns/src"), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (f.strip_prefix(root).unwrap().to_path_buf(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn no_function_is_longer_than_a_reader_can_hold() {
+    let mut long = Vec::new();
+    for (file, text) in sources() {
+        for (name, line, len) in functions(&text) {
+            if len > MAX_FUNCTION_LINES {
+                long.push(format!("{}:{line} {name}: {len} lines", file.display()));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines (split them into named steps):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn no_file_holds_more_than_one_job() {
+    let mut long = Vec::new();
+    for (file, text) in sources() {
+        let lines = text.lines().count();
+        let allowed = LONG_FILES.iter().any(|(f, _)| file == Path::new(f));
+        if lines > MAX_FILE_LINES && !allowed {
+            long.push(format!("{}: {lines} lines", file.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "files over {MAX_FILE_LINES} lines (split by job, or list one table or wire format in LONG_FILES):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_measures_a_function() {
+    let text = "fn a() {\n    x();\n}\n\nimpl T {\n    pub(crate) fn b(&self) -> u8 {\n        1\n    }\n}\n#[cfg(test)]\nmod tests {\n    fn c() {\n    }\n}\n";
+    let found = functions(text);
+    assert_eq!(found, [("a".to_string(), 1, 3), ("b".to_string(), 6, 3)]);
+}
