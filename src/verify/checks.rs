@@ -343,7 +343,7 @@ fn overhead(
     })
     .with_context(|| format!("capturing on {far_node}:{iface}"))?;
     let mut prober = netns::namespace::run_in(&r.naming.namespace(near_node), move || {
-        probe::Prober::new(inner.is_ipv4())
+        probe::DfPinger::new(inner.is_ipv4())
     })
     .with_context(|| format!("an ICMP socket in {near_node}"))?;
     let mut seen: Vec<usize> = Vec::new();

@@ -31,22 +31,22 @@ pub enum Echo {
 
 /// Echoes of one family sent one at a time, with DF set (IPv6: never
 /// fragmented), each waited for.
-pub struct Prober {
+pub struct DfPinger {
     sock: EchoSocket,
     v4: bool,
     ident: u16,
     seq: u16,
 }
 
-impl Prober {
+impl DfPinger {
     /// `v4`: IPv4 or IPv6.
-    pub fn new(v4: bool) -> io::Result<Prober> {
+    pub fn new(v4: bool) -> io::Result<DfPinger> {
         let family = if v4 {
             crate::wire::icmp_echo::Family::V4
         } else {
             crate::wire::icmp_echo::Family::V6
         };
-        Ok(Prober {
+        Ok(DfPinger {
             sock: EchoSocket::open(family)?.dont_fragment()?,
             v4,
             ident: thread_ident(),
@@ -131,7 +131,7 @@ pub const REACH_TRIES: [Duration; 3] = [
 /// Echo until a reply, an ICMP error or the last try's silence.
 pub fn reach(dst: IpAddr) -> io::Result<Echo> {
     let size = if dst.is_ipv4() { 84 } else { 104 };
-    Prober::new(dst.is_ipv4())?.echo_until_heard(dst, size)
+    DfPinger::new(dst.is_ipv4())?.echo_until_heard(dst, size)
 }
 
 /// The outcome of a path MTU search.
@@ -147,7 +147,7 @@ pub enum Mtu {
 /// DF set and whose reply comes back.
 pub fn path_mtu(dst: IpAddr, ceiling: u32) -> io::Result<Mtu> {
     let v4 = dst.is_ipv4();
-    let mut p = Prober::new(v4)?;
+    let mut p = DfPinger::new(v4)?;
     let floor = if v4 { 68 } else { 1280 };
     // The smallest first: it shows the path works at all, and settles ARP/ND.
     let first = p.echo_until_heard(dst, floor)?;
