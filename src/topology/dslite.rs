@@ -192,16 +192,14 @@ pub(super) fn resolve(
     let queues = int_in(d.queues, 1..=16, 1, &at.key("queues"), p, |q| {
         format!("{q} queues; use 1..=16")
     }) as u32;
-    let aftr = aftr(
-        &d.aftr,
-        &default_dp,
-        &at.key("aftr"),
+    let ends = EndLookup {
+        default_dp,
         node,
         external,
         kernel,
-        p,
-    );
-    let b4s = b4s(&d.b4, &default_dp, &at.key("b4"), node, external, kernel, p);
+    };
+    let aftr = aftr(&d.aftr, &ends, &at.key("aftr"), p);
+    let b4s = b4s(&d.b4, &ends, &at.key("b4"), p);
     if p.len() > before {
         return None;
     }
@@ -219,27 +217,29 @@ pub(super) fn resolve(
     })
 }
 
+/// What both kinds of softwire end are resolved against: the tunnel's
+/// datapath, the lab's nodes and the kernel.
+struct EndLookup<'a> {
+    /// The tunnel's own `datapath`, which an end may override.
+    default_dp: SoftwireChoice,
+    node: &'a NodeLookup<'a>,
+    external: &'a dyn Fn(usize) -> bool,
+    kernel: KernelFacts,
+}
+
 /// The AFTR: its node and IPv6 endpoint, NAT44 pool, datapath and NAT
 /// limits. None: its node or address is unusable.
-fn aftr(
-    a: &RawAftr,
-    default_dp: &SoftwireChoice,
-    at: &KeyPath,
-    node: &NodeLookup<'_>,
-    external: &dyn Fn(usize) -> bool,
-    kernel: KernelFacts,
-    p: &mut Vec<Problem>,
-) -> Option<Aftr> {
-    let anode = node(&a.node, &at.key("node"), p);
+fn aftr(a: &RawAftr, ends: &EndLookup<'_>, at: &KeyPath, p: &mut Vec<Problem>) -> Option<Aftr> {
+    let anode = (ends.node)(&a.node, &at.key("node"), p);
     let address = ipv6(&a.address, &at.key("address"), p);
-    let is_external = anode.is_some_and(external);
+    let is_external = anode.is_some_and(ends.external);
     if is_external {
         external_aftr_keys(a, at, p);
     }
     let pool = pool(a, anode.is_some() && !is_external, at, p);
     let (datapath, auto) = SoftwireChoice::read(
         a.datapath.as_deref(),
-        default_dp.clone(),
+        ends.default_dp.clone(),
         &at.key("datapath"),
         p,
     )
@@ -249,7 +249,7 @@ fn aftr(
         if is_external {
             KernelFacts::FULL
         } else {
-            kernel
+            ends.kernel
         },
         p,
     );
@@ -306,15 +306,7 @@ fn pool(a: &RawAftr, required: bool, at: &KeyPath, p: &mut Vec<Problem>) -> Vec<
 
 /// Every B4 (`b4 = { ... }` or `[[tunnels.X.b4]]`); one whose node or
 /// address is unusable is left out.
-fn b4s(
-    raw: &RawB4s,
-    default_dp: &SoftwireChoice,
-    at: &KeyPath,
-    node: &NodeLookup<'_>,
-    external: &dyn Fn(usize) -> bool,
-    kernel: KernelFacts,
-    p: &mut Vec<Problem>,
-) -> Vec<B4> {
+fn b4s(raw: &RawB4s, ends: &EndLookup<'_>, at: &KeyPath, p: &mut Vec<Problem>) -> Vec<B4> {
     let list = raw.list();
     if list.is_empty() {
         p.push(Problem::new(at, "a softwire needs at least one B4"));
@@ -325,8 +317,8 @@ fn b4s(
             RawB4s::One(_) => at.clone(),
             RawB4s::Many(_) => at.index(i),
         };
-        let bnode = node(&b.node, &bat.key("node"), p);
-        if bnode.is_some_and(external) {
+        let bnode = (ends.node)(&b.node, &bat.key("node"), p);
+        if bnode.is_some_and(ends.external) {
             p.push(Problem::new(
                 &bat.key("node"),
                 format!(
@@ -352,7 +344,7 @@ fn b4s(
         };
         let choice = SoftwireChoice::read(
             b.datapath.as_deref(),
-            default_dp.clone(),
+            ends.default_dp.clone(),
             &bat.key("datapath"),
             p,
         );
@@ -360,7 +352,7 @@ fn b4s(
             SoftwireChoice::Kernel(at) => Some(at.clone()),
             _ => None,
         };
-        let (datapath, auto) = choice.settle(kernel, p);
+        let (datapath, auto) = choice.settle(ends.kernel, p);
         if let (Some(node), Some(address)) = (bnode, baddr) {
             b4s.push(B4 {
                 node,

@@ -97,17 +97,16 @@ fn labels_fit_inside_and_apart() {
     }
 }
 
+/// The chart of `kind` in the main job's view `id`.
+fn main_job_chart(id: &str, kind: ChartKind) -> Chart {
+    let r = fixture::main_job();
+    let v = views::views(&r).into_iter().find(|v| v.id == id).unwrap();
+    charts(&v).into_iter().find(|c| c.kind == kind).unwrap()
+}
+
 #[test]
 fn latency_is_drawn_on_a_log_scale_when_idle_and_loaded_lie_apart() {
-    let r = fixture::main_job();
-    let v = views::views(&r)
-        .into_iter()
-        .find(|v| v.id == "tunnels-fast")
-        .unwrap();
-    let c = charts(&v)
-        .into_iter()
-        .find(|c| c.kind == ChartKind::Latency)
-        .unwrap();
+    let c = main_job_chart("tunnels-fast", ChartKind::Latency);
     assert!(c.svg.contains("log scale"), "idle 0.08 ms, loaded 12-40 ms");
     // Idle and loaded box per path and cell: 4 paths x 8 cells, less the
     // tunnels' missing UDP cells (3 x 4), twice.
@@ -117,15 +116,7 @@ fn latency_is_drawn_on_a_log_scale_when_idle_and_loaded_lie_apart() {
 
 #[test]
 fn over_time_draws_a_line_per_path_and_panel() {
-    let r = fixture::main_job();
-    let v = views::views(&r)
-        .into_iter()
-        .find(|v| v.id == "tunnels-fast")
-        .unwrap();
-    let c = charts(&v)
-        .into_iter()
-        .find(|c| c.kind == ChartKind::OverTime)
-        .unwrap();
+    let c = main_job_chart("tunnels-fast", ChartKind::OverTime);
     assert!(c.svg.contains(">IPv4 TCP Sender over time</text>"));
     assert_eq!(c.svg.matches("<g><title>").count(), 4 * 2);
     assert!(c.svg.contains(">RTT ms</text>") && c.svg.contains(">Mbit/s</text>"));
