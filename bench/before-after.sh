@@ -186,7 +186,7 @@ fi
 num --rounds "$ROUNDS"
 num --seconds "$SECS"
 num PORT "$PORT"
-. scripts/setup.sh
+. scripts/setup.sh --build --tests
 for c in iperf3 python3 ss ping git sha256sum flock; do command -v "$c" >/dev/null || die "$c is missing"; done
 for p in "${PATHS[@]}"; do
     path_conf "$p"

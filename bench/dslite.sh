@@ -22,7 +22,7 @@ set -euo pipefail
 ROUNDS=${1:-5}
 SECS=${2:-5}
 cd "$(dirname "$0")/.."
-. scripts/setup.sh
+. scripts/setup.sh --build --tests
 cargo build --release -q
 TB=${CARGO_TARGET_DIR:-target}/release/tunbench
 K=bds$$k

@@ -44,7 +44,7 @@
 # Figures, method and history: docs/benchmarks/faults-soak.md (index: BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/setup.sh
+. scripts/setup.sh --build --tests
 BENCH=soak
 . bench/common.sh
 

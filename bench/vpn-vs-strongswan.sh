@@ -28,7 +28,7 @@ ROUNDS=${1:-${ROUNDS:-5}}
 SECS=${2:-${DURATION:-5}}
 PORT=${PORT:-5201}
 cd "$(dirname "$0")/.."
-. scripts/setup.sh
+. scripts/setup.sh --build --tests
 
 BENCH=vpn-vs-strongswan
 . bench/common.sh

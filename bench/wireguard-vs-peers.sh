@@ -42,7 +42,7 @@ SECS=${2:-${DURATION:-5}}
 PORT=${PORT:-5201}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-. scripts/setup.sh
+. scripts/setup.sh --build --tests
 
 BENCH=wireguard-vs-peers
 . bench/common.sh

@@ -8,7 +8,8 @@
 # Arguments go to nextest (a filter, say: bash scripts/test.sh latency).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/setup.sh
+# What the labs run, what building needs, and what only the tests use.
+. scripts/setup.sh --build --tests
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "test: installing cargo-nextest, the test runner (once, from crates.io)" >&2
   cargo install --locked cargo-nextest

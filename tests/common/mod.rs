@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The Debian package of each program the tests run besides tunbench.
-const PACKAGES: &[(&str, &str)] = &[
+pub const PACKAGES: &[(&str, &str)] = &[
     ("ip", "iproute2"),
     ("nsenter", "util-linux"),
     ("ping", "iputils-ping"),

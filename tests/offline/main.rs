@@ -1,6 +1,7 @@
 //! Tests that need no root and build no namespace: the docs' examples, the
 //! corpus of broken topologies, fuzz regressions, the VPN codecs' wire bytes
-//! against tshark, and the benchmark scripts' own checks.
+//! against tshark, the benchmark scripts' own checks, the CI example against
+//! actionlint and GitHub's schema, and setup.sh's modes.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -9,7 +10,9 @@ mod bench_assertions;
 mod bench_before_after;
 mod bench_scale;
 mod bench_soak;
+mod ci_workflow;
 mod docs;
 mod fuzz_regressions;
+mod setup_modes;
 mod validate;
 mod vpn_wire;
