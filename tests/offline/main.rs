@@ -10,6 +10,7 @@ mod bench_before_after;
 mod bench_scale;
 mod bench_soak;
 mod docs;
+mod docs_flags;
 mod fuzz_regressions;
 mod validate;
 mod vpn_wire;
