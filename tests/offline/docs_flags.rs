@@ -1,5 +1,6 @@
-//! Every tunbench flag the pages (those of docs.rs) name exists in that subcommand's `--help`,
-//! read in-process from the clap definition (`tunbench::commands::Cli`).
+//! Every tunbench subcommand and flag the pages (those docs.rs reads) name
+//! exists in `--help`, read in-process from the clap definition
+//! (`tunbench::commands::Cli`).
 //!
 //! The rule, so a flag of iperf3, ip, cargo or a script is never taken for
 //! tunbench's:
@@ -35,8 +36,8 @@ struct Named {
 /// The subcommand paths after `tunbench` in `words` (several where a page
 /// writes alternatives, `gen chain\|star`), and how many words they took;
 /// None when the words are not tunbench and more. Where subcommands are
-/// expected, a word of lower-case letters that is none ends the path (so
-/// `tunbench doctr` is checked, and fails).
+/// expected, a word of lower-case letters is taken for one, so `tunbench
+/// doctr` is checked (and fails); a positional argument never is.
 fn invocation(words: &[&str], cli: &clap::Command) -> Option<(Vec<Vec<String>>, usize)> {
     let mut i = 0;
     if words.first() == Some(&"$") {
@@ -309,6 +310,7 @@ fn a_made_up_flag_fails_and_other_programs_flags_do_not() {
         "`tunbench gen chain\\|star --node 3`\n",
         "`tunbench validate [--file-only\\|--fast]`\n",
         "`tunbench doctr` says what the kernel has\n",
+        "Run `tunbench run\nwg.toml --runz 3` as root.\n",
     ];
     for md in bad {
         let found = check(md);
