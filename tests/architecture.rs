@@ -1,7 +1,7 @@
 //! The layering of src/, kept: every top-level module of the library is one
 //! layer, and a module may use `crate::X` only for an X of its own layer or
-//! one below it. The order is written once, here (README's Layout section
-//! describes the same folders).
+//! one below it. The order is written once, here (CONTRIBUTING.md's Layout
+//! section describes the same folders).
 //!
 //! Unit tests at the end of a file (`#[cfg(test)] mod tests`) and files that
 //! are only compiled for tests may reach anywhere: a topology test may bring
@@ -324,7 +324,7 @@ fn the_checker_sees_an_upward_use() {
     assert!(m.values().all(|known| *known), "{m:?}");
 }
 
-/// README's Layout section as it must read: one line per layer, lowest first.
+/// CONTRIBUTING.md's Layout section as it must read: one line per layer, lowest first.
 fn layout_lines() -> Vec<String> {
     LAYERS
         .iter()
@@ -335,11 +335,12 @@ fn layout_lines() -> Vec<String> {
 #[test]
 fn readmes_layout_lists_the_layers_in_order() {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONTRIBUTING.md"))
+            .unwrap();
     let layout = readme
         .split("\n## Layout\n")
         .nth(1)
-        .expect("README.md has a ## Layout section");
+        .expect("CONTRIBUTING.md has a ## Layout section");
     let layout = layout.split("\n## ").next().unwrap();
     let listed: Vec<&str> = layout
         .lines()
@@ -349,7 +350,7 @@ fn readmes_layout_lists_the_layers_in_order() {
     assert_eq!(
         listed,
         want,
-        "README's Layout section must list the layers of tests/architecture.rs; paste:\n{}",
+        "CONTRIBUTING.md's Layout section must list the layers of tests/architecture.rs; paste:\n{}",
         want.join("\n")
     );
 }

@@ -53,7 +53,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Check topology files without touching the kernel. Exit 2 on any error.
+    /// Check topology files; creates nothing (kernel features are probed in a
+    /// throwaway namespace). Exit 2 on any error.
     Validate(ValidateArgs),
     /// Build a lab: namespaces, links, bridges, addresses, routes, sysctls.
     Up(UpArgs),

@@ -122,7 +122,7 @@ impl Tunnel {
                 .any(|b| b.auto && b.datapath == Datapath::Userspace);
         fell.then(|| {
             format!(
-                "DS-Lite tunnel {} runs in tunbench's userspace datapath: its datapath is \"auto\", and this kernel lacks {} for the kernel's",
+                "DS-Lite tunnel {} runs in tunbench's userspace datapath: its datapath is \"auto\", and this kernel lacks {}, which the kernel datapath is made of",
                 self.name,
                 super::kernel::SEG6_NEEDS
             )

@@ -1,9 +1,10 @@
 //! The documentation's examples and links are checked: every ```toml block of
-//! README.md, BENCHMARKS.md and the docs/ pages goes through the same library call `tunbench
-//! validate` makes (`topology::parse_str`: parse, resolve, validate, and every
-//! scenario), relative links lead to files of the repository (and to headings
-//! that exist), and docs/topology.md names every shipped topology. Needs no
-//! root and touches no kernel state.
+//! README.md, CONTRIBUTING.md, CHANGELOG.md, BENCHMARKS.md and the docs/ pages
+//! goes through the same library call `tunbench validate` makes
+//! (`topology::parse_str`: parse, resolve, validate, and every scenario),
+//! relative links lead to files of the repository (and to headings that
+//! exist), and docs/topology.md names every shipped topology. Needs no root and
+//! touches no kernel state. The flags the pages name: docs_flags.rs.
 //!
 //! What a block is, is said by an HTML comment on the line just before it:
 //! - none: a whole topology file;
@@ -23,7 +24,7 @@ const MIN_TOML_BLOCKS: usize = 16;
 const MIN_PAGES: usize = 10;
 const MIN_BENCHMARK_PAGES: usize = 10;
 
-fn root() -> &'static Path {
+pub(super) fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -42,8 +43,9 @@ fn pages_in(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// README.md, BENCHMARKS.md, every docs/*.md and docs/benchmarks/*.md.
-fn pages() -> Vec<PathBuf> {
+/// README.md, CONTRIBUTING.md, CHANGELOG.md, BENCHMARKS.md, every docs/*.md
+/// and docs/benchmarks/*.md.
+pub(super) fn pages() -> Vec<PathBuf> {
     let docs = pages_in(&root().join("docs"));
     assert!(
         docs.len() >= MIN_PAGES,
@@ -56,15 +58,21 @@ fn pages() -> Vec<PathBuf> {
         "docs/benchmarks/ holds {} pages, expected at least {MIN_BENCHMARK_PAGES}",
         benchmarks.len()
     );
-    let top = ["README.md", "BENCHMARKS.md"].map(|p| root().join(p));
+    let top = [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "BENCHMARKS.md",
+    ]
+    .map(|p| root().join(p));
     top.into_iter().chain(docs).chain(benchmarks).collect()
 }
 
-fn read(path: &Path) -> String {
+pub(super) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-fn shown(path: &Path) -> String {
+pub(super) fn shown(path: &Path) -> String {
     path.strip_prefix(root())
         .unwrap_or(path)
         .display()

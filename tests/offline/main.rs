@@ -12,6 +12,7 @@ mod bench_scale;
 mod bench_soak;
 mod ci_workflow;
 mod docs;
+mod docs_flags;
 mod fuzz_regressions;
 mod setup_modes;
 mod validate;
