@@ -39,7 +39,7 @@ const PROGRAMS: &[Program] = &[
         version_args: &["-V"],
         from: "Debian's iproute2",
         needed_by: "rates, impaired links and userspace routers (`up`, `impair`): tunbench runs `tc -batch -`",
-        without: "`up` or `impair` of such a lab fails naming tc, and removes what it built",
+        without: "`up` of such a lab fails naming tc, and removes what it built; `impair` fails naming tc",
     },
     Program {
         name: "nft",
