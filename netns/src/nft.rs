@@ -4,7 +4,7 @@
 
 use crate::tool::Tool;
 
-const NFT: Tool = Tool {
+pub(crate) const NFT: Tool = Tool {
     program: "nft",
     args: &["-f", "-"],
     package: "nftables",

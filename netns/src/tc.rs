@@ -5,7 +5,7 @@
 
 use crate::tool::Tool;
 
-const TC: Tool = Tool {
+pub(crate) const TC: Tool = Tool {
     program: "tc",
     args: &["-batch", "-"],
     package: "iproute2",

@@ -27,6 +27,11 @@ impl Tool {
     }
 
     fn run(&self, text: &str) -> Result<(), String> {
+        self.run_here(text).map_err(|f| f.to_string())
+    }
+
+    /// Runs the tool in the calling thread's namespace (a child inherits it).
+    pub fn run_here(&self, text: &str) -> Result<(), ToolFailure> {
         let p = self.program;
         let mut child = Command::new(p)
             .args(self.args)
@@ -36,30 +41,51 @@ impl Tool {
             .spawn()
             .map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
-                    format!(
+                    ToolFailure::NotInstalled(format!(
                         "{p} is not installed: install Debian's {} package (scripts/setup.sh does)",
                         self.package
-                    )
+                    ))
                 } else {
-                    format!("starting {p}: {e}")
+                    ToolFailure::Failed(format!("starting {p}: {e}"))
                 }
             })?;
         if let Some(mut stdin) = child.stdin.take() {
             stdin
                 .write_all(text.as_bytes())
-                .map_err(|e| format!("writing {} to {p}: {e}", self.input))?;
+                .map_err(|e| ToolFailure::Failed(format!("writing {} to {p}: {e}", self.input)))?;
         }
         let out = child
             .wait_with_output()
-            .map_err(|e| format!("waiting for {p}: {e}"))?;
+            .map_err(|e| ToolFailure::Failed(format!("waiting for {p}: {e}")))?;
         if out.status.success() {
             Ok(())
         } else {
-            Err(format!(
+            Err(ToolFailure::Refused(format!(
                 "{p} refused {}: {}",
                 self.input,
                 String::from_utf8_lossy(&out.stderr).trim()
-            ))
+            )))
+        }
+    }
+}
+
+/// Why a tool did not do what it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolFailure {
+    /// Not on PATH; what to install.
+    NotInstalled(String),
+    /// It ran and refused its input; its own message.
+    Refused(String),
+    /// Starting it or talking to it failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for ToolFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            ToolFailure::NotInstalled(m) | ToolFailure::Refused(m) | ToolFailure::Failed(m) => {
+                f.write_str(m)
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod datapath;
+pub mod doctor;
 pub mod exec;
 pub mod generate;
 pub mod graph;
@@ -56,6 +57,9 @@ pub enum Command {
     /// Check topology files; creates nothing (kernel features are probed in a
     /// throwaway namespace). Exit 2 on any error.
     Validate(ValidateArgs),
+    /// What this machine and its kernel offer tunbench, tried where nothing
+    /// sees it; exit 1 when something every lab needs is missing.
+    Doctor(doctor::DoctorArgs),
     /// Build a lab: namespaces, links, bridges, addresses, routes, sysctls.
     Up(UpArgs),
     /// Remove exactly what a lab created. Idempotent.
@@ -169,6 +173,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Validate(a) => validate::validate(a),
+        Command::Doctor(a) => doctor::doctor(a),
         Command::Up(a) => lifecycle::up(a),
         Command::Down(a) => lifecycle::down(a),
         Command::Clean(a) => lifecycle::clean(a),

@@ -1,5 +1,6 @@
-//! `tunbench validate`: topology files checked without touching the kernel; exit
-//! 2 when any is wrong. A file whose links leave by host interfaces is also
+//! `tunbench validate`: topology files checked, creating nothing (kernel
+//! features a file needs are tried in throwaway namespaces); exit 2 when any is
+//! wrong. A file whose links leave by host interfaces is also
 //! checked against this machine (read only): the interfaces must exist and be
 //! free for the lab to take.
 

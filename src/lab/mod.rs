@@ -2,6 +2,7 @@
 //! again by name for check, status, exec and down.
 
 pub mod datapath;
+pub mod doctor;
 pub mod impair;
 pub mod liveness;
 pub mod spawn;

@@ -2,7 +2,7 @@
 //! from each B4 to one AFTR with its NAT44 pool, as written (raw), resolved
 //! and checked.
 
-use super::kernel::{KernelFacts, SEG6_NEEDS};
+use super::kernel::{KernelFacts, SEG6};
 use super::resolved::{NodeKind, Topology};
 use super::tunnel::{Datapath, Tunnel};
 use super::wireguard::NodeLookup;
@@ -430,8 +430,10 @@ impl SoftwireChoice {
                     p.push(Problem::new(
                         &at,
                         format!(
-                            "datapath = \"kernel\" needs {}, which this kernel lacks; use \"userspace\" (tunbench's own softwire) or \"auto\" (the kernel's where it can)",
-                            SEG6_NEEDS
+                            "datapath = \"kernel\" needs the kernel's softwire, and {}",
+                            SEG6.refusal(
+                                "use \"userspace\" (tunbench's own softwire) or \"auto\" (the kernel's where it can)"
+                            )
                         ),
                     ));
                 }

@@ -23,6 +23,6 @@ impl KernelFacts {
     };
 }
 
-/// What the kernel DS-Lite datapath is made of, for messages.
-pub const SEG6_NEEDS: &str =
-    "SRv6 lightweight tunnels (seg6 and seg6local routes, kernel option CONFIG_IPV6_SEG6_LWTUNNEL)";
+/// What the kernel DS-Lite datapath is made of, named as `tunbench doctor`
+/// and every refusal name it.
+pub const SEG6: netns::features::Feature = netns::features::Feature::Seg6;

@@ -436,6 +436,7 @@ fn a_softwire_is_auto_by_default_and_auto_follows_the_kernel() {
         let note = t.tunnels[0].auto_fallback().expect("a note");
         assert!(
             note.contains("tunnel sw runs in tunbench's userspace datapath")
+                && note.contains("the kernel lacks `seg6`")
                 && note.contains("CONFIG_IPV6_SEG6_LWTUNNEL"),
             "{note}"
         );
@@ -459,7 +460,10 @@ fn a_kernel_softwire_on_a_kernel_without_seg6_is_refused_where_the_file_asks() {
     // Both endpoints inherit it from the tunnel's key, so it is named there.
     assert!(
         e.contains("tunnels.sw.datapath")
-            && e.contains("datapath = \"kernel\" needs SRv6 lightweight tunnels")
+            && e.contains(
+                "datapath = \"kernel\" needs the kernel's softwire, and the kernel lacks `seg6`"
+            )
+            && e.contains("`tunbench doctor`")
             && e.contains("CONFIG_IPV6_SEG6_LWTUNNEL")
             && e.contains("\"userspace\""),
         "{e}"

@@ -122,9 +122,10 @@ impl Tunnel {
                 .any(|b| b.auto && b.datapath == Datapath::Userspace);
         fell.then(|| {
             format!(
-                "DS-Lite tunnel {} runs in tunbench's userspace datapath: its datapath is \"auto\", and this kernel lacks {}, which the kernel datapath is made of",
+                "DS-Lite tunnel {} runs in tunbench's userspace datapath: its datapath is \"auto\", and {}, which the kernel's softwire is made of; {}",
                 self.name,
-                super::kernel::SEG6_NEEDS
+                super::kernel::SEG6.lacking(),
+                netns::features::SEE_DOCTOR
             )
         })
     }

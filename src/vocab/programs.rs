@@ -19,21 +19,30 @@ pub struct Install {
     pub charon: PathBuf,
     pub swanctl: PathBuf,
     pub pki: PathBuf,
+    /// What the paths are under.
+    prefix: PathBuf,
 }
 
 impl Install {
-    /// The installed strongSwan (with `pki` when `certificates`), or what is
-    /// missing and how to install it.
-    pub fn find(certificates: bool) -> Result<Install, String> {
+    /// Where Debian's packages put strongSwan's programs, whether or not they
+    /// are there.
+    pub fn expected() -> Install {
         let prefix = netns::test_env::var_os(PREFIX_ENV)
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/"));
-        let at = |p: &str| prefix.join(p);
-        let install = Install {
-            charon: at("usr/lib/ipsec/charon"),
-            swanctl: at("usr/sbin/swanctl"),
-            pki: at("usr/bin/pki"),
-        };
+        Install {
+            charon: prefix.join("usr/lib/ipsec/charon"),
+            swanctl: prefix.join("usr/sbin/swanctl"),
+            pki: prefix.join("usr/bin/pki"),
+            prefix,
+        }
+    }
+
+    /// The installed strongSwan (with `pki` when `certificates`), or what is
+    /// missing and how to install it.
+    pub fn find(certificates: bool) -> Result<Install, String> {
+        let install = Install::expected();
+        let at = |p: &str| install.prefix.join(p);
         let mut needed = vec![
             (install.charon.clone(), "strongswan-charon"),
             (install.swanctl.clone(), "strongswan-swanctl"),

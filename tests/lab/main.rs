@@ -7,6 +7,7 @@ mod common;
 
 mod api;
 mod cli;
+mod doctor;
 mod host_links;
 mod lab;
 mod lab_faults;

@@ -816,7 +816,9 @@ fn validate_tells_the_softwire_datapath_this_kernel_gives() {
     } else {
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
         assert!(
-            text(&o).contains("tunnels.sw.aftr.datapath: datapath = \"kernel\" needs SRv6"),
+            text(&o).contains(
+                "tunnels.sw.aftr.datapath: datapath = \"kernel\" needs the kernel's softwire, and the kernel lacks `seg6`"
+            ),
             "{}",
             text(&o)
         );

@@ -2,6 +2,7 @@
 //! from the host's interfaces, and TUN devices.
 
 use super::{ApplyError, Namespaces, Ns, Steps};
+use crate::features::Feature;
 use crate::netlink::{errno, reason};
 use crate::ops::{HostAttach, Op, Phase};
 use crate::state::HostNetns;
@@ -109,7 +110,14 @@ fn make_tuns(steps: &Steps) -> Result<(), ApplyError> {
                     crate::tun::create(&name, tap)
                 }
             })
-            .map_err(|e| steps.fail(step, e.to_string()))?;
+            .map_err(|e| {
+                // No clone device: a kernel without the TUN driver.
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    steps.fail(step, format!("{e}: {}", Feature::Tun.unavailable()))
+                } else {
+                    steps.fail(step, e.to_string())
+                }
+            })?;
         }
     }
     Ok(())
@@ -174,7 +182,21 @@ async fn make_link(
         Op::Tun { .. } => return Ok(()),
         _ => unreachable!("phase filter"),
     };
-    made.map_err(|e| (step, reason(e)))
+    made.map_err(|e| (step, device_reason(op, e)))
+}
+
+/// Words for a bridge or veth pair that failed: a kind this kernel lacks is
+/// named as `tunbench doctor` names it.
+fn device_reason(op: &Op, e: rtnetlink::Error) -> String {
+    let feature = match op {
+        Op::Bridge { .. } => Feature::Bridge,
+        _ => Feature::Veth,
+    };
+    if errno(&e) == Some(libc::EOPNOTSUPP) {
+        feature.unavailable()
+    } else {
+        reason(e)
+    }
 }
 
 /// Made over the host's socket, so IFLA_LINK (and, for a move, the index)
@@ -234,18 +256,15 @@ fn made_in<T>(
 }
 
 /// Words for a host link that failed, naming a driver this kernel lacks (the
-/// kernel answers EOPNOTSUPP for a link kind it does not have).
+/// kernel answers EOPNOTSUPP for a link kind it does not have) as
+/// `tunbench doctor` names it.
 fn host_link_reason(attach: HostAttach, host: &str, e: rtnetlink::Error) -> String {
+    if let (Some((feature, instead)), Some(libc::EOPNOTSUPP)) =
+        (crate::features::needed_to_attach(attach), errno(&e))
+    {
+        return feature.refusal(instead);
+    }
     match (attach, errno(&e)) {
-        (HostAttach::Ipvlan, Some(libc::EOPNOTSUPP)) => {
-            "this kernel has no ipvlan driver (CONFIG_IPVLAN); use macvlan or move the interface".into()
-        }
-        (HostAttach::Vlan(_), Some(libc::EOPNOTSUPP)) => {
-            "this kernel has no 802.1Q VLAN driver (CONFIG_VLAN_8021Q); give each LAN its own host interface (macvlan or move)".into()
-        }
-        (HostAttach::Macvlan, Some(libc::EOPNOTSUPP)) => {
-            "this kernel has no macvlan driver (CONFIG_MACVLAN); move the interface instead".into()
-        }
         (HostAttach::Macvlan | HostAttach::Ipvlan | HostAttach::Vlan(_), Some(libc::EINVAL)) => {
             format!(
                 "{} (a device on {host} may not have a larger MTU than {host} itself)",

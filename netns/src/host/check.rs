@@ -1,6 +1,7 @@
 //! The checks on a plan's host links, pure: on what `preflight` read of the
 //! host and of the other labs' records.
 
+use crate::features::{Feature, needed_to_attach};
 use crate::ops::HostAttach;
 use crate::state::{HostLinkRecord, HostNetns};
 use ipnetwork::IpNetwork;
@@ -45,11 +46,26 @@ pub fn check(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     for (k, l) in links.iter().enumerate() {
-        let who = format!("{} (for {}:{}, {})", l.host, l.ns, l.name, l.attach);
         let why = link_problems(l, &links[..k], view, others, me, force);
-        problems.extend(why.into_iter().map(|why| format!("{who}: {why}")));
+        problems.extend(why.into_iter().map(|why| format!("{}: {why}", who(l))));
     }
     problems
+}
+
+fn who(l: &HostLinkRecord) -> String {
+    format!("{} (for {}:{}, {})", l.host, l.ns, l.name, l.attach)
+}
+
+/// The links whose device this kernel cannot make, `absent` saying which
+/// features it lacks, each named as `check` names it.
+pub fn lacking_drivers(links: &[HostLinkRecord], absent: &dyn Fn(Feature) -> bool) -> Vec<String> {
+    links
+        .iter()
+        .filter_map(|l| {
+            let (feature, instead) = needed_to_attach(l.attach)?;
+            absent(feature).then(|| format!("{}: {}", who(l), feature.refusal(instead)))
+        })
+        .collect()
 }
 
 /// The problems of one link, `earlier` being the plan's links before it.
@@ -232,6 +248,23 @@ mod tests {
                 "default via 198.18.3.1 dev enp2s0 (IPv4, table main)".into(),
             )],
         }
+    }
+
+    #[test]
+    fn a_driver_the_kernel_lacks_is_refused_naming_the_feature() {
+        let links = [
+            link("enp1s0", HostAttach::Vlan(11), "l-a"),
+            link("enp1s0", HostAttach::Macvlan, "l-b"),
+            link("enp2s0", HostAttach::Move, "l-c"),
+        ];
+        let no_vlan = |f: Feature| f == Feature::Vlan;
+        assert_eq!(
+            lacking_drivers(&links, &no_vlan),
+            [
+                "enp1s0 (for l-a:eth0, vlan 11): the kernel lacks `vlan` (802.1Q VLAN devices, CONFIG_VLAN_8021Q); give each LAN a host interface of its own (a macvlan or `move = true`); `tunbench doctor` lists what this kernel offers"
+            ]
+        );
+        assert!(lacking_drivers(&links, &|_| false).is_empty());
     }
 
     #[test]

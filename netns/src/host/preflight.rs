@@ -2,7 +2,7 @@
 //! and routes and the other labs' records, and refuse the plan's host links
 //! that are unsafe or impossible.
 
-use super::check::{HostIf, HostView, OtherLab, check};
+use super::check::{HostIf, HostView, OtherLab, check, lacking_drivers};
 use super::dump::{
     RT_TABLE_LOCAL, RT_TABLE_MAIN, dump_addresses, dump_links, dump_routes, route_oifs,
     saved_route, table_of,
@@ -51,7 +51,10 @@ pub async fn preflight(plan: &Plan, force: bool) -> Result<(), Refused> {
         .await
         .map_err(|e| refused(format!("reading the host's interfaces: {e}")))?;
     let others = other_labs(&plan.lab);
-    let problems = check(&links, &view, &others, &me, force);
+    let mut problems = check(&links, &view, &others, &me, force);
+    // Probed once per process, each on a thread of its own (no runtime of
+    // this one's is entered); a probe that cannot tell refuses nothing.
+    problems.extend(lacking_drivers(&links, &|f| f.known_absent()));
     if problems.is_empty() {
         Ok(())
     } else {
