@@ -6,6 +6,7 @@
 //! the exit-code mapping and the helpers several subcommands share.
 
 pub mod check;
+pub mod completions;
 pub mod datapath;
 pub mod doctor;
 pub mod exec;
@@ -109,6 +110,10 @@ pub enum Command {
     Datapath(DatapathArgs),
     /// Write a generated topology.
     Gen(GenArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(completions::CompletionsArgs),
+    /// Write the man pages (tunbench.1, tunbench-SUBCOMMAND.1) into a directory.
+    Manpages(completions::ManpagesArgs),
 }
 
 /// A failure with its exit code.
@@ -194,6 +199,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Report(a) => report::report(a),
         Command::Test(a) => test::test(a),
         Command::Gen(a) => generate::generate(a),
+        Command::Completions(a) => completions::completions(a),
+        Command::Manpages(a) => completions::manpages(a),
     }
 }
 
