@@ -65,6 +65,9 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
                 for n in notes {
                     println!("  note: {n}");
                 }
+                for line in t.placement_lines() {
+                    println!("  {line}");
+                }
                 if !file_only {
                     let all = std::iter::once(&t).chain(scenarios.iter().map(|s| &s.topology));
                     let problems = host_problems(all, force)?;

@@ -5,6 +5,7 @@ pub mod assertion;
 mod device;
 pub mod dslite;
 pub mod esp;
+pub mod hosts;
 pub mod ikev2;
 pub mod impair;
 pub mod kernel;

@@ -40,6 +40,26 @@ pub struct RawTopology {
     /// which ones the file declares counts.
     #[serde(default)]
     pub scenarios: Option<toml::Value>,
+    /// `[hosts.NAME]`: the machines the lab is placed on; none: one machine.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, RawHost>,
+    /// The UDP port of the VXLAN links between hosts (default 4789).
+    #[serde(default)]
+    pub vxlan_port: Option<i64>,
+}
+
+/// `[hosts.NAME]`: one machine of a lab placed on several.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHost {
+    /// The address this host's VXLAN packets leave from (IPv4 or IPv6).
+    pub underlay: String,
+    /// The underlay interface.
+    #[serde(default)]
+    pub interface: Option<String>,
+    /// The underlay's MTU (default 1500).
+    #[serde(default)]
+    pub mtu: Option<i64>,
 }
 
 /// Settings that layer: built-in defaults -> `[defaults]` -> `[kinds.K]` -> node.
@@ -86,6 +106,9 @@ pub struct RawNode {
     /// The router's interface toward its LAN (for its profile's directions).
     #[serde(default)]
     pub lan: Option<String>,
+    /// The `[hosts.NAME]` the node is built on.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,6 +143,9 @@ pub struct RawLink {
     /// For a link to an external node: the host interface that reaches it.
     #[serde(default)]
     pub host: Option<RawHostPort>,
+    /// The VXLAN network identifier of a link between two hosts.
+    #[serde(default)]
+    pub vni: Option<i64>,
 }
 
 /// `host = "enp3s0"` (a macvlan) or

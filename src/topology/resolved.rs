@@ -84,6 +84,10 @@ pub struct Topology {
     pub reference: Option<crate::topology::reference::Reference>,
     /// `[[assert]]`: what `tunbench test` checks in the running lab.
     pub assertions: Vec<super::assertion::Assertion>,
+    /// `[hosts]`: which host builds each node, and the links between hosts;
+    /// None for a lab on one machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<super::hosts::Placement>,
 }
 
 /// A `[[measure]]` entry, defaults applied (the NVR500 study's method).

@@ -30,6 +30,7 @@ pub fn validate(t: &Topology) -> Vec<Problem> {
     super::assertion::validate(t, &mut p);
     super::tunnel::validate(t, &mut p);
     external_tunnel_ends(t, &mut p);
+    super::hosts::validate(t, &mut p);
     p
 }
 

@@ -13,6 +13,7 @@ use std::path::Path;
 /// The files of topologies/, each tested by the test of the same name below.
 const SHIPPED: &[&str] = &[
     "dslite.toml",
+    "home-split.toml",
     "ikev2.toml",
     "nvr500-home.toml",
     "nvr500-real.toml",
@@ -52,6 +53,7 @@ macro_rules! shipped {
 
 shipped! {
     dslite_passes_its_assertions_checks_and_goes: "dslite.toml",
+    home_split_passes_its_assertions_checks_and_goes: "home-split.toml",
     ikev2_passes_its_assertions_checks_and_goes: "ikev2.toml",
     nvr500_home_passes_its_assertions_checks_and_goes: "nvr500-home.toml",
     nvr500_real_passes_its_assertions_checks_and_goes: "nvr500-real.toml",

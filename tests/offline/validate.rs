@@ -272,3 +272,33 @@ fn several_files_report_each_bad_one() {
         "the good file is blamed:\n{stderr}"
     );
 }
+
+/// A file placed on several hosts: one line per host, with its nodes and its
+/// ends of the links between hosts (VNIs derived from the links' ends).
+#[test]
+fn placed_file_lists_each_host() {
+    let f = dir("topologies/home-split.toml");
+    let out = tunbench()
+        .args(["validate", "--file-only"])
+        .arg(&f)
+        .output()
+        .expect("running tunbench validate");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let want = format!(
+        "{}: ok (3 nodes, 2 links)
+  host pc (198.18.230.1, mtu 1550): nodes pc; links to other hosts: pc:eth0 to router (VNI 9993956)
+  host router (198.18.230.2, mtu 1550): nodes nvr; links to other hosts: nvr:lan1 to pc (VNI 9993956), nvr:lan2 to server (VNI 5869184)
+  host server (198.18.230.3, mtu 1550): nodes server; links to other hosts: server:eth0 to router (VNI 5869184)
+",
+        f.display()
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

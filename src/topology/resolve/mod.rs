@@ -59,6 +59,13 @@ pub fn resolve(
         })
         .collect();
     add_interfaces(&mut nodes, &links);
+    // Placement reads each link's own keys by its place in the file, so only
+    // when every node and link resolved (otherwise their problems stop the file).
+    let placement = if nodes.len() == raw.nodes.len() && links.len() == raw.links.len() {
+        super::hosts::resolve(raw, &nodes, &links, &mut p)
+    } else {
+        None
+    };
     // Profiles look at a node's interfaces and routes, so they come last.
     profiles(raw, &mut nodes, dir, &mut p);
     let measurements = raw
@@ -97,6 +104,7 @@ pub fn resolve(
             tunnels,
             reference,
             assertions,
+            placement,
         },
         p,
     )
