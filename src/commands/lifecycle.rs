@@ -5,6 +5,7 @@ use super::{bad_input, on_signals, runtime};
 use crate::lab;
 use crate::plan::Naming;
 use crate::topology;
+use crate::vocab::count::counted;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -80,12 +81,12 @@ pub fn up(a: UpArgs) -> Result<i32> {
     let (cancel, _) = on_signals(&rt);
     let s = rt.block_on(lab::up_text(&t, &file, &text, &naming, &cancel, force))?;
     println!(
-        "lab {} is up: {} namespaces, {} links, {} addresses, {} routes in {:.3} s",
+        "lab {} is up: {}, {}, {}, {} in {:.3} s",
         s.lab,
-        s.namespaces,
-        s.links,
-        s.addresses,
-        s.routes,
+        counted(s.namespaces as u64, "namespace"),
+        counted(s.links as u64, "link"),
+        counted(s.addresses as u64, "address"),
+        counted(s.routes as u64, "route"),
         s.elapsed.as_secs_f64()
     );
     Ok(0)

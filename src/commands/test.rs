@@ -6,6 +6,7 @@
 use super::{bad_input, on_signals, runtime};
 use crate::verify::suites::{self, Control, Event, Refused, TestFile};
 use crate::verify::{self, Outcome, Suite, Tap};
+use crate::vocab::count::counted;
 use anyhow::Result;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -142,10 +143,9 @@ impl Printer {
         let failed = all.iter().filter(|v| v.outcome != Outcome::Pass).count();
         let seconds: f64 = suites.iter().map(|s| s.seconds).sum();
         self.say(&format!(
-            "{} assertions in {} suite{}: {} passed, {failed} failed ({seconds:.1} s)\n",
+            "{} assertions in {}: {} passed, {failed} failed ({seconds:.1} s)\n",
             all.len(),
-            suites.len(),
-            if suites.len() == 1 { "" } else { "s" },
+            counted(suites.len() as u64, "suite"),
             all.len() - failed
         ));
     }

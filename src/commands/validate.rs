@@ -7,6 +7,7 @@
 use super::runtime;
 use crate::plan::{Naming, plan};
 use crate::topology::{self, Topology};
+use crate::vocab::count::counted;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -42,10 +43,10 @@ pub fn validate(a: ValidateArgs) -> Result<i32> {
         match crate::verify::load(f, kernel) {
             Ok(t) => {
                 println!(
-                    "{}: ok ({} nodes, {} links)",
+                    "{}: ok ({}, {})",
                     f.display(),
-                    t.nodes.len(),
-                    t.links.len()
+                    counted(t.nodes.len() as u64, "node"),
+                    counted(t.links.len() as u64, "link")
                 );
                 // What `run` will ask someone to do by hand, in its order.
                 let text = std::fs::read_to_string(f).unwrap_or_default();

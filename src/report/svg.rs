@@ -12,6 +12,7 @@ use super::draw::{Anchor, Canvas, Drawing, MIN_PLOT_W, Text};
 use super::{ordered_cells, rate_unit, sig, utc};
 use crate::measure::results::{CellResult, PathResult, Results};
 use crate::vocab::Cell;
+use crate::vocab::count::counted;
 
 const PLOT_H: f64 = 320.0;
 /// Slots at least 24 px wide, room for a bar's figure ("27.6"); groups
@@ -181,7 +182,7 @@ fn nothing_to_plot(frame: &Frame) -> Drawing {
 }
 
 fn runs(n: u32) -> String {
-    format!("{n} run{}", if n == 1 { "" } else { "s" })
+    counted(n, "run")
 }
 
 /// What the chart shows, in pieces that the frame joins into lines.

@@ -4,6 +4,7 @@
 //! the Debian packages that have them (`programs`); what a measurement measures
 //! to, a lab node or an address outside any lab (`target`).
 
+pub mod count;
 pub mod framing;
 pub mod keys;
 pub mod programs;
