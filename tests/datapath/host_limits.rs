@@ -1,16 +1,13 @@
 //! A host profile's UDP receive limits, in namespaces: a server whose profile
 //! (a file named by path) takes 10 Mbit/s of UDP over IPv4 and 4 over IPv6
 //! loses what arrives beyond that, per family, while TCP to it is untouched.
-//! Measured once each with tunbench's own engine, held between what the limit
-//! lets through and `REACHED` of it; the limits run in the host's slow path,
+//! Measured with tunbench's own engine until a figure lies between what the
+//! limit lets through and `REACHED` of it (`rate_reached`); the limits run in the host's slow path,
 //! whose counters show the drops.
 
 use crate::common::*;
 use crate::support::*;
 use std::path::PathBuf;
-
-/// Seconds of each UDP test.
-const SECS: f64 = 2.0;
 
 /// `hp…`: a lab name of this file's, unique to the process.
 fn lab(tag: &str) -> String {
@@ -18,7 +15,7 @@ fn lab(tag: &str) -> String {
 }
 
 /// The receiver's rate of one engine test from client to server.
-fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> f64 {
+fn measure(lab: &str, to: &str, port: u16, args: &[&str]) -> Figure {
     let j = engine_json(lab, "client", "server", to, port, args);
     eprintln!("  (the test's time: {:.2} Mbit/s)", received_bps(&j) / 1e6);
     receiver_rate(&j)
@@ -42,19 +39,14 @@ fn udp_beyond_the_limit_is_lost_and_tcp_is_not() {
     ] {
         // Twice the limit, from the first second on.
         let offered = format!("{}", 2.0 * limit);
-        let udp = measure(
-            &lab,
-            to,
-            port,
-            &["-u", "-b", &offered, "-l", "1400", "-t", "2"],
-        );
+        let args = ["-u", "-b", &offered, "-l", "1400", "-t", "2"];
         assert_rate(
             &format!("{family} UDP at twice the limit"),
-            udp,
             REACHED * limit,
-            ceiling_most(limit, SECS, 1),
+            |secs| ceiling_most(limit, secs, 1),
+            || measure(&lab, to, port, &args),
         );
-        let tcp = measure(&lab, to, port + 1, &["-t", "1"]);
+        let tcp = measure(&lab, to, port + 1, &["-t", "1"]).bps;
         eprintln!("{family} TCP: {:.0} Mbit/s", tcp / 1e6);
         assert!(
             tcp > 3.0 * limit,

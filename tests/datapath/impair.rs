@@ -2,8 +2,8 @@
 //! a shaped direction carries its rate less the Ethernet framing, for TCP and
 //! UDP, and each direction keeps its own rate; `tunbench impair` reshapes a
 //! running lab. Each figure is the receiver's own rate (see
-//! `receiver_rate`), measured once and held between what the kernel's TBF can
-//! let through and `REACHED` of the goodput; the rates are low enough that the
+//! `receiver_rate`), measured until it lies between what the kernel's TBF can
+//! let through and `REACHED` of the goodput (`rate_reached`); the rates are low enough that the
 //! shaper, not the CPU, is the limit.
 
 use crate::common::*;
@@ -34,22 +34,20 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/impair/rate.toml")
 }
 
-/// The bounds of a direction shaped to `rate`, for an engine test of `secs`.
-/// At most what TBF lets through from the first packet on: the burst it
-/// starts with (10 ms of the rate, at least two frames; see
-/// topology::impair::shaping_lines), then its rate, over the test and
-/// `START_LAG`, every frame charged its framing. At least `REACHED` of the
-/// goodput. (tests/datapath/wire.rs holds the steady rate to physics itself.)
-fn bounds(rate: f64, secs: f64, frame: (f64, f64)) -> (f64, f64) {
-    let burst = (rate / 8.0 / 100.0).max(2.0 * 1518.0) * 8.0;
-    let (payload, headers) = frame;
-    let through = rate * (1.0 + START_LAG / secs) + burst / secs;
-    let most = goodput(through, frame) * (payload + headers + WIRE) / (payload + headers);
-    (REACHED * goodput(rate, frame), most)
+/// The floor of a direction shaped to `rate`: `REACHED` of its goodput.
+fn least(rate: f64, frame: (f64, f64)) -> f64 {
+    REACHED * goodput(rate, frame)
+}
+
+/// The ceiling of a direction shaped to `rate`, measured over `secs`: the
+/// goodput of what its TBF lets through (`shaped_most`), every frame charged
+/// its framing. (tests/datapath/wire.rs holds the steady rate to physics.)
+fn most(rate: f64, frame: (f64, f64), secs: f64) -> f64 {
+    goodput(shaped_most(rate, tbf_bucket(rate), secs), frame)
 }
 
 /// One engine test from `client` to `server` at `to`: the receiver's rate.
-fn measure(lab: &str, client: &str, server: &str, to: &str, port: u16, args: &[&str]) -> f64 {
+fn measure(lab: &str, client: &str, server: &str, to: &str, port: u16, args: &[&str]) -> Figure {
     let j = engine_json(lab, client, server, to, port, args);
     eprintln!("  (the test's time: {:.2} Mbit/s)", received_bps(&j) / 1e6);
     receiver_rate(&j)
@@ -65,9 +63,12 @@ fn a_shaped_link_carries_its_rate_each_way_for_tcp_and_udp() {
         ("left->right", "left", "right", RIGHT, 20e6, 5301),
         ("right->left", "right", "left", LEFT, 8e6, 5302),
     ] {
-        let (least, most) = bounds(rate, 4.0, TCP);
-        let bps = measure(&lab, client, server, to, port, &["-t", "4"]);
-        assert_rate(&format!("TCP {what} at {}M", rate / 1e6), bps, least, most);
+        assert_rate(
+            &format!("TCP {what} at {}M", rate / 1e6),
+            least(rate, TCP),
+            |secs| most(rate, TCP, secs),
+            || measure(&lab, client, server, to, port, &["-t", "4"]),
+        );
     }
     // UDP both ways at once (each direction has its own shaper), offered
     // above both rates.
@@ -79,9 +80,12 @@ fn a_shaped_link_carries_its_rate_each_way_for_tcp_and_udp() {
         ] {
             s.spawn(move || {
                 let args = ["-t", "3", "-u", "-b", "28M", "-l", "1400"];
-                let (least, most) = bounds(rate, 3.0, UDP);
-                let bps = measure(lab, client, server, to, port, &args);
-                assert_rate(&format!("UDP {what} at {}M", rate / 1e6), bps, least, most);
+                assert_rate(
+                    &format!("UDP {what} at {}M", rate / 1e6),
+                    least(rate, UDP),
+                    |secs| most(rate, UDP, secs),
+                    || measure(lab, client, server, to, port, &args),
+                );
             });
         }
     });
@@ -115,9 +119,13 @@ fn impair_changes_a_running_lab() {
     ]);
     assert!(o.status.success(), "impair: {}", text(&o));
     assert!(qdisc("left").contains("rate 10Mbit"), "{}", qdisc("left"));
-    let (least, most) = bounds(10e6, 4.0, TCP);
-    let bps = measure(&lab, "left", "right", RIGHT, 5310, &["-t", "4"]);
-    assert_rate("TCP left->right reshaped to 10M", bps, least, most);
+    assert_rate(
+        "TCP left->right reshaped to 10M",
+        least(10e6, TCP),
+        |secs| most(10e6, TCP, secs),
+        || measure(&lab, "left", "right", RIGHT, 5310, &["-t", "4"]),
+    );
+    let most = most(10e6, TCP, 4.0);
     assert!(qdisc("right").contains("rate 8Mbit"), "{}", qdisc("right"));
     let bad = tunbench(&["impair", &lab, "left:eth7", "--rate", "1M"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
@@ -142,7 +150,7 @@ fn impair_changes_a_running_lab() {
     assert!(o.status.success(), "impair --clear: {}", text(&o));
     assert!(!qdisc("left").contains("tbf"), "{}", qdisc("left"));
     // Unshaped, a veth carries far more than the shaper ever let through.
-    let free = measure(&lab, "left", "right", RIGHT, 5312, &["-t", "1"]);
+    let free = measure(&lab, "left", "right", RIGHT, 5312, &["-t", "1"]).bps;
     assert!(
         free > 2.0 * most,
         "unshaped left->right only {:.0} Mbit/s, the shaper let up to {:.0} through",
