@@ -1,0 +1,394 @@
+//! Links between hosts at the kernel layer: two machines emulated on this
+//! one (tests/emulated), each building its own part of a lab with the netns
+//! crate, joined by one point-to-point VXLAN link (`Op::Vxlan`, VNI 100,
+//! MTU 1450 over an underlay of MTU 1500). Traffic passes both ways over
+//! IPv4 and IPv6, a 1450-byte packet with DF passes and a 1451-byte one does
+//! not, and each host's `down`, or `clean` after its builder was killed with
+//! SIGKILL, leaves nothing on it. Needs root (CI runs as root).
+//!
+//! The lab code runs on a host as a process of its own: this test binary,
+//! run again under `nsenter --net --mount` with XH_WORKER saying what to do
+//! (the `host_worker` test), as `tunbench` will run on each real host.
+
+mod emulated;
+
+use emulated::{Host, Hosts, UNDERLAY_IF, UNDERLAY_MTU};
+use netns::ops::VXLAN_PORT;
+use netns::{Cancel, Op, Phase, Plan};
+use std::io::{BufRead, BufReader};
+use std::net::IpAddr;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The lab, its node's namespace and the node's cross-host port: the same
+/// names on every host, which each host keeps apart in its own /run.
+const LAB: &str = "xh";
+const NODE_NS: &str = "xh-n";
+const PORT: &str = "xhost0";
+const VNI: u32 = 100;
+/// The link's MTU: the underlay's 1500 less VXLAN over IPv4's 50 bytes.
+const LINK_MTU: u32 = 1450;
+const VXLAN_V4_OVERHEAD: u32 = 50;
+
+/// How long a condition is waited for: far above what a loaded machine needs.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// One host's part: its node, and the node's end of the link to `far`.
+fn part(me: &Host, far: &Host, k: u8) -> Plan {
+    let ns = NODE_NS.to_string();
+    let addr = |a: &str| Op::Address {
+        ns: ns.clone(),
+        iface: PORT.into(),
+        addr: a.parse().unwrap(),
+    };
+    Plan {
+        lab: LAB.into(),
+        nodes: vec![("n".into(), ns.clone(), "host".into())],
+        ops: vec![
+            Op::Namespace {
+                ns: ns.clone(),
+                marker: netns::apply::marker(LAB),
+                sysctls: Vec::new(),
+            },
+            Op::Vxlan {
+                ns: ns.clone(),
+                name: PORT.into(),
+                vni: VNI,
+                local: IpAddr::V4(me.underlay),
+                remote: IpAddr::V4(far.underlay),
+                port: VXLAN_PORT,
+                underlay: Some(UNDERLAY_IF.into()),
+                mtu: LINK_MTU,
+            },
+            addr(&format!("198.18.231.{k}/24")),
+            addr(&format!("2001:2:0:231::{k}/64")),
+        ],
+    }
+}
+
+/// What a worker is asked to do on its host.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Work {
+    /// Build the part; the result is `up`'s error, if any.
+    Up(Plan),
+    /// Build the part and stop after the links phase until killed.
+    UpAndHang(Plan),
+    Down(String),
+    Clean,
+}
+
+const RESULT: &str = "XH-RESULT ";
+const HANGING: &str = "XH-HANGING";
+
+/// The worker: does what XH_WORKER says in the host it was started in, and
+/// prints the outcome as JSON on a line of its own. Without XH_WORKER (a
+/// normal test run) it does nothing.
+#[test]
+fn host_worker() {
+    let Ok(spec) = std::env::var("XH_WORKER") else {
+        return;
+    };
+    let work: Work = serde_json::from_str(&spec).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let no_progress = |_: Phase, _: usize| {};
+    let out = match work {
+        Work::Up(plan) => {
+            let r = rt.block_on(netns::up(&plan, None, &Cancel::new(), &no_progress, false));
+            serde_json::json!(r.err().map(|e| e.to_string()))
+        }
+        Work::UpAndHang(plan) => {
+            let hang = |ph: Phase, _: usize| {
+                if ph == Phase::Links {
+                    println!("{HANGING}");
+                    std::thread::sleep(Duration::from_secs(120));
+                }
+            };
+            let r = rt.block_on(netns::up(&plan, None, &Cancel::new(), &hang, false));
+            serde_json::json!(r.err().map(|e| e.to_string()))
+        }
+        Work::Down(lab) => serde_json::json!(rt.block_on(netns::down(&lab)).unwrap()),
+        Work::Clean => serde_json::json!(rt.block_on(netns::clean())),
+    };
+    println!("{RESULT}{out}");
+}
+
+/// Run `work` on `host` in a worker; its outcome.
+fn on(host: &Host, work: &Work) -> serde_json::Value {
+    let o = worker(host, work)
+        .stdout(Stdio::piped())
+        .output()
+        .expect("running a worker");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let Some(line) = stdout.lines().find_map(|l| Some(l.split_once(RESULT)?.1)) else {
+        panic!(
+            "the worker on {} gave no result: {}{}",
+            host.name,
+            stdout,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    serde_json::from_str(line).unwrap()
+}
+
+fn worker(host: &Host, work: &Work) -> std::process::Command {
+    let me = std::env::current_exe().unwrap();
+    let mut c = host.command(me.to_str().unwrap());
+    c.args(["--exact", "host_worker", "--nocapture", "--test-threads=1"])
+        .env("XH_WORKER", serde_json::to_string(work).unwrap());
+    c
+}
+
+/// `ping ARGS` from the node on `host`: whether an echo came back.
+fn ping(host: &Host, args: &[&str]) -> Result<(), String> {
+    let o = host
+        .command("ip")
+        .args(["netns", "exec", NODE_NS, "ping", "-c1", "-W1"])
+        .args(args)
+        .output()
+        .expect("running ping (iputils-ping)");
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ))
+    }
+}
+
+/// Ping until one echo is answered, within BOUND; the last failure if none.
+fn pings(host: &Host, args: &[&str]) {
+    let until = Instant::now() + BOUND;
+    loop {
+        match ping(host, args) {
+            Ok(()) => return,
+            Err(e) if Instant::now() > until => {
+                panic!(
+                    "no answer on {} to ping {args:?} within {BOUND:?}: {e}",
+                    host.name
+                )
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// Whether ping said its packet did not fit the 1450-byte link ("mtu=1450"
+/// for IPv4, "mtu: 1450" for IPv6).
+fn too_long(ping_output: &str) -> bool {
+    ping_output.contains("message too long") && ping_output.contains("1450")
+}
+
+/// Nothing of the lab on `host`: no namespace, no VXLAN device in its own
+/// namespace, no record.
+fn assert_nothing_on(host: &Host) {
+    assert_eq!(host.namespaces(), Vec::<String>::new(), "on {}", host.name);
+    assert_eq!(
+        host.vxlan_devices(),
+        Vec::<String>::new(),
+        "on {}",
+        host.name
+    );
+    let o = host
+        .command("ls")
+        .args(["-A", "/run/tunbench"])
+        .output()
+        .unwrap();
+    let records = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        records.trim().is_empty(),
+        "records left on {}: {records}",
+        host.name
+    );
+}
+
+/// Nothing of the lab on this machine itself: the hosts' namespaces, records
+/// and devices never appear here.
+fn assert_nothing_here() {
+    assert!(
+        !netns::namespace::exists(NODE_NS),
+        "{NODE_NS} in this machine's /run/netns"
+    );
+    assert!(
+        !netns::state::LabState::dir(LAB).exists(),
+        "lab {LAB} recorded on this machine"
+    );
+    let o = std::process::Command::new("ip")
+        .args(["-j", "link", "show", "type", "vxlan"])
+        .output()
+        .unwrap();
+    let here = emulated::vxlan_devices(&String::from_utf8_lossy(&o.stdout));
+    assert!(
+        !here.contains(&PORT.to_string()),
+        "{PORT} in this machine's namespace"
+    );
+}
+
+/// The node's port on `host`, as `ip -d -j link` shows it.
+fn port_details(host: &Host) -> serde_json::Value {
+    let j = host.ip(&["-n", NODE_NS, "-d", "-j", "link", "show", PORT]);
+    serde_json::from_str::<serde_json::Value>(&j).unwrap()[0].clone()
+}
+
+#[test]
+fn a_vxlan_link_between_two_hosts_carries_both_families_and_leaves_nothing() {
+    let hosts = Hosts::new(2);
+    let (a, b) = (&hosts.hosts[0], &hosts.hosts[1]);
+    assert_eq!(UNDERLAY_MTU, LINK_MTU + VXLAN_V4_OVERHEAD);
+    for (me, far, k) in [(a, b, 1), (b, a, 2)] {
+        let err = on(me, &Work::Up(part(me, far, k)));
+        assert!(err.is_null(), "up on {}: {err}", me.name);
+    }
+    for (me, far) in [(a, b), (b, a)] {
+        // The device is in the node, its socket in the host: none in the host.
+        assert_eq!(me.namespaces(), vec![NODE_NS.to_string()]);
+        assert_eq!(me.vxlan_devices(), Vec::<String>::new(), "on {}", me.name);
+        let d = port_details(me);
+        let x = &d["linkinfo"]["info_data"];
+        assert_eq!(
+            (d["mtu"].as_u64(), x["id"].as_u64()),
+            (Some(1450), Some(100)),
+            "{d}"
+        );
+        assert_eq!(x["learning"], false, "{d}");
+        assert_eq!(x["port"].as_u64(), Some(VXLAN_PORT as u64), "{d}");
+        assert_eq!(x["remote"], far.underlay.to_string(), "{d}");
+        // `remote` alone gives the all-zeros entry `bridge fdb append` would.
+        let fdb = me
+            .command("bridge")
+            .args(["-n", NODE_NS, "fdb", "show", "dev", PORT])
+            .output()
+            .unwrap();
+        let fdb = String::from_utf8_lossy(&fdb.stdout);
+        let entry = format!("00:00:00:00:00:00 dst {} ", far.underlay);
+        assert!(
+            fdb.contains(&entry),
+            "on {}: no default entry to the far host: {fdb}",
+            me.name
+        );
+    }
+    assert_nothing_here();
+
+    for (me, far) in [(a, "198.18.231.2"), (b, "198.18.231.1")] {
+        pings(me, &[far]);
+    }
+    for (me, far) in [(a, "2001:2:0:231::2"), (b, "2001:2:0:231::1")] {
+        pings(me, &[far]);
+    }
+    // 1450 bytes with DF, both families, both ways; 1451 refused.
+    for (me, v4, v6) in [
+        (a, "198.18.231.2", "2001:2:0:231::2"),
+        (b, "198.18.231.1", "2001:2:0:231::1"),
+    ] {
+        pings(me, &["-M", "do", "-s", "1422", v4]);
+        pings(me, &["-M", "do", "-s", "1402", v6]);
+        let e = ping(me, &["-M", "do", "-s", "1423", v4]).expect_err("1451 bytes with DF passed");
+        assert!(too_long(&e), "{e}");
+        let e = ping(me, &["-M", "do", "-s", "1403", v6]).expect_err("1451 bytes passed");
+        assert!(too_long(&e), "{e}");
+    }
+    // The kernel agrees: one byte more does not fit the 1500-byte underlay.
+    let o = a
+        .command("ip")
+        .args(["-n", NODE_NS, "link", "set", PORT, "mtu", "1451"])
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "MTU 1451 over a 1500-byte underlay was accepted"
+    );
+
+    for me in [a, b] {
+        let r = on(me, &Work::Down(LAB.into()));
+        assert_eq!(
+            r["namespaces"],
+            serde_json::json!([NODE_NS]),
+            "down on {}: {r}",
+            me.name
+        );
+        assert_eq!(
+            r["problems"],
+            serde_json::json!([]),
+            "down on {}: {r}",
+            me.name
+        );
+        assert_nothing_on(me);
+    }
+    assert_nothing_here();
+}
+
+#[test]
+fn a_part_whose_builder_was_killed_is_removed_by_clean_on_its_host() {
+    let hosts = Hosts::new(2);
+    let (a, b) = (&hosts.hosts[0], &hosts.hosts[1]);
+    let mut child = worker(a, &Work::UpAndHang(part(a, b, 1)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains(HANGING) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let hanging = rx.recv_timeout(BOUND);
+    // nsenter execs the worker: this is SIGKILL to the builder itself.
+    let _ = child.kill();
+    let _ = child.wait();
+    hanging.expect("the worker never finished its links phase");
+    assert_eq!(a.namespaces(), vec![NODE_NS.to_string()]);
+    let d = port_details(a);
+    assert_eq!(d["linkinfo"]["info_kind"], "vxlan", "{d}");
+    assert_eq!(a.vxlan_devices(), Vec::<String>::new());
+    let o = a
+        .command("test")
+        .args(["-d", &format!("/run/tunbench/{LAB}")])
+        .status()
+        .unwrap();
+    assert!(o.success(), "the killed build left no record");
+
+    let r = on(a, &Work::Clean);
+    let removed = r.as_array().unwrap();
+    assert_eq!(removed.len(), 1, "{r}");
+    assert_eq!(removed[0]["lab"], LAB, "{r}");
+    assert_eq!(
+        removed[0]["namespaces"],
+        serde_json::json!([NODE_NS]),
+        "{r}"
+    );
+    assert_eq!(removed[0]["problems"], serde_json::json!([]), "{r}");
+    assert_nothing_on(a);
+    assert_nothing_on(b);
+    assert_nothing_here();
+}
+
+#[test]
+fn a_link_mtu_the_underlay_cannot_carry_is_refused_and_nothing_is_left() {
+    let hosts = Hosts::new(2);
+    let (a, b) = (&hosts.hosts[0], &hosts.hosts[1]);
+    let mut p = part(a, b, 1);
+    for op in &mut p.ops {
+        if let Op::Vxlan { mtu, .. } = op {
+            *mtu = LINK_MTU + 1;
+        }
+    }
+    let err = on(a, &Work::Up(p));
+    let err = err
+        .as_str()
+        .expect("MTU 1451 over a 1500-byte underlay was built");
+    assert!(
+        err.contains("MTU 1451 plus VXLAN's 50 bytes exceeds u0's MTU 1500"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was built"), "{err}");
+    assert_nothing_on(a);
+    assert_nothing_here();
+}
