@@ -234,6 +234,34 @@ fn port_details(host: &Host) -> serde_json::Value {
     serde_json::from_str::<serde_json::Value>(&j).unwrap()[0].clone()
 }
 
+/// The node's port on `me` is the VXLAN device asked for, to `far`; it is in
+/// the node, its socket in the host: none is in the host's namespace.
+fn assert_port_made(me: &Host, far: &Host) {
+    assert_eq!(me.namespaces(), vec![NODE_NS.to_string()]);
+    assert_eq!(me.vxlan_devices(), Vec::<String>::new(), "on {}", me.name);
+    let d = port_details(me);
+    let x = &d["linkinfo"]["info_data"];
+    let (mtu, vni) = (d["mtu"].as_u64(), x["id"].as_u64());
+    assert_eq!((mtu, vni), (Some(LINK_MTU.into()), Some(VNI.into())), "{d}");
+    assert_eq!(x["learning"], false, "{d}");
+    assert_eq!(x["port"].as_u64(), Some(VXLAN_PORT.into()), "{d}");
+    assert_eq!(x["local"], me.underlay.to_string(), "{d}");
+    assert_eq!(x["remote"], far.underlay.to_string(), "{d}");
+    // `remote` alone gives the all-zeros entry `bridge fdb append` would.
+    let fdb = me
+        .command("bridge")
+        .args(["-n", NODE_NS, "fdb", "show", "dev", PORT])
+        .output()
+        .unwrap();
+    let fdb = String::from_utf8_lossy(&fdb.stdout);
+    let entry = format!("00:00:00:00:00:00 dst {} ", far.underlay);
+    assert!(
+        fdb.contains(&entry),
+        "on {}: no default entry to the far host: {fdb}",
+        me.name
+    );
+}
+
 #[test]
 fn a_vxlan_link_between_two_hosts_carries_both_families_and_leaves_nothing() {
     let hosts = Hosts::new(2);
@@ -244,32 +272,7 @@ fn a_vxlan_link_between_two_hosts_carries_both_families_and_leaves_nothing() {
         assert!(err.is_null(), "up on {}: {err}", me.name);
     }
     for (me, far) in [(a, b), (b, a)] {
-        // The device is in the node, its socket in the host: none in the host.
-        assert_eq!(me.namespaces(), vec![NODE_NS.to_string()]);
-        assert_eq!(me.vxlan_devices(), Vec::<String>::new(), "on {}", me.name);
-        let d = port_details(me);
-        let x = &d["linkinfo"]["info_data"];
-        assert_eq!(
-            (d["mtu"].as_u64(), x["id"].as_u64()),
-            (Some(1450), Some(100)),
-            "{d}"
-        );
-        assert_eq!(x["learning"], false, "{d}");
-        assert_eq!(x["port"].as_u64(), Some(VXLAN_PORT as u64), "{d}");
-        assert_eq!(x["remote"], far.underlay.to_string(), "{d}");
-        // `remote` alone gives the all-zeros entry `bridge fdb append` would.
-        let fdb = me
-            .command("bridge")
-            .args(["-n", NODE_NS, "fdb", "show", "dev", PORT])
-            .output()
-            .unwrap();
-        let fdb = String::from_utf8_lossy(&fdb.stdout);
-        let entry = format!("00:00:00:00:00:00 dst {} ", far.underlay);
-        assert!(
-            fdb.contains(&entry),
-            "on {}: no default entry to the far host: {fdb}",
-            me.name
-        );
+        assert_port_made(me, far);
     }
     assert_nothing_here();
 
