@@ -1,10 +1,12 @@
 //! Links between hosts at the kernel layer: two machines emulated on this
 //! one (tests/emulated), each building its own part of a lab with the netns
-//! crate, joined by one point-to-point VXLAN link (`Op::Vxlan`, VNI 100,
-//! MTU 1450 over an underlay of MTU 1500). Traffic passes both ways over
-//! IPv4 and IPv6, a 1450-byte packet with DF passes and a 1451-byte one does
-//! not, and each host's `down`, or `clean` after its builder was killed with
-//! SIGKILL, leaves nothing on it. Needs root (CI runs as root).
+//! crate, joined by one point-to-point VXLAN link (`Op::Vxlan`, VNI 100)
+//! over an underlay of MTU 1500: MTU 1450 over IPv4 underlay addresses,
+//! 1430 over IPv6. Traffic passes both ways over IPv4 and IPv6, a packet of
+//! the link's MTU with DF passes and one a byte longer does not, an MTU that
+//! does not fit is refused before anything is built, and each host's
+//! `down`, or `clean` after its builder was killed with SIGKILL, leaves
+//! nothing on it. Needs root (CI runs as root).
 //!
 //! The lab code runs on a host as a process of its own: this test binary,
 //! run again under `nsenter --net --mount` with XH_WORKER saying what to do
@@ -26,15 +28,37 @@ const LAB: &str = "xh";
 const NODE_NS: &str = "xh-n";
 const PORT: &str = "xhost0";
 const VNI: u32 = 100;
-/// The link's MTU: the underlay's 1500 less VXLAN over IPv4's 50 bytes.
-const LINK_MTU: u32 = 1450;
-const VXLAN_V4_OVERHEAD: u32 = 50;
+
+/// The family of the hosts' underlay addresses the link runs over.
+#[derive(Clone, Copy)]
+enum Underlay {
+    V4,
+    V6,
+}
+
+impl Underlay {
+    fn addr(self, h: &Host) -> IpAddr {
+        match self {
+            Underlay::V4 => IpAddr::V4(h.underlay),
+            Underlay::V6 => IpAddr::V6(h.underlay6),
+        }
+    }
+
+    /// The largest link MTU over the 1500-byte underlay: less VXLAN's 50
+    /// bytes over IPv4, 70 over IPv6 (physics, not netns::ops).
+    fn link_mtu(self) -> u32 {
+        match self {
+            Underlay::V4 => UNDERLAY_MTU - 50,
+            Underlay::V6 => UNDERLAY_MTU - 70,
+        }
+    }
+}
 
 /// How long a condition is waited for: far above what a loaded machine needs.
 const BOUND: Duration = Duration::from_secs(20);
 
 /// One host's part: its node, and the node's end of the link to `far`.
-fn part(me: &Host, far: &Host, k: u8) -> Plan {
+fn part(me: &Host, far: &Host, k: u8, under: Underlay) -> Plan {
     let ns = NODE_NS.to_string();
     let addr = |a: &str| Op::Address {
         ns: ns.clone(),
@@ -54,11 +78,11 @@ fn part(me: &Host, far: &Host, k: u8) -> Plan {
                 ns: ns.clone(),
                 name: PORT.into(),
                 vni: VNI,
-                local: IpAddr::V4(me.underlay),
-                remote: IpAddr::V4(far.underlay),
+                local: under.addr(me),
+                remote: under.addr(far),
                 port: VXLAN_PORT,
                 underlay: Some(UNDERLAY_IF.into()),
-                mtu: LINK_MTU,
+                mtu: under.link_mtu(),
             },
             addr(&format!("198.18.231.{k}/24")),
             addr(&format!("2001:2:0:231::{k}/64")),
@@ -177,10 +201,10 @@ fn pings(host: &Host, args: &[&str]) {
     }
 }
 
-/// Whether ping said its packet did not fit the 1450-byte link ("mtu=1450"
+/// Whether ping said its packet did not fit a link of `mtu` ("mtu=1450"
 /// for IPv4, "mtu: 1450" for IPv6).
-fn too_long(ping_output: &str) -> bool {
-    ping_output.contains("message too long") && ping_output.contains("1450")
+fn too_long(ping_output: &str, mtu: u32) -> bool {
+    ping_output.contains("message too long") && ping_output.contains(&mtu.to_string())
 }
 
 /// Nothing of the lab on `host`: no namespace, no VXLAN device in its own
@@ -236,17 +260,25 @@ fn port_details(host: &Host) -> serde_json::Value {
 
 /// The node's port on `me` is the VXLAN device asked for, to `far`; it is in
 /// the node, its socket in the host: none is in the host's namespace.
-fn assert_port_made(me: &Host, far: &Host) {
+fn assert_port_made(me: &Host, far: &Host, under: Underlay) {
     assert_eq!(me.namespaces(), vec![NODE_NS.to_string()]);
     assert_eq!(me.vxlan_devices(), Vec::<String>::new(), "on {}", me.name);
     let d = port_details(me);
     let x = &d["linkinfo"]["info_data"];
     let (mtu, vni) = (d["mtu"].as_u64(), x["id"].as_u64());
-    assert_eq!((mtu, vni), (Some(LINK_MTU.into()), Some(VNI.into())), "{d}");
+    let want = (Some(under.link_mtu().into()), Some(VNI.into()));
+    assert_eq!((mtu, vni), want, "{d}");
     assert_eq!(x["learning"], false, "{d}");
     assert_eq!(x["port"].as_u64(), Some(VXLAN_PORT.into()), "{d}");
-    assert_eq!(x["local"], me.underlay.to_string(), "{d}");
-    assert_eq!(x["remote"], far.underlay.to_string(), "{d}");
+    let (local, remote) = (under.addr(me).to_string(), under.addr(far).to_string());
+    // iproute2 names them local6 and remote6 for IPv6.
+    let six = if matches!(under, Underlay::V6) {
+        "6"
+    } else {
+        ""
+    };
+    let got = (&x[format!("local{six}")], &x[format!("remote{six}")]);
+    assert_eq!(got, (&local.into(), &remote.clone().into()), "{d}");
     // `remote` alone gives the all-zeros entry `bridge fdb append` would.
     let fdb = me
         .command("bridge")
@@ -254,7 +286,7 @@ fn assert_port_made(me: &Host, far: &Host) {
         .output()
         .unwrap();
     let fdb = String::from_utf8_lossy(&fdb.stdout);
-    let entry = format!("00:00:00:00:00:00 dst {} ", far.underlay);
+    let entry = format!("00:00:00:00:00:00 dst {remote} ");
     assert!(
         fdb.contains(&entry),
         "on {}: no default entry to the far host: {fdb}",
@@ -262,48 +294,52 @@ fn assert_port_made(me: &Host, far: &Host) {
     );
 }
 
-#[test]
-fn a_vxlan_link_between_two_hosts_carries_both_families_and_leaves_nothing() {
+/// A link over `under` between two hosts: traffic both ways in both
+/// families, a packet of the link's MTU with DF passes and one byte more
+/// does not, and each host's `down` leaves nothing on it.
+fn carried_and_removed(under: Underlay) {
     let hosts = Hosts::new(2);
     let (a, b) = (&hosts.hosts[0], &hosts.hosts[1]);
-    assert_eq!(UNDERLAY_MTU, LINK_MTU + VXLAN_V4_OVERHEAD);
     for (me, far, k) in [(a, b, 1), (b, a, 2)] {
-        let err = on(me, &Work::Up(part(me, far, k)));
+        let err = on(me, &Work::Up(part(me, far, k, under)));
         assert!(err.is_null(), "up on {}: {err}", me.name);
     }
     for (me, far) in [(a, b), (b, a)] {
-        assert_port_made(me, far);
+        assert_port_made(me, far, under);
     }
     assert_nothing_here();
-
-    for (me, far) in [(a, "198.18.231.2"), (b, "198.18.231.1")] {
-        pings(me, &[far]);
-    }
-    for (me, far) in [(a, "2001:2:0:231::2"), (b, "2001:2:0:231::1")] {
-        pings(me, &[far]);
-    }
-    // 1450 bytes with DF, both families, both ways; 1451 refused.
+    let mtu = under.link_mtu();
+    let fits = |hdr: u32| (mtu - hdr).to_string();
+    let over = |hdr: u32| (mtu - hdr + 1).to_string();
     for (me, v4, v6) in [
         (a, "198.18.231.2", "2001:2:0:231::2"),
         (b, "198.18.231.1", "2001:2:0:231::1"),
     ] {
-        pings(me, &["-M", "do", "-s", "1422", v4]);
-        pings(me, &["-M", "do", "-s", "1402", v6]);
-        let e = ping(me, &["-M", "do", "-s", "1423", v4]).expect_err("1451 bytes with DF passed");
-        assert!(too_long(&e), "{e}");
-        let e = ping(me, &["-M", "do", "-s", "1403", v6]).expect_err("1451 bytes passed");
-        assert!(too_long(&e), "{e}");
+        pings(me, &[v4]);
+        pings(me, &[v6]);
+        // ICMP echo: 28 bytes of headers over IPv4, 48 over IPv6.
+        pings(me, &["-M", "do", "-s", &fits(28), v4]);
+        pings(me, &["-M", "do", "-s", &fits(48), v6]);
+        let e = ping(me, &["-M", "do", "-s", &over(28), v4]).expect_err("MTU + 1 with DF passed");
+        assert!(too_long(&e, mtu), "{e}");
+        let e = ping(me, &["-M", "do", "-s", &over(48), v6]).expect_err("MTU + 1 passed");
+        assert!(too_long(&e, mtu), "{e}");
     }
     // The kernel agrees: one byte more does not fit the 1500-byte underlay.
     let o = a
         .command("ip")
-        .args(["-n", NODE_NS, "link", "set", PORT, "mtu", "1451"])
+        .args([
+            "-n",
+            NODE_NS,
+            "link",
+            "set",
+            PORT,
+            "mtu",
+            &(mtu + 1).to_string(),
+        ])
         .output()
         .unwrap();
-    assert!(
-        !o.status.success(),
-        "MTU 1451 over a 1500-byte underlay was accepted"
-    );
+    assert!(!o.status.success(), "MTU {} was accepted", mtu + 1);
 
     for me in [a, b] {
         let r = on(me, &Work::Down(LAB.into()));
@@ -325,10 +361,20 @@ fn a_vxlan_link_between_two_hosts_carries_both_families_and_leaves_nothing() {
 }
 
 #[test]
+fn a_vxlan_link_over_an_ipv4_underlay_carries_both_families_and_leaves_nothing() {
+    carried_and_removed(Underlay::V4);
+}
+
+#[test]
+fn a_vxlan_link_over_an_ipv6_underlay_carries_both_families_and_leaves_nothing() {
+    carried_and_removed(Underlay::V6);
+}
+
+#[test]
 fn a_part_whose_builder_was_killed_is_removed_by_clean_on_its_host() {
     let hosts = Hosts::new(2);
     let (a, b) = (&hosts.hosts[0], &hosts.hosts[1]);
-    let mut child = worker(a, &Work::UpAndHang(part(a, b, 1)))
+    let mut child = worker(a, &Work::UpAndHang(part(a, b, 1, Underlay::V4)))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -377,20 +423,19 @@ fn a_part_whose_builder_was_killed_is_removed_by_clean_on_its_host() {
 fn a_link_mtu_the_underlay_cannot_carry_is_refused_and_nothing_is_left() {
     let hosts = Hosts::new(2);
     let (a, b) = (&hosts.hosts[0], &hosts.hosts[1]);
-    let mut p = part(a, b, 1);
+    let mut p = part(a, b, 1, Underlay::V6);
     for op in &mut p.ops {
         if let Op::Vxlan { mtu, .. } = op {
-            *mtu = LINK_MTU + 1;
+            *mtu += 1;
         }
     }
     let err = on(a, &Work::Up(p));
     let err = err
         .as_str()
-        .expect("MTU 1451 over a 1500-byte underlay was built");
-    assert!(
-        err.contains("MTU 1451 plus VXLAN's 50 bytes exceeds u0's MTU 1500"),
-        "{err}"
-    );
+        .expect("MTU 1431 over an IPv6 underlay of 1500 was built");
+    let why =
+        "MTU 1431 plus VXLAN's 70 bytes exceeds u0's MTU 1500; the link's MTU may be at most 1430";
+    assert!(err.contains(why), "{err}");
     assert!(err.contains("nothing was built"), "{err}");
     assert_nothing_on(a);
     assert_nothing_here();

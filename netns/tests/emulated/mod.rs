@@ -10,14 +10,15 @@
 //! namespaces it makes are bound under the host's /run/netns and stay there,
 //! held by the host's mount namespace, after it exits. The hosts' underlay
 //! is a Linux bridge in a namespace of its own (held the same way), each host
-//! joined to it by a veth `u0` with MTU 1500 and an address of 198.18.230.0/24.
+//! joined to it by a veth `u0` with MTU 1500 and addresses of 198.18.230.0/24
+//! and 2001:2:0:230::/64.
 //!
 //! Dropping `Hosts` kills the holders: with no process left in a host's
 //! mount namespace, its bind mounts go, and with them every namespace (and
 //! device) built on it. Nothing is ever named in this machine's /run/netns.
 
 use std::io::{BufRead, BufReader};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -75,8 +76,9 @@ impl Drop for Holder {
 /// One emulated machine.
 pub struct Host {
     pub name: String,
-    /// Its address on the underlay (interface `u0`).
+    /// Its addresses on the underlay (interface `u0`).
     pub underlay: Ipv4Addr,
+    pub underlay6: Ipv6Addr,
     holder: Holder,
 }
 
@@ -138,7 +140,8 @@ pub struct Hosts {
 }
 
 impl Hosts {
-    /// `n` hosts named h1..hN, at 198.18.230.1..N on the underlay.
+    /// `n` hosts named h1..hN, at 198.18.230.1..N and 2001:2:0:230::1..N
+    /// on the underlay.
     pub fn new(n: u8) -> Hosts {
         let underlay = Holder::start();
         let mut hosts = Vec::new();
@@ -146,6 +149,7 @@ impl Hosts {
             let host = Host {
                 name: format!("h{k}"),
                 underlay: Ipv4Addr::new(198, 18, 230, k),
+                underlay6: Ipv6Addr::new(0x2001, 2, 0, 0x230, 0, 0, 0, k.into()),
                 holder: Holder::start(),
             };
             hosts.push(host);
@@ -198,6 +202,8 @@ impl Hosts {
             on_underlay(&["link", "set", &port, "master", "br0", "up"]);
             let addr = format!("{}/24", h.underlay);
             h.ip(&["addr", "add", &addr, "dev", UNDERLAY_IF]);
+            let addr6 = format!("{}/64", h.underlay6);
+            h.ip(&["addr", "add", &addr6, "dev", UNDERLAY_IF, "nodad"]);
             h.ip(&["link", "set", UNDERLAY_IF, "up"]);
         }
     }
