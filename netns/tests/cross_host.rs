@@ -397,12 +397,17 @@ fn a_part_whose_builder_was_killed_is_removed_by_clean_on_its_host() {
     let d = port_details(a);
     assert_eq!(d["linkinfo"]["info_kind"], "vxlan", "{d}");
     assert_eq!(a.vxlan_devices(), Vec::<String>::new());
+    // The record on the host, written before anything was made, still says
+    // the build is under way, by a builder that is gone.
     let o = a
-        .command("test")
-        .args(["-d", &format!("/run/tunbench/{LAB}")])
-        .status()
+        .command("cat")
+        .arg(format!("/run/tunbench/{LAB}/state.json"))
+        .output()
         .unwrap();
-    assert!(o.success(), "the killed build left no record");
+    let record: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("the killed build left no record: {e}"));
+    assert_eq!(record["status"], "building", "{record}");
+    assert_eq!(record["nodes"][0]["namespace"], NODE_NS, "{record}");
 
     let r = on(a, &Work::Clean);
     let removed = r.as_array().unwrap();
@@ -414,6 +419,9 @@ fn a_part_whose_builder_was_killed_is_removed_by_clean_on_its_host() {
         "{r}"
     );
     assert_eq!(removed[0]["problems"], serde_json::json!([]), "{r}");
+    // No process to stop: SIGKILL reached the builder itself (nsenter
+    // execs the worker rather than forking it).
+    assert_eq!(removed[0]["processes"], 0, "{r}");
     assert_nothing_on(a);
     assert_nothing_on(b);
     assert_nothing_here();
