@@ -308,6 +308,13 @@ fn carried_and_removed(under: Underlay) {
         assert_port_made(me, far, under);
     }
     assert_nothing_here();
+    // Each host's /sys is its own: its underlay interface, not this machine's.
+    let mtu_file = format!("/sys/class/net/{UNDERLAY_IF}/mtu");
+    let o = a.command("cat").arg(&mtu_file).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        UNDERLAY_MTU.to_string()
+    );
     let mtu = under.link_mtu();
     let fits = |hdr: u32| (mtu - hdr).to_string();
     let over = |hdr: u32| (mtu - hdr + 1).to_string();

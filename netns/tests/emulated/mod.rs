@@ -2,9 +2,10 @@
 //!
 //! Each host is a network namespace with a mount namespace of its own, held
 //! by a `sleep` started under `unshare --net --mount --propagation private`
-//! after it mounted a fresh tmpfs on /run: the host has its own /run/netns
-//! and /run/tunbench, so a lab built inside it is listed, recorded and
-//! cleaned there only. A program runs "on" a host under `nsenter --target
+//! after it mounted a fresh tmpfs on /run and a sysfs of its own: the host
+//! has its own /run/netns and /run/tunbench, so a lab built inside it is
+//! listed, recorded and cleaned there only, and /sys/class/net lists its
+//! own interfaces. A program runs "on" a host under `nsenter --target
 //! HOLDER --net --mount`: a whole process in both namespaces (a process that
 //! is not single-threaded cannot enter a mount namespace itself), so the
 //! namespaces it makes are bound under the host's /run/netns and stay there,
@@ -36,11 +37,12 @@ pub const UNDERLAY_IF: &str = "u0";
 struct Holder(Child);
 
 impl Holder {
-    /// A holder whose /run is a fresh tmpfs with an empty netns directory.
+    /// A holder whose /run is a fresh tmpfs with an empty netns directory,
+    /// and whose /sys shows its own network namespace's devices.
     fn start() -> Holder {
         let script = "mount -t tmpfs -o mode=755 tunbench-emulated-host /run \
-                      && mkdir /run/netns && ip link set lo up && echo ready \
-                      && exec sleep infinity";
+                      && mkdir /run/netns && mount -t sysfs sysfs /sys \
+                      && ip link set lo up && echo ready && exec sleep infinity";
         let mut child = Command::new("unshare")
             .args(["--net", "--mount", "--propagation", "private", "--"])
             .args(["sh", "-c", script])
