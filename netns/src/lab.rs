@@ -37,6 +37,12 @@ pub enum LabError {
     /// Host interfaces the plan may not take, every one with its reason.
     #[error(transparent)]
     HostRefused(#[from] crate::host::Refused),
+    /// The plan needs something this kernel lacks, named as `tunbench doctor` names it.
+    #[error("{0} (nothing was built)")]
+    Lacking(String),
+    /// Links between hosts that cannot work here, every one with its reason.
+    #[error("links to other hosts refused (nothing was built):\n  {}", .0.join("\n  "))]
+    CrossHost(Vec<String>),
     #[error("reading host interface {iface} before moving it (nothing was built): {source}")]
     HostRead { iface: String, source: io::Error },
 }
@@ -66,6 +72,12 @@ pub async fn up(
     if let Some((_, ns, _)) = plan.nodes.iter().find(|(_, ns, _)| namespace::exists(ns)) {
         return refuse(lock, lab, LabError::NamespaceTaken(ns.clone(), lab.into()));
     }
+    if let Some(why) = lacking_vxlan(plan) {
+        return refuse(lock, lab, LabError::Lacking(why));
+    }
+    if let Err(problems) = apply::vxlan_preflight(plan).await {
+        return refuse(lock, lab, LabError::CrossHost(problems));
+    }
     let (host_netns, host_links) = match read_host_links(plan, force).await {
         Ok(h) => h,
         Err(e) => return refuse(lock, lab, e),
@@ -82,6 +94,23 @@ pub async fn up(
         .map_err(state_err(lab)),
         Err(e) => roll_back(lab, e).await,
     }
+}
+
+/// Why a plan with cross-host (VXLAN) links cannot be built on this kernel,
+/// if it cannot: a probe that could not tell refuses nothing (the kernel's
+/// own answer is named the same way when the device is made).
+fn lacking_vxlan(plan: &Plan) -> Option<String> {
+    let needs = plan
+        .ops
+        .iter()
+        .any(|o| matches!(o, crate::ops::Op::Vxlan { .. }));
+    let feature = crate::features::Feature::Vxlan;
+    // Probed on a thread of its own: no runtime of this one's is entered.
+    let absent = needs
+        && std::thread::spawn(move || feature.known_absent())
+            .join()
+            .unwrap_or(false);
+    absent.then(|| feature.refusal("place the nodes of every link that crosses hosts on one host"))
 }
 
 /// The lab's lock, held by `up` from this check to the record: two `up`s of

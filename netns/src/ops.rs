@@ -135,6 +135,39 @@ pub enum Op {
         attach: HostAttach,
         mtu: u32,
     },
+    /// One end of a link whose far end is on another host: a point-to-point
+    /// VXLAN device made over the host's netlink socket directly into the
+    /// node's namespace `ns` as `name` (`ip link add NAME netns NS type vxlan`),
+    /// so its UDP socket stays in the host's namespace, on the underlay, and
+    /// the device is never in the host's namespace itself: deleting `ns`
+    /// removes it. No learning, no multicast group: `remote` is the default
+    /// destination (the kernel's all-zeros forwarding entry). Up.
+    Vxlan {
+        ns: String,
+        name: String,
+        vni: u32,
+        /// This host's underlay address, and the far host's (one family).
+        local: IpAddr,
+        remote: IpAddr,
+        /// The UDP destination port (4789 by default).
+        port: u16,
+        /// The host interface the underlay packets leave by, when bound.
+        underlay: Option<String>,
+        mtu: u32,
+    },
+}
+
+/// VXLAN's UDP port (IANA, RFC 7348).
+pub const VXLAN_PORT: u16 = 4789;
+
+/// What VXLAN adds to each packet of a link on the underlay: the inner
+/// Ethernet header (14), VXLAN (8), UDP (8) and the outer IP header (20 for
+/// IPv4, 40 for IPv6). A link's MTU plus this must fit the underlay's MTU.
+pub fn vxlan_overhead(underlay: IpAddr) -> u32 {
+    match underlay {
+        IpAddr::V4(_) => 50,
+        IpAddr::V6(_) => 70,
+    }
 }
 
 /// How a node's device is made from a host interface.
@@ -178,7 +211,9 @@ impl Op {
     pub fn phase(&self) -> Phase {
         match self {
             Op::Namespace { .. } => Phase::Namespaces,
-            Op::Bridge { .. } | Op::Veth { .. } | Op::HostLink { .. } => Phase::Links,
+            Op::Bridge { .. } | Op::Veth { .. } | Op::HostLink { .. } | Op::Vxlan { .. } => {
+                Phase::Links
+            }
             Op::Sysctl { .. } => Phase::Sysctls,
             Op::Port { .. } | Op::Up { .. } => Phase::Ports,
             Op::Address { .. } => Phase::Addresses,
@@ -216,7 +251,8 @@ impl Op {
             | Op::Nftables { ns, .. }
             | Op::Tc { ns, .. }
             | Op::SteerByFlow { ns, .. }
-            | Op::HostLink { ns, .. } => ns,
+            | Op::HostLink { ns, .. }
+            | Op::Vxlan { ns, .. } => ns,
         }
     }
 }
@@ -235,6 +271,7 @@ impl fmt::Display for Op {
             | Op::Port { .. }
             | Op::Up { .. }
             | Op::LinkSet { .. } => self.fmt_link(f),
+            Op::Vxlan { .. } => self.fmt_vxlan(f),
             Op::Route { .. }
             | Op::Seg6Encap { .. }
             | Op::Seg6Local { .. }
@@ -442,6 +479,33 @@ impl Op {
     }
 }
 
+impl Op {
+    /// A VXLAN device made into a node's namespace.
+    fn fmt_vxlan(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        let Op::Vxlan {
+            ns,
+            name,
+            vni,
+            local,
+            remote,
+            port,
+            underlay,
+            mtu,
+        } = self
+        else {
+            unreachable!("not a vxlan: {self:?}")
+        };
+        write!(
+            f,
+            "ip link add {name} netns {ns} mtu {mtu} type vxlan id {vni} local {local} remote {remote} dstport {port} nolearning"
+        )?;
+        if let Some(u) = underlay {
+            write!(f, " dev {u}")?;
+        }
+        write!(f, "; ip -n {ns} link set {name} up")
+    }
+}
+
 /// A device made from a host interface, or the interface moved.
 fn fmt_host_link(
     f: &mut fmt::Formatter,
@@ -535,6 +599,21 @@ mod tests {
             "ip link set enp3s0 netns l-a; ip -n l-a link set enp3s0 name eth0 mtu 1500 up"
         );
         assert_eq!(h(HostAttach::Move).phase(), Phase::Links);
+        let x = Op::Vxlan {
+            ns: "l-a".into(),
+            name: "eth1".into(),
+            vni: 100,
+            local: "198.18.230.1".parse().unwrap(),
+            remote: "198.18.230.2".parse().unwrap(),
+            port: VXLAN_PORT,
+            underlay: Some("eth0".into()),
+            mtu: 1450,
+        };
+        assert_eq!(
+            x.to_string(),
+            "ip link add eth1 netns l-a mtu 1450 type vxlan id 100 local 198.18.230.1 remote 198.18.230.2 dstport 4789 nolearning dev eth0; ip -n l-a link set eth1 up"
+        );
+        assert_eq!((x.phase(), x.ns()), (Phase::Links, "l-a"));
         let j = serde_json::to_string(&HostAttach::Vlan(11)).unwrap();
         assert_eq!(
             serde_json::from_str::<HostAttach>(&j).unwrap(),

@@ -1,5 +1,6 @@
 //! The links phase: lo up in every namespace, bridges, veths, devices made
-//! from the host's interfaces, and TUN devices.
+//! from the host's interfaces, VXLAN devices on the host's underlay, and TUN
+//! devices.
 
 use super::{ApplyError, Namespaces, Ns, Steps};
 use crate::features::Feature;
@@ -22,8 +23,8 @@ const FIRST_LINK_INDEX: u32 = 10;
 /// The host's interfaces, for links made from them: a netlink socket in the
 /// namespace this thread is in (the one tunbench runs in), and their indexes.
 pub(super) struct Host {
-    handle: Handle,
-    index: HashMap<String, u32>,
+    pub(super) handle: Handle,
+    pub(super) index: HashMap<String, u32>,
 }
 
 /// The host's side, when the plan makes links from host interfaces.
@@ -32,7 +33,7 @@ pub(super) async fn read_host(steps: &Steps<'_>) -> Result<Option<Host>, ApplyEr
         .plan
         .ops
         .iter()
-        .any(|o| matches!(o, Op::HostLink { .. }))
+        .any(|o| matches!(o, Op::HostLink { .. } | Op::Vxlan { .. }))
     {
         return Ok(None);
     }
@@ -151,6 +152,12 @@ async fn make_link(
                 .await
                 .map_err(|why| (step, why));
         }
+        Op::Vxlan { .. } => {
+            let host = host.expect("host handle made for VXLAN links");
+            return super::vxlan::make(host, ns, op, index)
+                .await
+                .map_err(|why| (step, why));
+        }
         Op::Bridge { name, mtu, .. } => {
             ns.handle
                 .link()
@@ -246,7 +253,7 @@ async fn make_host_link(
 
 /// A device made over the host's socket, in the node's namespace `ns_fd`,
 /// with its index, MTU, and up.
-fn made_in<T>(
+pub(super) fn made_in<T>(
     b: LinkMessageBuilder<T>,
     ns_fd: RawFd,
     index: u32,

@@ -8,8 +8,10 @@ mod links;
 mod messages;
 mod namespaces;
 mod requests;
+mod vxlan;
 
 pub(crate) use messages::{seg6_encap_message, seg6local_message};
+pub(crate) use vxlan::preflight as vxlan_preflight;
 
 use crate::ops::{Op, Phase, Plan};
 use crate::{namespace, sysctl};
