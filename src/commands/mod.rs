@@ -145,12 +145,17 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(e) => {
             let code = e.downcast_ref::<Exit>().map(|x| x.code).unwrap_or_else(|| {
-                // Bad input: a file that does not load, or host interfaces
-                // the lab may not take.
+                // Bad input: a file that does not load, host interfaces the
+                // lab may not take, a cross-host link that cannot be made as
+                // written, or a kernel feature this machine lacks.
                 if e.downcast_ref::<LoadError>().is_some()
                     || matches!(
                         e.downcast_ref::<netns::LabError>(),
-                        Some(netns::LabError::HostRefused(_))
+                        Some(
+                            netns::LabError::HostRefused(_)
+                                | netns::LabError::CrossHost(_)
+                                | netns::LabError::Lacking(_)
+                        )
                     )
                 {
                     2
