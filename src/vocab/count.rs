@@ -1,9 +1,16 @@
 //! Counts in prose: "1 link", "2 links".
 
-/// `n` and `noun`, with the noun's plural (an added "s") unless `n` is 1.
+/// `n` and `noun`, with the noun's plural unless `n` is 1: an added "es"
+/// after a hissing end ("addresses", "switches"), else "s".
 pub fn counted(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+    let hissing = ["s", "x", "z", "ch", "sh"].iter().any(|e| noun.ends_with(e));
+    let plural = match (n, hissing) {
+        (1, _) => "",
+        (_, true) => "es",
+        (_, false) => "s",
+    };
+    format!("{n} {noun}{plural}")
 }
 
 #[cfg(test)]
@@ -15,5 +22,8 @@ mod tests {
         assert_eq!(counted(1u32, "link"), "1 link");
         assert_eq!(counted(0u32, "link"), "0 links");
         assert_eq!(counted(19u64, "route"), "19 routes");
+        assert_eq!(counted(76u64, "address"), "76 addresses");
+        assert_eq!(counted(1u64, "address"), "1 address");
+        assert_eq!(counted(2u64, "switch"), "2 switches");
     }
 }
