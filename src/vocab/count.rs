@@ -4,7 +4,9 @@
 /// after a hissing end ("addresses", "switches"), else "s".
 pub fn counted(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();
-    let hissing = ["s", "x", "z", "ch", "sh"].iter().any(|e| noun.ends_with(e));
+    let hissing = ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|e| noun.ends_with(e));
     let plural = match (n, hissing) {
         (1, _) => "",
         (_, true) => "es",
