@@ -140,3 +140,23 @@ pub async fn marker_of(ns: &str) -> io::Result<Option<String>> {
     }
     Ok(None)
 }
+
+/// Every address of the namespace this process runs in (the host's, or an
+/// emulated host's): how `up` finds which declared host this machine is.
+/// Must be called inside a tokio runtime.
+pub async fn local_addresses() -> io::Result<Vec<std::net::IpAddr>> {
+    let (conn, h, _) = rtnetlink::new_connection()?;
+    tokio::spawn(conn);
+    let addrs: Vec<_> = h
+        .address()
+        .get()
+        .execute()
+        .try_collect()
+        .await
+        .map_err(|e| io::Error::other(reason(e)))?;
+    Ok(addrs
+        .iter()
+        .filter_map(address_of)
+        .map(|n| n.ip())
+        .collect())
+}

@@ -173,6 +173,7 @@ fn building_record(
 ) -> LabState {
     LabState {
         lab: plan.lab.clone(),
+        host: plan.host.clone(),
         topology,
         status: Status::Building,
         created: now_unix(),

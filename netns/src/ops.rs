@@ -535,6 +535,9 @@ fn fmt_host_link(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub lab: String,
+    /// The host whose part of a lab placed on several hosts this plan
+    /// builds; None: the whole lab, on this machine.
+    pub host: Option<String>,
     /// (node, namespace, kind) for the state record.
     pub nodes: Vec<(String, String, String)>,
     pub ops: Vec<Op>,

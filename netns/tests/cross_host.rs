@@ -67,6 +67,7 @@ fn part(me: &Host, far: &Host, k: u8, under: Underlay) -> Plan {
     };
     Plan {
         lab: LAB.into(),
+        host: Some(me.name.clone()),
         nodes: vec![("n".into(), ns.clone(), "host".into())],
         ops: vec![
             Op::Namespace {

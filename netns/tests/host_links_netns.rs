@@ -159,6 +159,7 @@ fn plan(lab: &str, host: &str, attach: HostAttach, mtu: u32, addr: &str) -> Plan
     let ns = format!("{lab}-n");
     Plan {
         lab: lab.into(),
+        host: None,
         nodes: vec![("n".into(), ns.clone(), "host".into())],
         ops: vec![
             Op::Namespace {

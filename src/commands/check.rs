@@ -57,6 +57,11 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
         seed,
     } = a;
     let running = lab::find(&l)?;
+    if let Some(h) = &running.state.host {
+        return Err(super::bad_input(format!(
+            "lab {l} is host {h}'s part of a lab placed on several hosts, and `check` does not probe across hosts yet; ping from a node with `tunbench exec {l} NODE -- ping ADDRESS`"
+        )));
+    }
     let t = &running.topology;
     let built = t.nodes.iter().filter(|n| n.kind.is_built()).count();
     let mode = choose(mode, sample, seed, built);

@@ -5,6 +5,7 @@ use super::{bad_input, on_signals, runtime};
 use crate::lab;
 use crate::plan::Naming;
 use crate::topology;
+use crate::topology::hosts::{HostLookup, HostPart};
 use crate::vocab::count::counted;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,10 @@ pub struct UpArgs {
     /// machine's default route or addresses of its own.
     #[arg(long)]
     pub force: bool,
+    /// Build only this `[hosts.NAME]`'s part of a lab placed on several hosts
+    /// (default: the host whose underlay address is this machine's).
+    #[arg(long)]
+    pub host: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -49,6 +54,7 @@ pub fn up(a: UpArgs) -> Result<i32> {
         dry_run,
         scenario,
         force,
+        host,
     } = a;
     let t = topology::load(&file, crate::lab::this_kernel())?;
     let text =
@@ -64,12 +70,14 @@ pub fn up(a: UpArgs) -> Result<i32> {
     let lab_name = name.unwrap_or_else(|| t.name.clone());
     check_names(&lab_name, prefix.as_deref())?;
     let naming = Naming::new(&lab_name, prefix.as_deref());
+    let rt = runtime()?;
+    let part = host_part(&t, &file, host, &rt)?;
     if dry_run {
         if let Some((scenario, step)) = &manual {
             let step = step.replace('\n', "\n#   ");
             println!("# scenario {scenario}, manual step (`run` waits for it): {step}");
         }
-        for op in crate::plan::plan(&t, &naming).ops {
+        for op in crate::plan::plan_part(&t, &naming, part.as_ref()).ops {
             println!("{op}");
         }
         return Ok(0);
@@ -77,12 +85,22 @@ pub fn up(a: UpArgs) -> Result<i32> {
     for n in t.tunnels.iter().filter_map(|t| t.auto_fallback()) {
         eprintln!("tunbench: {n}");
     }
-    let rt = runtime()?;
     let (cancel, _) = on_signals(&rt);
-    let s = rt.block_on(lab::up_text(&t, &file, &text, &naming, &cancel, force))?;
+    let s = rt.block_on(lab::up_part(
+        &t,
+        &file,
+        &text,
+        &naming,
+        part.as_ref(),
+        &cancel,
+        force,
+    ))?;
     println!(
-        "lab {} is up: {}, {}, {}, {} in {:.3} s",
+        "lab {}{} is up: {}, {}, {}, {} in {:.3} s",
         s.lab,
+        part.as_ref()
+            .map(|p| format!(" (host {}'s part)", p.host))
+            .unwrap_or_default(),
         counted(s.namespaces as u64, "namespace"),
         counted(s.links as u64, "link"),
         counted(s.addresses as u64, "address"),
@@ -90,6 +108,79 @@ pub fn up(a: UpArgs) -> Result<i32> {
         s.elapsed.as_secs_f64()
     );
     Ok(0)
+}
+
+/// The part of `t` this machine builds: `--host`'s, or on a file with
+/// `[hosts]` the host whose underlay address is one of this machine's; None
+/// for a file without `[hosts]` (the whole lab). A tunnel across hosts needs
+/// every key in the file.
+fn host_part(
+    t: &topology::Topology,
+    file: &Path,
+    host: Option<String>,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Option<HostPart>> {
+    let Some(pl) = &t.placement else {
+        return match host {
+            Some(h) => Err(bad_input(format!(
+                "--host {h}: {} declares no [hosts]; it is one machine's lab, built without --host",
+                file.display()
+            ))),
+            None => Ok(None),
+        };
+    };
+    let declared = || {
+        pl.hosts
+            .iter()
+            .map(|h| format!("{} ({})", h.underlay, h.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let name = match host {
+        Some(h) => h,
+        None => {
+            let local = rt
+                .block_on(netns::inspect::local_addresses())
+                .context("reading this machine's addresses to find its host")?;
+            match t.host_for_addresses(&local) {
+                Ok(h) => h.to_string(),
+                Err(HostLookup::Several(names)) => {
+                    return Err(bad_input(format!(
+                        "{}: this machine has the underlay addresses of several hosts ({}); pass --host NAME",
+                        file.display(),
+                        names.join(", ")
+                    )));
+                }
+                Err(_) => {
+                    return Err(bad_input(format!(
+                        "{}: this machine has none of the underlay addresses {}; pass --host NAME",
+                        file.display(),
+                        declared()
+                    )));
+                }
+            }
+        }
+    };
+    let Some(part) = t.host_part(&name) else {
+        return Err(bad_input(format!(
+            "--host {name}: {} declares no such host; its hosts: {}",
+            file.display(),
+            pl.hosts
+                .iter()
+                .map(|h| format!("{} ({})", h.name, h.underlay))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    let unkeyed = crate::keys::LabKeys::made_across_hosts(t);
+    if !unkeyed.is_empty() {
+        return Err(bad_input(format!(
+            "{}: {}",
+            file.display(),
+            unkeyed.join("; ")
+        )));
+    }
+    Ok(Some(part))
 }
 
 /// The scenario `want` of `file`, whose text is `text`.

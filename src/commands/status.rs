@@ -39,10 +39,14 @@ fn list(v: &Value) -> impl Iterator<Item = &Value> {
 /// One lab's entry as text.
 fn print_lab(l: &Value) {
     println!(
-        "lab {} ({}), {} nodes, from {}",
+        "lab {} ({}), {} nodes{}, from {}",
         l["lab"].as_str().unwrap_or(""),
         l["status"].as_str().unwrap_or(""),
         l["nodes"].as_array().map(|a| a.len()).unwrap_or(0),
+        l["host"]
+            .as_str()
+            .map(|h| format!(", host {h}'s part"))
+            .unwrap_or_default(),
         l["topology"].as_str().unwrap_or("?")
     );
     for h in list(&l["host_interfaces"]) {

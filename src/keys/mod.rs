@@ -43,6 +43,16 @@ pub struct EndCertificate {
     pub cert: String,
 }
 
+/// An ESP tunnel, or L2TP over IPsec: SA keys made per lab.
+fn tun_has_sa(tun: &crate::topology::tunnel::Tunnel) -> bool {
+    use crate::topology::tunnel::TunnelKind;
+    match &tun.kind {
+        TunnelKind::Esp(_) => true,
+        TunnelKind::L2tp(l) => l.ipsec.is_some(),
+        _ => false,
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -129,6 +139,65 @@ impl LabKeys {
             keys.tunnels.insert(tun.name.clone(), tk);
         }
         Ok(keys)
+    }
+
+    /// Why each tunnel whose ends are on different hosts of `t`'s placement
+    /// cannot come up there: a key it would make. Each host makes the keys
+    /// it is not given on its own, so two ends would not agree; such a
+    /// tunnel's keys must all be in the file. Empty on one machine.
+    pub fn made_across_hosts(t: &crate::topology::Topology) -> Vec<String> {
+        use crate::topology::ikev2::{Auth, Psk};
+        use crate::topology::tunnel::TunnelKind;
+        use crate::topology::wireguard::Preshared;
+        let Some(pl) = &t.placement else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for tun in &t.tunnels {
+            let hosts: std::collections::BTreeSet<&str> = tun
+                .endpoints()
+                .iter()
+                .filter_map(|&(_, n, _)| pl.node_host[n].map(|h| pl.hosts[h].name.as_str()))
+                .collect();
+            if hosts.len() < 2 {
+                continue;
+            }
+            let across = format!(
+                "tunnel {} has ends on hosts {}, and each host makes the keys it is not given",
+                tun.name,
+                hosts.into_iter().collect::<Vec<_>>().join(", ")
+            );
+            let made = match &tun.kind {
+                TunnelKind::Wireguard(w) => {
+                    let mut m: Vec<String> = w
+                        .peers
+                        .iter()
+                        .filter(|p| !p.external && p.private_key.is_none())
+                        .map(|p| format!("private_key of peer {}", t.nodes[p.node].name))
+                        .collect();
+                    if w.preshared == Preshared::Generate {
+                        m.push("preshared_key (true: made per lab)".into());
+                    }
+                    m
+                }
+                TunnelKind::Esp(_) | TunnelKind::L2tp(_) if tun_has_sa(tun) => {
+                    vec!["its ESP SA keys, which tunbench always makes (a tunnel across hosts cannot be ESP yet)".into()]
+                }
+                TunnelKind::Ikev2(e) => match (&e.auth, &e.psk) {
+                    (Auth::Cert, _) => vec!["certificates, which tunbench issues per lab (use auth = \"psk\" with a psk)".into()],
+                    (Auth::Psk, Psk::Generate) => vec!["psk".into()],
+                    _ => Vec::new(),
+                },
+                _ => Vec::new(),
+            };
+            if !made.is_empty() {
+                out.push(format!(
+                    "{across}: give {} in the file (`tunbench keygen` makes a WireGuard key)",
+                    made.join(", ")
+                ));
+            }
+        }
+        out
     }
 
     /// Writes the file, readable by root only.

@@ -85,10 +85,11 @@ impl StartRecord {
 pub fn start_all(
     t: &Topology,
     naming: &Naming,
+    part: Option<&crate::topology::hosts::HostPart>,
     exe: Option<&std::path::Path>,
     cancel: &netns::Cancel,
 ) -> Result<usize> {
-    let jobs = jobs(t);
+    let jobs = crate::plan::datapath::jobs_on(t, part);
     let mut record = StartRecord {
         starter: ProcessId::current(),
         ready: false,

@@ -77,9 +77,14 @@ pub fn health_of(lab: &str, state: &LabState, which: &[(Job, String)]) -> Vec<Da
         .collect()
 }
 
-/// Every datapath of the lab.
+/// Every datapath of the lab (of this host's part, when the record names one).
 pub fn health(lab: &str, t: &Topology, state: &LabState) -> Vec<DatapathHealth> {
-    health_of(lab, state, &jobs(t))
+    let part = state.host.as_deref().and_then(|h| t.host_part(h));
+    health_of(
+        lab,
+        state,
+        &crate::plan::datapath::jobs_on(t, part.as_ref()),
+    )
 }
 
 /// The lab's status in one word: "building" (namespaces and links),

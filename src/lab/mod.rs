@@ -9,6 +9,7 @@ pub mod spawn;
 pub mod status;
 
 use crate::plan::{self, Naming};
+use crate::topology::hosts::HostPart;
 use crate::topology::{self, Topology};
 use anyhow::{Context, Result, bail};
 use netns::{Cancel, LabState, Phase};
@@ -62,8 +63,23 @@ pub async fn up_text(
     cancel: &Cancel,
     force: bool,
 ) -> Result<UpSummary> {
+    up_part(t, source, text, naming, None, cancel, force).await
+}
+
+/// `up_text` of one host's `part` of a lab placed on several hosts (the
+/// whole lab when None): its namespaces, links and VXLAN ends, and the
+/// datapaths of its nodes. The record names the host.
+pub async fn up_part(
+    t: &Topology,
+    source: &Path,
+    text: &str,
+    naming: &Naming,
+    part: Option<&HostPart>,
+    cancel: &Cancel,
+    force: bool,
+) -> Result<UpSummary> {
     let started = Instant::now();
-    let p = plan::plan(t, naming);
+    let p = plan::plan_part(t, naming, part);
     let count = |ph: Phase| p.ops.iter().filter(|o| o.phase() == ph).count();
     let delay = netns::test_env::var_os("TUNBENCH_TEST_PHASE_DELAY_MS")
         .and_then(|v| v.to_str()?.parse::<u64>().ok());
@@ -92,7 +108,7 @@ pub async fn up_text(
     let datapaths = crate::keys::LabKeys::make(t)
         .and_then(|k| k.store(&naming.lab))
         .context("making and storing the lab's tunnel keys")
-        .and_then(|_| crate::lab::datapath::start_all(t, naming, None, cancel));
+        .and_then(|_| crate::lab::datapath::start_all(t, naming, part, None, cancel));
     if let Err(e) = datapaths {
         let _ = netns::down(&naming.lab).await;
         return Err(e.context(format!("bringing up lab {}", naming.lab)));

@@ -89,7 +89,7 @@ async fn lab(l: &str, state: &LabState) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    json!({ "lab": l, "status": status_word, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2, "host_interfaces": host_interfaces })
+    json!({ "lab": l, "host": state.host, "status": status_word, "topology": state.topology, "created": state.created, "nodes": nodes, "processes": state.processes, "tunnels": tunnels, "datapaths": datapaths, "wireguard": wireguard, "ikev2": ikev2, "host_interfaces": host_interfaces })
 }
 
 /// Each node of the record, whether its namespace is there, and its devices.

@@ -103,3 +103,15 @@ pub fn jobs(t: &Topology) -> Vec<(Job, String)> {
     }
     out
 }
+
+/// The datapath processes of `jobs` that run on `part`'s host (all of them
+/// on one machine, `part` None).
+pub fn jobs_on(
+    t: &Topology,
+    part: Option<&crate::topology::hosts::HostPart>,
+) -> Vec<(Job, String)> {
+    jobs(t)
+        .into_iter()
+        .filter(|(_, node)| crate::plan::host::runs_here(t, part, node))
+        .collect()
+}

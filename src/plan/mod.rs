@@ -1,12 +1,14 @@
 //! Topology -> the list of kernel operations that builds it. Pure: the same
 //! topology and lab name always give the same plan, printable as a dry run.
 
+use crate::topology::hosts::HostPart;
 use crate::topology::impair::{Shaping, shaping_lines};
 use crate::topology::{Node, NodeKind, Topology};
 use netns::{Op, Plan};
 
 pub mod datapath;
 pub mod dslite;
+pub mod host;
 pub mod link;
 pub mod router;
 pub mod wireguard;
@@ -45,14 +47,21 @@ fn names_device(key: &str) -> bool {
 }
 
 /// The kernel operations that build `t` as the lab `naming` names, in the
-/// order of their phases.
+/// order of their phases: the whole lab, on one machine.
 pub fn plan(t: &Topology, naming: &Naming) -> Plan {
+    plan_part(t, naming, None)
+}
+
+/// The kernel operations that build `part` of `t` (one host's nodes, the links
+/// within it, and its VXLAN end of each link to another host), or the whole
+/// lab when `part` is None.
+pub fn plan_part(t: &Topology, naming: &Naming, part: Option<&HostPart>) -> Plan {
     let ns = |n: usize| naming.namespace(&t.nodes[n].name);
     let mut ops = namespaces(t, naming);
     ops.extend(bridges(t, &ns));
-    ops.extend(links(t, naming, &ns));
+    ops.extend(links(t, naming, &ns, part));
     ops.extend(device_sysctls(t, &ns));
-    ops.extend(link_ups(t, &ns));
+    ops.extend(link_ups(t, &ns, part));
     ops.extend(switch_ports(t, &ns));
     ops.extend(addresses_and_routes(t, &ns));
     for tun in &t.tunnels {
@@ -68,11 +77,19 @@ pub fn plan(t: &Topology, naming: &Naming) -> Plan {
     ops.extend(shaping(t, naming, &ns));
     // Tunnel ops join the phases of the rest (a stable sort keeps their order).
     ops.sort_by_key(|o| o.phase());
+    let mut nodes: Vec<(String, String, String)> = built(t)
+        .map(|(i, n)| (n.name.clone(), ns(i), n.kind.to_string()))
+        .collect();
+    if let Some(part) = part {
+        // Every op names the namespace it acts in: a host keeps its own.
+        let mine = host::namespaces(t, naming, part);
+        ops.retain(|o| mine.contains(o.ns()));
+        nodes.retain(|(_, n, _)| mine.contains(n));
+    }
     Plan {
         lab: naming.lab.clone(),
-        nodes: built(t)
-            .map(|(i, n)| (n.name.clone(), ns(i), n.kind.to_string()))
-            .collect(),
+        host: part.map(|p| p.host.clone()),
+        nodes,
         ops,
     }
 }
@@ -131,11 +148,21 @@ fn bridges(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
 }
 
 /// Each link inside the lab: a host interface taken, a veth pair through a
-/// relay, or a plain veth pair.
-fn links(t: &Topology, naming: &Naming, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+/// relay, or a plain veth pair; building one host's `part`, a link to another
+/// host is this host's VXLAN end of it.
+fn links(
+    t: &Topology,
+    naming: &Naming,
+    ns: &dyn Fn(usize) -> String,
+    part: Option<&HostPart>,
+) -> Vec<Op> {
     let mut ops = Vec::new();
     for (i, l) in t.links.iter().enumerate() {
         if l.is_external(t) {
+            continue;
+        }
+        if let Some(part) = part.filter(|_| host::crosses(t, i)) {
+            ops.extend(host::vxlan_ends(t, part, i, ns));
             continue;
         }
         if let (Some(h), Some((lab, _))) = (&l.host, l.host_ends(t)) {
@@ -180,12 +207,15 @@ fn device_sysctls(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
 }
 
 /// A veth's second end set up (its first end is made up; a host link's
-/// device too).
-fn link_ups(t: &Topology, ns: &dyn Fn(usize) -> String) -> Vec<Op> {
+/// device too, and a VXLAN end).
+fn link_ups(t: &Topology, ns: &dyn Fn(usize) -> String, part: Option<&HostPart>) -> Vec<Op> {
     t.links
         .iter()
-        .filter(|l| l.host.is_none() && !l.is_external(t))
-        .map(|l| Op::Up {
+        .enumerate()
+        .filter(|(i, l)| {
+            l.host.is_none() && !l.is_external(t) && !(part.is_some() && host::crosses(t, *i))
+        })
+        .map(|(_, l)| Op::Up {
             ns: ns(l.b.node),
             iface: l.b.iface.clone(),
         })

@@ -5,8 +5,15 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+// Machines emulated on this one, shared with netns's tests; this binary uses
+// part of it.
+#[allow(dead_code)]
+#[path = "../../netns/tests/emulated/mod.rs"]
+mod emulated;
+
 mod api;
 mod cli;
+mod cross_host;
 mod doctor;
 mod host_links;
 mod lab;

@@ -53,6 +53,10 @@ pub struct NodeRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabState {
     pub lab: String,
+    /// The host whose part of a lab placed on several hosts this machine
+    /// holds; None: the whole lab is here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub topology: Option<PathBuf>,
     pub status: Status,
     /// Unix seconds when `up` started.
@@ -290,6 +294,7 @@ mod tests {
     fn state_round_trips_through_json() {
         let s = LabState {
             lab: "home".into(),
+            host: Some("pc".into()),
             topology: Some("/x/home.toml".into()),
             status: Status::Building,
             created: 1,
@@ -374,6 +379,7 @@ mod tests {
     fn empty(lab: &str) -> LabState {
         LabState {
             lab: lab.into(),
+            host: None,
             topology: None,
             status: Status::Up,
             created: 1,

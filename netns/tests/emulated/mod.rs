@@ -11,8 +11,8 @@
 //! namespaces it makes are bound under the host's /run/netns and stay there,
 //! held by the host's mount namespace, after it exits. The hosts' underlay
 //! is a Linux bridge in a namespace of its own (held the same way), each host
-//! joined to it by a veth `u0` with MTU 1500 and addresses of 198.18.230.0/24
-//! and 2001:2:0:230::/64.
+//! joined to it by a veth `u0` with MTU 1500 (or the one asked for) and
+//! addresses of 198.18.230.0/24 and 2001:2:0:230::/64.
 //!
 //! Dropping `Hosts` kills the holders: with no process left in a host's
 //! mount namespace, its bind mounts go, and with them every namespace (and
@@ -27,7 +27,8 @@ use std::time::Duration;
 /// How long a holder may take to say it is ready.
 const READY_BOUND: Duration = Duration::from_secs(20);
 
-/// The underlay's MTU, as on an Ethernet between real machines.
+/// The underlay's MTU unless asked otherwise, as on an Ethernet between real
+/// machines.
 pub const UNDERLAY_MTU: u32 = 1500;
 
 /// The underlay interface of every host.
@@ -137,6 +138,8 @@ fn ok(host: &str, o: &Output, args: &[&str]) -> String {
 /// N emulated hosts on one underlay bridge.
 pub struct Hosts {
     pub hosts: Vec<Host>,
+    /// The MTU of the bridge and of every `u0`.
+    mtu: u32,
     /// Declared after the hosts: dropped last.
     _underlay: Holder,
 }
@@ -145,6 +148,11 @@ impl Hosts {
     /// `n` hosts named h1..hN, at 198.18.230.1..N and 2001:2:0:230::1..N
     /// on the underlay.
     pub fn new(n: u8) -> Hosts {
+        Hosts::with_mtu(n, UNDERLAY_MTU)
+    }
+
+    /// `Hosts::new` on an underlay of MTU `mtu`.
+    pub fn with_mtu(n: u8, mtu: u32) -> Hosts {
         let underlay = Holder::start();
         let mut hosts = Vec::new();
         for k in 1..=n {
@@ -158,6 +166,7 @@ impl Hosts {
         }
         let h = Hosts {
             hosts,
+            mtu,
             _underlay: underlay,
         };
         h.wire();
@@ -167,7 +176,7 @@ impl Hosts {
     /// The bridge, and each host's `u0` on it, addressed and up.
     fn wire(&self) {
         let u = self._underlay.pid().to_string();
-        let mtu = UNDERLAY_MTU.to_string();
+        let mtu = self.mtu.to_string();
         let on_underlay = |args: &[&str]| {
             let o = Command::new("nsenter")
                 .args([&format!("--target={u}"), "--net", "--", "ip"])

@@ -46,8 +46,8 @@ pub(super) fn role(f: Feature) -> (bool, &'static str, String) {
         }
         Feature::Vxlan => (
             false,
-            "no lab: tunbench makes no VXLAN device",
-            "nothing changes",
+            "links between hosts of a lab placed on several hosts (`[hosts]`): `up --host` makes a VXLAN end for each",
+            "`up --host` of a part with a link to another host is refused before anything is built, naming `vxlan`; a lab on one machine runs",
         ),
         Feature::Tun => (
             false,

@@ -482,3 +482,18 @@ peers = [
     let t = ok(&s);
     assert_eq!(t.tunnels.len(), 1);
 }
+
+#[test]
+fn a_link_between_hosts_has_no_relayed_impairments() {
+    let file = chain(V4_HOSTS, 1400, "").replace(
+        "b = { port = \"srv:eth0\", ipv4 = \"198.18.61.2/24\" }\nmtu = 1400",
+        "b = { port = \"srv:eth0\", ipv4 = \"198.18.61.2/24\" }\nmtu = 1400\nimpairments = { delay = \"5ms\" }",
+    );
+    let e = refused(&file);
+    assert!(
+        e.contains("crosses from host \"h2\" to host \"h3\" and has userspace impairments"),
+        "{e}"
+    );
+    // A kernel rate is shaped at the sending end's device, a VXLAN one too.
+    ok(&file.replace("delay = \"5ms\"", "rate = \"100M\""));
+}

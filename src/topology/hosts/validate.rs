@@ -63,6 +63,15 @@ fn crossing_links(t: &Topology, pl: &Placement, p: &mut Vec<Problem>) {
             continue;
         };
         let (a, b) = (&pl.hosts[ha], &pl.hosts[hb]);
+        if l.impairments.needs_relay() {
+            p.push(Problem::new(
+                &l.at,
+                format!(
+                    "{} crosses from host \"{}\" to host \"{}\" and has userspace impairments (delay, jitter, loss, duplication, reordering or a queue limit), whose relay sits between the two ends on one machine; impair a link within one host instead",
+                    link_label(t, l), a.name, b.name
+                ),
+            ));
+        }
         if a.underlay.is_ipv4() != b.underlay.is_ipv4() {
             p.push(Problem::new(
                 &l.at,
