@@ -14,6 +14,7 @@ mod ci_workflow;
 mod docs;
 mod docs_flags;
 mod fuzz_regressions;
+mod hosts_inventory;
 mod setup_modes;
 mod validate;
 mod vpn_wire;
