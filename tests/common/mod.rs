@@ -24,6 +24,8 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("wg", "wireguard-tools"),
     ("wireguard-go", "wireguard-go"),
     ("swanctl", "strongswan-swanctl"),
+    ("sshd", "openssh-server"),
+    ("ssh-keygen", "openssh-client"),
 ];
 
 /// `name`, once it is known to be on PATH. A missing program fails the test

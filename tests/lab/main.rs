@@ -11,6 +11,7 @@ mod common;
 #[path = "../../netns/tests/emulated/mod.rs"]
 mod emulated;
 
+mod ansible;
 mod api;
 mod cli;
 mod cross_host;

@@ -15,6 +15,7 @@ mod ci_workflow;
 mod docs;
 mod docs_flags;
 mod fuzz_regressions;
+mod hosts_inventory;
 mod kubernetes_example;
 mod setup_modes;
 mod validate;
