@@ -304,13 +304,17 @@ fn one_cell_as_a_library_call() {
 }
 
 /// A path whose queue swallows a short trial's excess: a router model that lets
-/// each UDP flow through at 20 Mbit/s with a queue of about one second. The
-/// search's one-second trial at 36 Mbit/s loses nothing (the queue is not yet
-/// full), but a four-second run at that rate overflows it; the confirmation
+/// each UDP flow through at 20 Mbit/s with a queue of 800 datagrams (about
+/// 0.46 s). The search's one-second trial at 26 Mbit/s leaves about 520 in the
+/// queue, which drain in 0.26 s, within the receiver's 0.5-s wait after the
+/// stream ends, so it loses nothing with room to spare for a slow datapath;
+/// a six-second run at that rate overflows it by about 2,300 datagrams (17 %
+/// of what it sends), so the confirmation
 /// must step the rate down until a full-length run keeps its loss within the
 /// threshold, and the report must say so.
 #[test]
 fn a_confirmation_steps_down_where_the_search_overshoots() {
+    const OFFERED: f64 = 26e6;
     use tunbench::measure::spec::MeasureSpec;
     use tunbench::vocab::{Direction, Family, Proto};
     let dir = tempfile::tempdir().unwrap();
@@ -319,8 +323,8 @@ fn a_confirmation_steps_down_where_the_search_overshoots() {
         r#"
 kind = "router"
 name = "overshoot"
-# About one second of 1448-byte datagrams at 20 Mbit/s.
-queue_packets = 1700
+# About 0.46 s of 1448-byte datagrams at 20 Mbit/s.
+queue_packets = 800
 [modes.deep]
 ceilings = [{ protocol = "udp", flow = "20M" }]
 "#,
@@ -345,11 +349,11 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
             protocols: vec![Proto::Udp],
             directions: vec![Direction::Sender],
             runs: 1,
-            duration: 4.0,
+            duration: 6.0,
             trial_duration: 1.0,
             udp_max_trials: 1,
-            udp_start_bps: 36e6,
-            udp_ceiling_bps: 36e6,
+            udp_start_bps: OFFERED,
+            udp_ceiling_bps: OFFERED,
             latency: None,
             ..MeasureSpec::seed("left", "right")
         },
@@ -358,14 +362,14 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
     assert!(c.error.is_none(), "{c:?}");
     let s = c.search.as_ref().unwrap();
     eprintln!("search and confirmations: {s:?}");
-    // The search's short trial passed at 36 Mbit/s ...
+    // The search's short trial passed at the offered rate ...
     assert_eq!(s.trials.len(), 1, "{s:?}");
     assert!(s.trials[0].lost_percent <= 10.0, "{s:?}");
     // ... a full-length run there did not, and the rate stepped down.
     let first = &s.confirmations[0];
-    assert_eq!(first.offered_bps, 36e6, "{s:?}");
+    assert_eq!(first.offered_bps, OFFERED, "{s:?}");
     assert!(first.lost_percent > 10.0, "{s:?}");
-    assert!(s.rate_bps < 36e6 * 0.91, "{s:?}");
+    assert!(s.rate_bps < OFFERED * 0.91, "{s:?}");
     // The figure is a rate at which a full-length run kept the rule, and every
     // run the cell keeps did.
     let kept = s.confirmations.last().unwrap();
@@ -391,7 +395,10 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
     };
     let report = tunbench::report::render(&results, tunbench::report::Format::Text, None);
     assert!(
-        report.contains("a full-length run at 36.0 Mbit/s received"),
+        report.contains(&format!(
+            "a full-length run at {:.1} Mbit/s received",
+            OFFERED / 1e6
+        )),
         "{report}"
     );
     assert!(report.contains("stepped down to"), "{report}");
