@@ -6,36 +6,12 @@
 //! where `bash scripts/setup.sh --tests` puts them (target/ci-tools/venv);
 //! a missing one fails the test, naming that command.
 
+use crate::example_files::{broken_copy, installed, read, root, shown, venv_program};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const WORKFLOW: &str = "docs/ci/github-actions.yml";
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn workflow_text() -> String {
-    let path = root().join(WORKFLOW);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
-}
-
-/// A program `bash scripts/setup.sh --tests` installs, or a failure saying so.
-fn installed(path: PathBuf, what: &str) -> PathBuf {
-    assert!(
-        path.is_file(),
-        "{} is missing ({what}): run `bash scripts/setup.sh --tests`, which installs it",
-        path.display()
-    );
-    path
-}
-
-fn venv_program(name: &str) -> PathBuf {
-    installed(
-        root().join("target/ci-tools/venv/bin").join(name),
-        "the CI workflow's checker",
-    )
-}
+const CHECKER: &str = "the CI workflow's checker";
 
 /// shellcheck on PATH: actionlint checks `run:` scripts only when it has one.
 fn shellcheck() -> PathBuf {
@@ -50,17 +26,8 @@ fn shellcheck() -> PathBuf {
     )
 }
 
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\n{}{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn actionlint(file: &Path) -> Output {
-    Command::new(venv_program("actionlint"))
+    Command::new(venv_program("actionlint", CHECKER))
         .arg("-no-color")
         .arg("-shellcheck")
         .arg(shellcheck())
@@ -70,24 +37,11 @@ fn actionlint(file: &Path) -> Output {
 }
 
 fn schema_check(file: &Path) -> Output {
-    Command::new(venv_program("check-jsonschema"))
+    Command::new(venv_program("check-jsonschema", CHECKER))
         .args(["--builtin-schema", "vendor.github-workflows"])
         .arg(file)
         .output()
         .expect("running check-jsonschema")
-}
-
-/// The workflow with `from` replaced by `to`, written to a file of its own
-/// in `dir`; `from` must be in it, so the copy really differs.
-fn broken_copy(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
-    let text = workflow_text();
-    assert!(
-        text.contains(from),
-        "{WORKFLOW} no longer holds {from:?}, which this test breaks"
-    );
-    let path = dir.join(name);
-    std::fs::write(&path, text.replacen(from, to, 1)).expect("writing a broken copy");
-    path
 }
 
 #[test]
@@ -138,7 +92,7 @@ fn actionlint_rejects_a_broken_workflow() {
         ),
     ];
     for (name, from, to, said) in cases {
-        let copy = broken_copy(dir.path(), name, from, to);
+        let copy = broken_copy(WORKFLOW, dir.path(), name, from, to);
         let out = actionlint(&copy);
         let text = shown(&out);
         assert!(
@@ -170,7 +124,7 @@ fn the_schema_rejects_a_broken_workflow() {
         ("event.yml", "  push:\n", "  pushed:\n", "$.on:"),
     ];
     for (name, from, to, said) in cases {
-        let copy = broken_copy(dir.path(), name, from, to);
+        let copy = broken_copy(WORKFLOW, dir.path(), name, from, to);
         let out = schema_check(&copy);
         let text = shown(&out);
         assert!(
@@ -184,7 +138,7 @@ fn the_schema_rejects_a_broken_workflow() {
 /// not on root's PATH) and installs only the runtime packages: no mode flag.
 #[test]
 fn the_ci_workflow_builds_without_sudo_and_installs_only_the_runtime() {
-    let text = workflow_text();
+    let text = read(WORKFLOW);
     let runs: Vec<&str> = text
         .lines()
         .map(str::trim)

@@ -7,60 +7,23 @@
 //! scripts/setup.sh --tests` puts it (target/ci-tools/venv); a missing one
 //! fails the test, naming that command.
 
-use std::path::{Path, PathBuf};
+use crate::example_files::{broken_copy, read, root, shown, venv_program};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const EXAMPLE: &str = "deploy/kubernetes/tunbench-host.yaml";
 /// The ConfigMap key that holds the topology, a YAML literal block.
 const LAB_KEY: &str = "lab.toml: |";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn example_text() -> String {
-    let path = root().join(EXAMPLE);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
-}
-
-fn validator() -> PathBuf {
-    let path = root().join("target/ci-tools/venv/bin/kubernetes-validate");
-    assert!(
-        path.is_file(),
-        "{} is missing (the Kubernetes example's checker): run `bash scripts/setup.sh --tests`, which installs it",
-        path.display()
-    );
-    path
-}
-
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\n{}{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 fn validate(file: &Path) -> Output {
-    Command::new(validator())
-        .arg("--strict")
-        .arg(file)
-        .output()
-        .expect("running kubernetes-validate")
-}
-
-/// The example with `from` replaced by `to`, written to a file of its own in
-/// `dir`; `from` must be in it, so the copy really differs.
-fn broken_copy(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
-    let text = example_text();
-    assert!(
-        text.contains(from),
-        "{EXAMPLE} no longer holds {from:?}, which this test breaks"
-    );
-    let path = dir.join(name);
-    std::fs::write(&path, text.replacen(from, to, 1)).expect("writing a broken copy");
-    path
+    Command::new(venv_program(
+        "kubernetes-validate",
+        "the Kubernetes example's checker",
+    ))
+    .arg("--strict")
+    .arg(file)
+    .output()
+    .expect("running kubernetes-validate")
 }
 
 /// The literal block under `lab.toml: |`, its indentation taken off: the
@@ -107,7 +70,7 @@ fn the_kubernetes_example_matches_the_api_schema() {
 
 #[test]
 fn the_kubernetes_example_carries_a_placed_lab_that_validates() {
-    let text = lab_toml(&example_text());
+    let text = lab_toml(&read(EXAMPLE));
     let path = Path::new("lab.toml");
     let t = tunbench::topology::parse_str(&text, path)
         .unwrap_or_else(|e| panic!("{EXAMPLE}: the ConfigMap's lab.toml does not validate: {e}"));
@@ -124,7 +87,7 @@ fn the_kubernetes_example_carries_a_placed_lab_that_validates() {
 
 #[test]
 fn the_kubernetes_example_runs_the_same_commands() {
-    let text = example_text();
+    let text = read(EXAMPLE);
     for said in [
         "tunbench up /etc/tunbench/lab.toml --host $(NODE_NAME)",
         "fieldPath: spec.nodeName",
@@ -165,7 +128,7 @@ fn the_schema_rejects_a_broken_kubernetes_example() {
         ),
     ];
     for (name, from, to, said) in cases {
-        let copy = broken_copy(dir.path(), name, from, to);
+        let copy = broken_copy(EXAMPLE, dir.path(), name, from, to);
         let out = validate(&copy);
         let text = shown(&out);
         assert!(

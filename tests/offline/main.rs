@@ -14,6 +14,7 @@ mod bench_soak;
 mod ci_workflow;
 mod docs;
 mod docs_flags;
+mod example_files;
 mod fuzz_regressions;
 mod hosts_inventory;
 mod kubernetes_example;
