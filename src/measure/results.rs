@@ -208,6 +208,10 @@ pub struct PathResult {
     /// The tunnel the path crosses, and what it costs per packet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tunnel: Option<TunnelCost>,
+    /// In a lab placed on several hosts, the hosts its packets cross in
+    /// order, from `from`'s (["pc", "router", "server"]); empty on one machine.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// What a tunnel adds to each packet that crosses it, as tunbench states it
@@ -259,6 +263,83 @@ pub struct Results {
     /// Lines the measuring run wants printed under the report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// In a lab placed on several hosts, the host whose part measured these
+    /// results (`run --host`); None on one machine and in merged results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The underlays between hosts, measured before the cells.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub underlays: Vec<UnderlayResult>,
+}
+
+/// The underlay between two hosts of a placed lab, measured from `from_host`
+/// before the cells: TCP, one stream, each way, between the hosts' underlay
+/// addresses (outside the lab's namespaces): the capacity every VXLAN link
+/// between them shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnderlayResult {
+    pub from_host: String,
+    pub to_host: String,
+    pub from_address: String,
+    pub to_address: String,
+    /// From `from_host` to `to_host`, bits per second; None when it failed.
+    pub upload_bps: Option<f64>,
+    /// From `to_host` back to `from_host`.
+    pub download_bps: Option<f64>,
+    pub seconds: f64,
+    /// Why a direction has no figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A cell at this share of the underlay's measured capacity or more is said
+/// to have reached it: the figure may be the underlay's, not the path's.
+pub const AT_UNDERLAY_CAPACITY: f64 = 0.9;
+
+impl Results {
+    /// The measured capacity of the underlay from host `a` to host `b`.
+    pub fn underlay_bps(&self, a: &str, b: &str) -> Option<f64> {
+        self.underlays.iter().find_map(|u| {
+            if (u.from_host.as_str(), u.to_host.as_str()) == (a, b) {
+                u.upload_bps
+            } else if (u.from_host.as_str(), u.to_host.as_str()) == (b, a) {
+                u.download_bps
+            } else {
+                None
+            }
+        })
+    }
+
+    /// The tightest measured underlay a cell's data crosses (the hosts in
+    /// the data's direction: `from` to `to` for the sender, back for the
+    /// receiver), with its two hosts; None when none was measured.
+    pub fn underlay_limit(
+        &self,
+        path: &PathResult,
+        cell: &crate::vocab::Cell,
+    ) -> Option<(f64, String, String)> {
+        let mut hosts: Vec<&str> = path.hosts.iter().map(String::as_str).collect();
+        if cell.direction == crate::vocab::Direction::Receiver {
+            hosts.reverse();
+        }
+        hosts
+            .windows(2)
+            .filter_map(|w| Some((self.underlay_bps(w[0], w[1])?, w[0], w[1])))
+            .min_by(|x, y| x.0.total_cmp(&y.0))
+            .map(|(bps, a, b)| (bps, a.to_string(), b.to_string()))
+    }
+
+    /// Whether a cell's best run reached the underlay's capacity
+    /// (`AT_UNDERLAY_CAPACITY` of it): then the underlay, not the path, may
+    /// be what the figure measures.
+    pub fn at_underlay_capacity(
+        &self,
+        path: &PathResult,
+        cell: &CellResult,
+    ) -> Option<(f64, String, String)> {
+        let limit = self.underlay_limit(path, &cell.cell)?;
+        (cell.error.is_none() && cell.best_bps >= AT_UNDERLAY_CAPACITY * limit.0).then_some(limit)
+    }
 }
 
 #[cfg(test)]
@@ -292,6 +373,46 @@ mod tests {
         let steps = s.step_downs();
         assert_eq!(steps.len(), 1);
         assert_eq!((steps[0].0.lost_percent, steps[0].1), (35.0, Some(150.0)));
+    }
+
+    /// A cell is held to the tightest underlay its data crosses, each way.
+    #[test]
+    fn a_cell_at_the_tightest_underlay_on_its_way_is_flagged() {
+        let u = |a: &str, b: &str, up: f64, down: f64| UnderlayResult {
+            from_host: a.into(),
+            to_host: b.into(),
+            from_address: String::new(),
+            to_address: String::new(),
+            upload_bps: Some(up),
+            download_bps: Some(down),
+            seconds: 1.0,
+            error: None,
+        };
+        let mut r = crate::report::fixture::results();
+        r.underlays = vec![
+            u("pc", "router", 900.0, 800.0),
+            u("server", "router", 950.0, 500.0),
+        ];
+        let mut path = r.paths[0].clone();
+        path.hosts = vec!["pc".into(), "router".into(), "server".into()];
+        let mut cell = path.cells[0].clone();
+        cell.cell.direction = Direction::Sender;
+        // Upload: pc->router 900, router->server (server's download) 500.
+        assert_eq!(
+            r.underlay_limit(&path, &cell.cell),
+            Some((500.0, "router".into(), "server".into()))
+        );
+        cell.cell.direction = Direction::Receiver;
+        assert_eq!(
+            r.underlay_limit(&path, &cell.cell),
+            Some((800.0, "router".into(), "pc".into()))
+        );
+        cell.best_bps = 719.0;
+        assert!(r.at_underlay_capacity(&path, &cell).is_none());
+        cell.best_bps = 720.0;
+        assert!(r.at_underlay_capacity(&path, &cell).is_some());
+        path.hosts.clear();
+        assert!(r.underlay_limit(&path, &cell.cell).is_none(), "one machine");
     }
 
     #[test]

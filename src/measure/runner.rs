@@ -251,6 +251,7 @@ fn unmeasured(spec: &MeasureSpec, v4: Option<IpAddr>, v6: Option<IpAddr>) -> Pat
         cells: Vec::new(),
         idle_latency: Vec::new(),
         tunnel: None,
+        hosts: Vec::new(),
     }
 }
 

@@ -105,6 +105,8 @@ pub fn measure_lab(
         paths,
         reference: None,
         notes,
+        host: None,
+        underlays: Vec::new(),
     })
 }
 
@@ -467,6 +469,7 @@ mod tests {
             cells: Vec::new(),
             idle_latency: Vec::new(),
             tunnel: None,
+            hosts: Vec::new(),
         }
     }
 

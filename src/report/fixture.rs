@@ -158,6 +158,7 @@ pub(crate) fn results() -> Results {
         ],
         idle_latency: vec![(Family::Ipv4, latency(0.05)), (Family::Ipv6, latency(0.06))],
         tunnel: None,
+        hosts: Vec::new(),
     };
     let wg = PathResult {
         path: "wg".into(),
@@ -188,6 +189,7 @@ pub(crate) fn results() -> Results {
         ],
         idle_latency: vec![(Family::Ipv4, latency(0.4))],
         tunnel: None,
+        hosts: Vec::new(),
     };
     Results {
         tool: "tunbench 0.1.0".into(),
@@ -200,6 +202,8 @@ pub(crate) fn results() -> Results {
         paths: vec![raw, wg],
         reference: None,
         notes: Vec::new(),
+        host: None,
+        underlays: Vec::new(),
     }
 }
 
@@ -264,6 +268,7 @@ fn path(scenario: &str, name: &str, to: &str, cells: Vec<CellResult>) -> PathRes
             .then(|| "2001:2:0:1::10".into()),
         idle_latency: families.iter().map(|f| (*f, latency(0.08))).collect(),
         tunnel: None,
+        hosts: Vec::new(),
         cells,
     }
 }
@@ -287,6 +292,8 @@ pub(crate) fn main_job() -> Results {
         duration_per_run: 3.0,
         paths: main_job_paths(),
         reference: Some(main_job_reference()),
+        host: None,
+        underlays: Vec::new(),
         notes: vec![
             "the NVR500 is a model calibrated from the NVR500 study's figures (profiles/nvr500.toml), not the device".into(),
             "path wireguard crosses WireGuard tunnel vpn (tunbench): 60 bytes per packet over IPv4 (IPv4 20 + UDP 8 + WireGuard 32); inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6).".into(),

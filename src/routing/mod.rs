@@ -6,6 +6,7 @@
 //! The routes a node looks up are in `lookup`, the tunnels a packet may enter
 //! in `tunnels`, and a packet's walk from node to node in `walk`.
 
+mod hosts;
 mod lookup;
 mod tunnels;
 mod walk;

@@ -60,6 +60,11 @@ pub struct RawHost {
     /// The underlay's MTU (default 1500).
     #[serde(default)]
     pub mtu: Option<i64>,
+    /// The host's clock is synchronised with the other hosts' (PTP, or NTP
+    /// well under the delays measured): one-way delays between two such
+    /// hosts are reported.
+    #[serde(default)]
+    pub synchronised_clock: bool,
 }
 
 /// Settings that layer: built-in defaults -> `[defaults]` -> `[kinds.K]` -> node.

@@ -260,7 +260,10 @@ fn results_with_reference(published: &str) -> String {
             cells: vec![CellResult::from_runs(cell, vec![run], None)],
             idle_latency: Vec::new(),
             tunnel: None,
+            hosts: Vec::new(),
         }],
+        host: None,
+        underlays: Vec::new(),
         reference: Some(Reference {
             source: Some("the NVR500 study".into()),
             tolerance: Tolerance::DEFAULT,

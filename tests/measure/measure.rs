@@ -392,6 +392,8 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
         paths: vec![r.clone()],
         reference: None,
         notes: Vec::new(),
+        host: None,
+        underlays: Vec::new(),
     };
     let report = tunbench::report::render(&results, tunbench::report::Format::Text, None);
     assert!(

@@ -59,6 +59,8 @@ pub struct Host {
     pub interface: Option<String>,
     /// The underlay's MTU.
     pub mtu: u32,
+    /// Its clock is synchronised with the other hosts' (`synchronised_clock`).
+    pub synchronised_clock: bool,
     #[serde(skip)]
     pub at: KeyPath,
 }

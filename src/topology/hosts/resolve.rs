@@ -28,7 +28,10 @@ pub fn resolve(
         .iter()
         .filter_map(|(name, rh)| {
             let at = root.key("hosts").key(name);
-            host(name, &rh.underlay, rh.interface.as_deref(), rh.mtu, at, p)
+            host(name, &rh.underlay, rh.interface.as_deref(), rh.mtu, at, p).map(|h| Host {
+                synchronised_clock: rh.synchronised_clock,
+                ..h
+            })
         })
         .collect();
     let node_host = node_hosts(raw, nodes, &hosts, p);
@@ -132,6 +135,7 @@ fn host(
         underlay: address.ok()?,
         interface: interface.map(str::to_string),
         mtu,
+        synchronised_clock: false,
         at,
     })
 }
