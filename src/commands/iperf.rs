@@ -43,6 +43,10 @@ pub struct ServerArgs {
     /// addresses.
     #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub echo_port: Option<u16>,
+    /// A pipe to wait on before serving (a lab's `up` opens it once it has
+    /// recorded this process).
+    #[arg(long, hide = true)]
+    pub start_gate: Option<i32>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -101,6 +105,9 @@ fn parse_window(s: &str) -> Result<u32, String> {
 }
 
 pub fn server(a: ServerArgs) -> Result<i32> {
+    if let Some(fd) = a.start_gate {
+        crate::lab::datapath::wait_at_start_gate(fd)?;
+    }
     let opts = crate::engine::server::ServerOptions {
         bind: a.bind,
         port: a.port,

@@ -131,6 +131,15 @@ pub struct RunArgs {
     /// build nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Measure from this `[hosts.NAME]`'s part of a lab placed on several
+    /// hosts, already up (`tunbench up FILE --host NAME` on every host): the
+    /// paths whose `from` it holds, after the underlays to the next hosts;
+    /// nothing is built or taken down.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// With --host: seconds to wait for every far part to answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, requires = "host")]
+    pub wait: u64,
     #[command(flatten)]
     pub latency: LatencyArgs,
     #[command(flatten)]
@@ -146,6 +155,10 @@ pub fn measure(a: MeasureArgs) -> Result<i32> {
         ));
     }
     let running = lab::find(&a.lab)?;
+    let spec = match running.state.host {
+        Some(_) => crate::measure::part::on_part(&running.topology, spec),
+        None => spec,
+    };
     let rt = runtime()?;
     let (_, flag) = on_signals(&rt);
     let progress = ProgressLine::on_stderr();
@@ -250,15 +263,10 @@ pub fn run(a: RunArgs) -> Result<i32> {
         )));
     }
     let naming = Naming::new(&lab_name, None);
-    let o = crate::measure::session::Overrides {
-        runs: a.runs,
-        duration: a.duration,
-        trial_duration: a.trial_duration,
-        scenarios: a.scenario.clone(),
-        force: a.force,
-        latency: a.latency.switch(),
-        latency_rate: a.latency.latency_rate,
-    };
+    if let Some(host) = &a.host {
+        return run_part(&a, &t, host, &lab_name);
+    }
+    let o = overrides(&a);
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| bad_input(format!("reading {}: {e}", a.file.display())))?;
     let scenarios = crate::measure::session::selected_scenarios(&text, &a.file, &a.scenario)
@@ -292,6 +300,68 @@ pub fn run(a: RunArgs) -> Result<i32> {
         &mut |p| progress.show(p),
         &mut manual,
     ));
+    progress.clear();
+    emit(&r?, &a.out)
+}
+
+fn overrides(a: &RunArgs) -> crate::measure::session::Overrides {
+    crate::measure::session::Overrides {
+        runs: a.runs,
+        duration: a.duration,
+        trial_duration: a.trial_duration,
+        scenarios: a.scenario.clone(),
+        force: a.force,
+        latency: a.latency.switch(),
+        latency_rate: a.latency.latency_rate,
+    }
+}
+
+/// `run --host`: this host's paths in its part, already up.
+fn run_part(a: &RunArgs, t: &topology::Topology, host: &str, lab_name: &str) -> Result<i32> {
+    if t.placement.is_none() {
+        return Err(bad_input(format!(
+            "--host {host}: {} declares no [hosts]; it is one machine's lab, run without --host",
+            a.file.display()
+        )));
+    }
+    if t.host_part(host).is_none() {
+        return Err(bad_input(format!(
+            "--host {host}: {} declares no [hosts.{host}]",
+            a.file.display()
+        )));
+    }
+    if !a.scenario.is_empty() || a.dry_run || a.force {
+        return Err(bad_input(
+            "--host measures the part as `up --host` built it: --scenario, --dry-run and --force belong to that `up`",
+        ));
+    }
+    let not_up = || {
+        bad_input(format!(
+            "lab {lab_name} is not up on this machine as host {host}'s part; bring it up first: tunbench up {} --host {host}",
+            a.file.display()
+        ))
+    };
+    let running = lab::find(lab_name).map_err(|_| not_up())?;
+    if running.state.host.as_deref() != Some(host) {
+        return Err(not_up());
+    }
+    let rt = runtime()?;
+    let (_, flag) = on_signals(&rt);
+    let progress = ProgressLine::on_stderr();
+    let o = overrides(a);
+    let part = crate::measure::part::PartRun {
+        lab: &running,
+        overrides: &o,
+        wait: std::time::Duration::from_secs(a.wait),
+        cancel: &flag,
+    };
+    let r = part.measure(
+        &mut |line| {
+            progress.clear();
+            eprintln!("{line}");
+        },
+        &mut |p| progress.show(p),
+    );
     progress.clear();
     emit(&r?, &a.out)
 }

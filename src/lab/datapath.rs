@@ -206,7 +206,7 @@ fn spawn(
 }
 
 /// A pipe, both ends close-on-exec: (read, write).
-fn start_gate() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn start_gate() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 fills both fds on success; each is then owned once.
     unsafe {
@@ -217,7 +217,7 @@ fn start_gate() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
 }
 
-fn open_gate(write: OwnedFd) -> std::io::Result<()> {
+pub(crate) fn open_gate(write: OwnedFd) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::File::from(write).write_all(b"go")
 }

@@ -144,7 +144,13 @@ pub fn on_path(t: &Topology, target: IpAddr) -> Vec<(Job, String)> {
 /// The first datapath toward `target` that is not running, said plainly.
 pub fn dead_on_path(lab: &str, t: &Topology, target: IpAddr) -> Option<String> {
     let state = LabState::load(lab).ok().flatten()?;
-    health_of(lab, &state, &on_path(t, target))
+    // A part of a lab over several hosts watches only the datapaths it runs.
+    let part = state.host.as_deref().and_then(|h| t.host_part(h));
+    let here: Vec<(Job, String)> = on_path(t, target)
+        .into_iter()
+        .filter(|(_, node)| crate::plan::host::runs_here(t, part.as_ref(), node))
+        .collect();
+    health_of(lab, &state, &here)
         .iter()
         .find_map(DatapathHealth::not_running)
 }

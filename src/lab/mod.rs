@@ -5,6 +5,7 @@ pub mod datapath;
 pub mod doctor;
 pub mod impair;
 pub mod liveness;
+pub mod servers;
 pub mod spawn;
 pub mod status;
 
@@ -108,7 +109,11 @@ pub async fn up_part(
     let datapaths = crate::keys::LabKeys::make(t)
         .and_then(|k| k.store(&naming.lab))
         .context("making and storing the lab's tunnel keys")
-        .and_then(|_| crate::lab::datapath::start_all(t, naming, part, None, cancel));
+        .and_then(|_| crate::lab::datapath::start_all(t, naming, part, None, cancel))
+        .and_then(|_| match part {
+            Some(part) => crate::lab::servers::start_part_servers(t, naming, part).map(|_| ()),
+            None => Ok(()),
+        });
     if let Err(e) = datapaths {
         let _ = netns::down(&naming.lab).await;
         return Err(e.context(format!("bringing up lab {}", naming.lab)));

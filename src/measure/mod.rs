@@ -3,6 +3,7 @@
 
 mod cell;
 mod client_thread;
+pub mod part;
 mod reading;
 pub mod results;
 pub mod runner;

@@ -106,15 +106,14 @@ impl PathRun<'_> {
         }
     }
 
-    /// Whether the target is a lab node, whose server shares our clock: then
-    /// the probes give one-way delays besides round trips.
+    /// Whether the probes give one-way delays besides round trips.
     fn one_way(&self) -> bool {
-        self.spec.to.node().is_some()
+        self.spec.one_way()
     }
 
     /// Waits for the lab's own server at `server` the first time it is used.
     fn wait_for(&mut self, server: SocketAddr) -> Result<()> {
-        if self.one_way() && self.waited.insert(server) {
+        if self.spec.to.node().is_some() && self.waited.insert(server) {
             wait_for_server(&self.client_ns, server)?;
         }
         Ok(())

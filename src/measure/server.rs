@@ -16,17 +16,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Where the measurement server listens inside the target namespace.
-pub const SERVER_PORT: u16 = 5201;
+pub const SERVER_PORT: u16 = crate::vocab::target::DEFAULT_PORT;
 
 /// The server the measurement uses, and its port. A node's server is ours to
-/// start and stop (it stops when the returned process drops); one outside is
-/// only asked, from `client_ns`, whether it answers.
+/// start and stop (it stops when the returned process drops), unless its
+/// part's `up` started it; one outside is only asked, from `client_ns`,
+/// whether it answers.
 pub(super) fn server_for(
     lab: &Running,
     spec: &MeasureSpec,
     client_ns: &str,
 ) -> Result<(Option<ServerProcess>, u16)> {
     Ok(match &spec.to {
+        MeasureTarget::Node(_) if spec.server_started_by_up => (None, SERVER_PORT),
         MeasureTarget::Node(node) => (
             Some(ServerProcess::start(
                 lab,

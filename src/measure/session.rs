@@ -203,8 +203,13 @@ fn latency_notes(specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String>
         .filter(|s| s.to.node().is_some())
         .find_map(|s| s.latency.as_ref())
     {
+        let clocks = if specs.iter().any(|s| s.server_started_by_up) {
+            "one-way delays where both ends share a clock or declare theirs synchronised, round trips only elsewhere (each path's note says)"
+        } else {
+            "one-way delays are exact, every lab namespace sharing the host's clock"
+        };
         out.push(format!(
-            "latency: {} probes/s of {} bytes over UDP to an echo responder beside the server (port {}), alone for {} s per family before the cells, then during every cell's runs; one-way delays are exact, every lab namespace sharing the host's clock.",
+            "latency: {} probes/s of {} bytes over UDP to an echo responder beside the server (port {}), alone for {} s per family before the cells, then during every cell's runs; {clocks}.",
             l.rate,
             crate::wire::probe::PACKET_LEN,
             l.port,

@@ -41,6 +41,13 @@ pub struct MeasureSpec {
     /// Latency probes: idle before the cells, then under every cell's runs;
     /// `None` measures none.
     pub latency: Option<LatencySpec>,
+    /// A node target's server was started by its part's `up` (a lab placed
+    /// on several hosts): it is waited for, never started here.
+    pub server_started_by_up: bool,
+    /// The client's and the server's clocks are one (one machine) or
+    /// declared synchronised (`synchronised_clock` on both hosts): the
+    /// probes to a node then give one-way delays.
+    pub same_clock: bool,
 }
 
 /// How the latency probes run.
@@ -94,7 +101,16 @@ impl MeasureSpec {
             udp_start_bps: 500e6,
             udp_ceiling_bps: 100e9,
             server_exe: None,
+            server_started_by_up: false,
+            same_clock: true,
         }
+    }
+
+    /// Whether the probes give one-way delays: toward a node whose clock is
+    /// ours (or synchronised with it); a server outside the lab gives round
+    /// trips only.
+    pub fn one_way(&self) -> bool {
+        self.to.node().is_some() && self.same_clock
     }
 
     /// The addresses measured to: the ones given for a node target, the

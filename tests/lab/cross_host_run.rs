@@ -1,0 +1,163 @@
+//! `run --host` on home-split.toml split over three emulated hosts
+//! (crate::emulated): each host measures the paths it holds the source of,
+//! after the underlay to the next host, with the far parts' servers started
+//! by their `up`; and a part that never comes up fails the run in its bound.
+
+use crate::common::*;
+use crate::emulated::{Host, Hosts};
+use serde_json::Value;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+const HOSTS: [&str; 3] = ["pc", "router", "server"];
+const UNDERLAY_MTU: u32 = 1550;
+
+/// home-split.toml cut to what the test measures: IPv4 TCP both ways, one
+/// run of 2 s per cell, raw and through WireGuard.
+fn short_home_split(dir: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(topo("home-split.toml")).unwrap();
+    let short = text.replace(
+        "runs = 3\nduration = 3\n",
+        "runs = 1\nduration = 2\nfamilies = [\"ipv4\"]\nprotocols = [\"tcp\"]\n",
+    );
+    assert_eq!(short.matches("protocols = [\"tcp\"]").count(), 2, "{short}");
+    let path = dir.join("home-split.toml");
+    std::fs::write(&path, short).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn on(h: &Host, args: &[&str]) -> Output {
+    h.command(bin())
+        .args(args)
+        .output()
+        .expect("running tunbench on an emulated host")
+}
+
+/// Each host's part taken down on drop, whatever failed.
+struct Parts<'a> {
+    hosts: &'a Hosts,
+    lab: String,
+}
+
+impl Drop for Parts<'_> {
+    fn drop(&mut self) {
+        for h in &self.hosts.hosts {
+            let _ = on(h, &["down", &self.lab]);
+        }
+    }
+}
+
+fn up(h: &Host, file: &str, lab: &str, name: &str) {
+    let o = on(h, &["up", file, "--name", lab, "--host", name]);
+    assert!(o.status.success(), "up on {name}: {}", text(&o));
+}
+
+fn run_json(h: &Host, file: &str, lab: &str, name: &str) -> Value {
+    let o = on(
+        h,
+        &[
+            "run", file, "--name", lab, "--host", name, "--format", "json",
+        ],
+    );
+    assert!(o.status.success(), "run --host {name}: {}", text(&o));
+    serde_json::from_slice(&o.stdout).expect("results JSON")
+}
+
+#[test]
+fn each_host_measures_its_paths_tcp_both_ways_through_wireguard_across_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = short_home_split(dir.path());
+    let hosts = Hosts::with_mtu(3, UNDERLAY_MTU);
+    let lab = lab_name("xr");
+    let _parts = Parts {
+        hosts: &hosts,
+        lab: lab.clone(),
+    };
+    for (h, name) in hosts.hosts.iter().zip(HOSTS) {
+        up(h, &file, &lab, name);
+    }
+    let pc = run_json(&hosts.hosts[0], &file, &lab, "pc");
+    assert_eq!(pc["host"], "pc");
+    let paths = pc["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2, "{pc:#}");
+    for p in paths {
+        assert_eq!(p["hosts"], serde_json::json!(["pc", "router", "server"]));
+        let cells = p["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 2, "sender and receiver: {p:#}");
+        for c in cells {
+            assert!(c["error"].is_null(), "{c:#}");
+            assert!(c["best_bps"].as_f64().unwrap() > 0.0, "{c:#}");
+        }
+    }
+    let underlays = pc["underlays"].as_array().unwrap();
+    assert_eq!(underlays.len(), 1, "pc measures its hop to the router");
+    let u = &underlays[0];
+    assert_eq!(
+        (&u["from_host"], &u["to_host"]),
+        (&"pc".into(), &"router".into())
+    );
+    assert!(u["upload_bps"].as_f64().unwrap() > 0.0, "{u:#}");
+    assert!(u["download_bps"].as_f64().unwrap() > 0.0, "{u:#}");
+    let notes = pc["notes"].to_string();
+    assert!(
+        notes.contains("path wireguard crosses hosts pc -> router -> server"),
+        "{notes}"
+    );
+    assert!(notes.contains("is round trips only"), "{notes}");
+    // The router holds no source: it measures its hop to the server only.
+    let router = run_json(&hosts.hosts[1], &file, &lab, "router");
+    assert!(router["paths"].as_array().unwrap().is_empty(), "{router:#}");
+    let u = &router["underlays"][0];
+    assert_eq!(
+        (&u["from_host"], &u["to_host"]),
+        (&"router".into(), &"server".into())
+    );
+    assert!(u["upload_bps"].as_f64().unwrap() > 0.0, "{u:#}");
+}
+
+#[test]
+fn a_host_whose_part_never_comes_up_fails_the_run_within_its_bound_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = short_home_split(dir.path());
+    let hosts = Hosts::with_mtu(3, UNDERLAY_MTU);
+    let lab = lab_name("xw");
+    let _parts = Parts {
+        hosts: &hosts,
+        lab: lab.clone(),
+    };
+    // The server's part never comes up.
+    for (h, name) in hosts.hosts.iter().zip(HOSTS).take(2) {
+        up(h, &file, &lab, name);
+    }
+    let wait = 3;
+    let started = Instant::now();
+    let o = on(
+        &hosts.hosts[0],
+        &[
+            "run",
+            &file,
+            "--name",
+            &lab,
+            "--host",
+            "pc",
+            "--wait",
+            &wait.to_string(),
+        ],
+    );
+    let took = started.elapsed();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("host server's part does not answer"),
+        "{}",
+        text(&o)
+    );
+    assert!(o.stdout.is_empty(), "no figures: {}", text(&o));
+    // The bound is the wait plus a start: far under the bound a stuck run
+    // would have (the runner's own timeouts are minutes).
+    assert!(
+        took < Duration::from_secs(wait + 60),
+        "the run took {took:?} to give up after a {wait} s wait"
+    );
+    // Nothing measured, nothing changed: the parts that are up stay up.
+    assert_eq!(hosts.hosts[0].namespaces().len(), 1);
+}
