@@ -147,10 +147,39 @@ fn on_one_machine(dir: &Path) -> (Probes, Asserts) {
     (probes, junit(&xml))
 }
 
+/// `check --json` of host `name`'s part, which must pass, probe from its
+/// nodes only and name the other hosts' nodes.
+fn check_part(h: &Host, name: &str, lab: &str) -> Probes {
+    let check = on(h, &["check", lab, "--json"]);
+    assert_eq!(check.status.code(), Some(0), "on {name}: {}", text(&check));
+    let (mine, v) = probes(&check);
+    assert_eq!(v["host"], name, "{v}");
+    let mut elsewhere: Vec<(String, String)> = Vec::new();
+    for e in v["probed_elsewhere"].as_array().unwrap() {
+        for n in e["nodes"].as_array().unwrap() {
+            elsewhere.push((n.to_string(), e["host"].to_string()));
+        }
+    }
+    let want: Vec<(String, String)> = NODES
+        .iter()
+        .filter(|(_, host)| *host != name)
+        .map(|(n, host)| (format!("{n:?}"), format!("{host:?}")))
+        .collect();
+    assert_eq!(elsewhere, want, "on {name}");
+    for (from, _) in mine.keys() {
+        let held = NODES.iter().any(|&(n, host)| n == from && host == name);
+        assert!(held, "{name} probed from {from}, which it does not hold");
+    }
+    mine
+}
+
 #[test]
 fn split_home_gives_the_one_machine_check_and_assertion_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     let (one_probes, one_asserts) = on_one_machine(dir.path());
+    // Three nodes, each to the eight addresses of the two others; three
+    // assertions.
+    assert_eq!((one_probes.len(), one_asserts.len()), (24, 3));
     let hosts = Hosts::with_mtu(3, UNDERLAY_MTU);
     let lab = lab_name("xc3");
     let parts = up_parts(&hosts.hosts, &HOSTS, &lab);
@@ -163,34 +192,7 @@ fn split_home_gives_the_one_machine_check_and_assertion_verdicts() {
     let mut split_probes = Probes::new();
     let mut split_asserts = Asserts::new();
     for (h, name) in hosts.hosts.iter().zip(HOSTS) {
-        let check = on(h, &["check", &lab, "--json"]);
-        assert_eq!(check.status.code(), Some(0), "on {name}: {}", text(&check));
-        let (mine, v) = probes(&check);
-        assert_eq!(v["host"], name, "{v}");
-        let elsewhere: Vec<(String, String)> = v["probed_elsewhere"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|e| {
-                let host = e["host"].as_str().unwrap().to_string();
-                e["nodes"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(move |n| (n.as_str().unwrap().to_string(), host.clone()))
-            })
-            .collect();
-        let want: Vec<(String, String)> = NODES
-            .iter()
-            .filter(|(_, host)| *host != name)
-            .map(|(n, host)| (n.to_string(), host.to_string()))
-            .collect();
-        assert_eq!(elsewhere, want, "on {name}");
-        for ((from, addr), verdict) in mine {
-            let held = NODES.iter().any(|&(n, host)| n == from && host == name);
-            assert!(held, "{name} probed from {from}, which it does not hold");
-            split_probes.insert((from, addr), verdict);
-        }
+        split_probes.extend(check_part(h, name, &lab));
         let xml = dir.path().join(format!("{name}.xml"));
         let file = home_split();
         let args = ["test", &file, "--name", &lab, "--host", name, "--junit"];
