@@ -1,10 +1,14 @@
 //! `tunbench check`: the reach matrix of a running lab
 //! ([`crate::verify::reach_matrix`]), printed as a table (all pairs) or as
-//! totals and failures (the other modes).
+//! totals and failures (the other modes). On one host's part of a lab placed
+//! on several hosts, the part's nodes probe every address of the lab and the
+//! output names the hosts whose nodes it did not probe from.
 
 use crate::lab;
 use crate::topology::Topology;
-use crate::verify::reach_matrix::{self, DEFAULT_SAMPLE, Mode, NeighbourLimit, Probe, Report};
+use crate::verify::reach_matrix::{
+    self, DEFAULT_SAMPLE, Mode, NeighbourLimit, Probe, ProbedElsewhere, Report,
+};
 use anyhow::Context;
 use std::collections::HashMap;
 
@@ -57,15 +61,21 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
         seed,
     } = a;
     let running = lab::find(&l)?;
-    if let Some(h) = &running.state.host {
-        return Err(super::bad_input(format!(
-            "lab {l} is host {h}'s part of a lab placed on several hosts, and `check` does not probe across hosts yet; ping from a node with `tunbench exec {l} NODE -- ping ADDRESS`"
-        )));
-    }
     let t = &running.topology;
+    let part = match &running.state.host {
+        Some(h) => Some(t.host_part(h).ok_or_else(|| {
+            super::bad_input(format!(
+                "lab {l} is host {h}'s part, but the topology it was built from declares no host {h}"
+            ))
+        })?),
+        None => None,
+    };
+    // The whole lab's count, so that every host of a split lab picks the
+    // same mode.
     let built = t.nodes.iter().filter(|n| n.kind.is_built()).count();
     let mode = choose(mode, sample, seed, built);
-    let report = reach_matrix::run(t, &running.naming, mode).context("probing")?;
+    let report =
+        reach_matrix::run_part(t, &running.naming, mode, part.as_ref()).context("probing")?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -115,13 +125,66 @@ pub fn render(t: &Topology, r: &Report) -> String {
     if let Some(n) = &r.neighbours {
         s += &neighbour_note(n);
     }
+    s += &part_lines(t, r);
     for p in r.failures() {
+        let far = far_host(t, r, &p.to)
+            .map(|h| format!(", on host {h}"))
+            .unwrap_or_default();
         s += &format!(
-            "FAIL {} -> {} ({}:{}): no reply\n",
+            "FAIL {} -> {} ({}:{}{far}): no reply\n",
             p.from, p.addr, p.to, p.iface
         );
     }
     s
+}
+
+/// On a host's part: which host's nodes probed, which hosts' nodes were left
+/// to their own `check`, and how many failures went toward other hosts.
+fn part_lines(t: &Topology, r: &Report) -> String {
+    let Some(host) = &r.host else {
+        return String::new();
+    };
+    let mut s = format!("host {host}'s part: probes from the nodes it holds only\n");
+    if !r.probed_elsewhere.is_empty() {
+        let hosts: Vec<String> = r.probed_elsewhere.iter().map(elsewhere).collect();
+        s += &format!(
+            "probes from nodes on other hosts: run `tunbench check` there: {}\n",
+            hosts.join(", ")
+        );
+    }
+    let across = r
+        .failures()
+        .filter(|p| far_host(t, r, &p.to).is_some())
+        .count();
+    if across > 0 {
+        let port = t.placement.as_ref().map_or(0, |p| p.vxlan_port);
+        s += &format!(
+            "{across} failed toward nodes on other hosts: is each far host's part up \
+             (`tunbench status {}` there) and does the underlay between the hosts pass UDP port {port}?\n",
+            r.lab
+        );
+    }
+    s
+}
+
+/// `router (nvr)`, or `router (n1, n2, n3 and 997 more)`.
+fn elsewhere(e: &ProbedElsewhere) -> String {
+    const SHOWN: usize = 3;
+    let mut names = e.nodes[..e.nodes.len().min(SHOWN)].join(", ");
+    if e.nodes.len() > SHOWN {
+        names += &format!(" and {} more", e.nodes.len() - SHOWN);
+    }
+    format!("{} ({names})", e.host)
+}
+
+/// On a host's part, the other host that holds node `node`; None on the
+/// part's own nodes, external ones and a lab on one machine.
+fn far_host<'a>(t: &'a Topology, r: &Report, node: &str) -> Option<&'a str> {
+    let here = r.host.as_deref()?;
+    let pl = t.placement.as_ref()?;
+    let h = pl.node_host[t.node_index(node)?]?;
+    let name = pl.hosts[h].name.as_str();
+    (name != here).then_some(name)
 }
 
 /// The line that says which probes were sent and how they relate to all pairs.
@@ -177,7 +240,17 @@ fn matrix(t: &Topology, r: &Report) -> String {
         s += &format!(" {d:>wc$}");
     }
     s.push('\n');
-    for src in &t.nodes {
+    // On a host's part, rows only for the nodes probed from here.
+    let elsewhere: std::collections::HashSet<&str> = r
+        .probed_elsewhere
+        .iter()
+        .flat_map(|e| e.nodes.iter().map(String::as_str))
+        .collect();
+    for src in t
+        .nodes
+        .iter()
+        .filter(|n| !elsewhere.contains(&n.name.as_str()))
+    {
         s += &format!("{:<w0$}", src.name);
         for d in &dsts {
             let cell: &[&Probe] = cells
@@ -226,6 +299,17 @@ fn neighbour_note(n: &NeighbourLimit) -> String {
 mod tests {
     use super::*;
     use crate::verify::reach_matrix::AUTO_ALL_UP_TO;
+
+    #[test]
+    fn another_host_names_a_few_of_its_nodes() {
+        let e = |n: usize| ProbedElsewhere {
+            host: "router".into(),
+            nodes: (1..=n).map(|k| format!("r{k}")).collect(),
+        };
+        assert_eq!(elsewhere(&e(1)), "router (r1)");
+        assert_eq!(elsewhere(&e(3)), "router (r1, r2, r3)");
+        assert_eq!(elsewhere(&e(1000)), "router (r1, r2, r3 and 997 more)");
+    }
 
     #[test]
     fn auto_probes_all_pairs_up_to_the_limit_and_samples_above() {

@@ -1,7 +1,9 @@
 //! JUnit XML, the format GitHub Actions, GitLab and Jenkins render: a
 //! `<testsuite>` per file and scenario, a `<testcase>` per assertion with its
 //! time, and a `<failure>` (or `<error>`, when nothing could be measured)
-//! whose message holds the measured value and the expectation. Written by
+//! whose message holds the measured value and the expectation; a
+//! `<skipped>` whose message says which host checks an assertion not checked
+//! on this host's part. Written by
 //! quick-junit, which escapes and lays out the XML.
 
 use super::{Outcome, Suite};
@@ -18,6 +20,12 @@ pub fn junit(suites: &[Suite]) -> Result<String, quick_junit::SerializeError> {
         for v in &s.verdicts {
             let status = match v.outcome {
                 Outcome::Pass => TestCaseStatus::success(),
+                Outcome::Skipped => {
+                    let mut st = TestCaseStatus::skipped();
+                    st.set_message(v.measured.clone());
+                    st.set_type(v.kind);
+                    st
+                }
                 Outcome::Fail | Outcome::Error => {
                     let kind = if v.outcome == Outcome::Fail {
                         NonSuccessKind::Failure
@@ -76,6 +84,10 @@ mod tests {
                     verdict("a", Outcome::Pass),
                     verdict("b", Outcome::Fail),
                     verdict("c", Outcome::Error),
+                    Verdict {
+                        measured: "left to host router, which holds nvr".into(),
+                        ..verdict("s", Outcome::Skipped)
+                    },
                 ],
                 seconds: 1.5,
                 error: None,
@@ -93,9 +105,10 @@ mod tests {
         let doc = roxmltree::Document::parse(&xml).unwrap();
         let root = doc.root_element();
         assert_eq!(root.tag_name().name(), "testsuites");
-        assert_eq!(root.attribute("tests"), Some("4"));
+        assert_eq!(root.attribute("tests"), Some("5"));
         assert_eq!(root.attribute("failures"), Some("1"));
         assert_eq!(root.attribute("errors"), Some("2"));
+        assert_eq!(root.attribute("skipped"), Some("1"));
         let s: Vec<_> = root.children().filter(|n| n.is_element()).collect();
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].attribute("name"), Some("dslite.toml:kernel"));
@@ -132,6 +145,14 @@ mod tests {
         );
         assert_eq!(f.attribute("type"), Some("path_mtu"));
         assert!(case("c").children().any(|n| n.has_tag_name("error")));
+        let s = case("s")
+            .children()
+            .find(|n| n.has_tag_name("skipped"))
+            .unwrap();
+        assert_eq!(
+            s.attribute("message"),
+            Some("left to host router, which holds nvr")
+        );
         assert_eq!(case("b").attribute("time"), Some("0.250"));
     }
 }

@@ -12,6 +12,7 @@ mod checks;
 pub mod command;
 pub mod icmp;
 mod junit;
+pub mod part;
 pub mod probe;
 pub mod reach_matrix;
 mod run;
@@ -37,6 +38,10 @@ pub enum Outcome {
     /// Could not be measured (the lab did not come up, a probe failed to run,
     /// the run was interrupted).
     Error,
+    /// Not checked here: on one host's part of a lab placed on several
+    /// hosts, an assertion another host checks (`measured` says which), or
+    /// none ([`part`]). Neither passed nor failed.
+    Skipped,
 }
 
 /// One assertion's verdict.
@@ -53,13 +58,16 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// `ok name: measured X, expected Y (0.8 s)`.
+    /// `ok name: measured X, expected Y (0.8 s)`; `skip name: why`.
     pub fn line(&self) -> String {
+        if self.outcome == Outcome::Skipped {
+            return format!("skip {}: {}", self.name, self.measured);
+        }
         format!(
             "{} {}: measured {}, expected {} ({:.1} s)",
             match self.outcome {
                 Outcome::Pass => "ok",
-                Outcome::Fail | Outcome::Error => "FAIL",
+                Outcome::Fail | Outcome::Error | Outcome::Skipped => "FAIL",
             },
             self.name,
             self.measured,
@@ -110,6 +118,13 @@ impl Suite {
         self.verdicts
             .iter()
             .filter(|v| v.outcome == Outcome::Error)
+            .count()
+    }
+
+    pub fn skipped(&self) -> usize {
+        self.verdicts
+            .iter()
+            .filter(|v| v.outcome == Outcome::Skipped)
             .count()
     }
 }

@@ -113,10 +113,25 @@ pub fn assertions(
     cancel: &AtomicBool,
     on_verdict: &mut (dyn FnMut(&Verdict) + Send),
 ) -> Vec<Verdict> {
+    assertions_where(r, todo, t, cancel, &|_| None, on_verdict)
+}
+
+/// `assertions`, but those for which `skip` gives a reason are not checked:
+/// their verdicts are skipped, with that reason.
+pub(super) fn assertions_where(
+    r: &Running,
+    todo: &[&Assertion],
+    t: &Topology,
+    cancel: &AtomicBool,
+    skip: &dyn Fn(&Assertion) -> Option<String>,
+    on_verdict: &mut (dyn FnMut(&Verdict) + Send),
+) -> Vec<Verdict> {
     let mut measured = Measured::default();
     let mut out = Vec::new();
     for a in todo {
-        let v = if cancel.load(Ordering::SeqCst) {
+        let v = if let Some(why) = skip(a) {
+            super::part::skipped(a, t, why)
+        } else if cancel.load(Ordering::SeqCst) {
             Verdict {
                 name: a.name.clone(),
                 kind: a.check.kind(),
@@ -142,7 +157,7 @@ fn chain(e: &anyhow::Error) -> String {
 }
 
 /// What an assertion asks, in words.
-fn expected(a: &Assertion, t: &Topology) -> String {
+pub(super) fn expected(a: &Assertion, t: &Topology) -> String {
     match &a.check {
         Check::Reach { expect_ok, .. } => if *expect_ok { "a reply" } else { "no reply" }.into(),
         Check::PathMtu { equals, .. } => format!("{equals} bytes"),

@@ -1,7 +1,8 @@
 //! TAP version 13 (testanything.org): one `ok` / `not ok` line per
 //! assertion as it is made, a YAML block under a failure with what was
-//! measured and expected, and the plan at the end (the count is known only
-//! once every suite has run).
+//! measured and expected, `# SKIP` and why after an assertion another host
+//! checks, and the plan at the end (the count is known only once every suite
+//! has run).
 
 use super::{Outcome, Verdict};
 
@@ -19,6 +20,11 @@ impl Tap {
     /// The lines for one verdict of a suite.
     pub fn verdict(&mut self, suite: &str, v: &Verdict) -> String {
         self.count += 1;
+        if v.outcome == Outcome::Skipped {
+            // TAP's SKIP directive: not run here, neither passed nor failed.
+            let why = v.measured.replace('#', "\\#");
+            return format!("ok {} - {suite}: {} # SKIP {why}\n", self.count, v.name);
+        }
         let ok = v.outcome == Outcome::Pass;
         let mut s = format!(
             "{} {} - {suite}: {}\n",
@@ -76,6 +82,13 @@ mod tests {
         out += &t.suite("x.toml", "as");
         out += &t.verdict("x.toml", &v("up", Outcome::Pass));
         out += &t.verdict("x.toml", &v("it's", Outcome::Fail));
+        out += &t.verdict(
+            "x.toml",
+            &Verdict {
+                measured: "left to host router, which holds nvr".into(),
+                ..v("far", Outcome::Skipped)
+            },
+        );
         out += &t.plan();
         assert_eq!(
             out,
@@ -90,7 +103,8 @@ mod tests {
              expected: 'a reply'\n  \
              duration_ms: 500\n  \
              ...\n\
-             1..2\n"
+             ok 3 - x.toml: far # SKIP left to host router, which holds nvr\n\
+             1..3\n"
         );
     }
 }

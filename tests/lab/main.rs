@@ -15,6 +15,7 @@ mod ansible;
 mod api;
 mod cli;
 mod cross_host;
+mod cross_host_check;
 mod cross_host_run;
 mod doctor;
 mod host_links;

@@ -2,6 +2,9 @@
 //! addresses of other nodes from inside their namespaces, and the replies are
 //! compared with what the routing model says must work. External nodes are
 //! probed, never probing. Which pairs are probed is the [`Mode`]'s choice.
+//! On one host's part of a lab placed on several hosts, only the nodes that
+//! host holds probe, toward every address of the whole lab (the routing
+//! model covers all of it); the other hosts' nodes are listed, not probed.
 
 mod pairs;
 mod sweep;
@@ -9,6 +12,7 @@ mod sweep;
 use crate::plan::Naming;
 use crate::routing::Router;
 use crate::topology::Topology;
+use crate::topology::hosts::HostPart;
 use ipnetwork::IpNetwork;
 use serde::Serialize;
 use std::io;
@@ -50,6 +54,20 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampled: Option<Sampled>,
     pub probes: Vec<Probe>,
+    /// The host whose part was probed; None: the whole lab, on one machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// On a host's part: the built nodes other hosts hold, which this check
+    /// did not probe from (each host's own `check` does), by host.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probed_elsewhere: Vec<ProbedElsewhere>,
+}
+
+/// A host of the lab other than the one probed, and the nodes it probes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbedElsewhere {
+    pub host: String,
+    pub nodes: Vec<String>,
 }
 
 impl Report {
@@ -119,15 +137,28 @@ pub struct Sampled {
 
 /// Probes the running lab `t` (its namespaces named by `naming`) in `mode`.
 pub fn run(t: &Topology, naming: &Naming, mode: Mode) -> io::Result<Report> {
+    run_part(t, naming, mode, None)
+}
+
+/// `run` on one host's `part` of a lab placed on several hosts (the whole
+/// lab when None): the part's nodes probe every address of the lab.
+pub fn run_part(
+    t: &Topology,
+    naming: &Naming,
+    mode: Mode,
+    part: Option<&HostPart>,
+) -> io::Result<Report> {
     let router = Router::new(t);
     let addresses: Vec<Vec<(String, IpNetwork)>> =
         (0..t.nodes.len()).map(|i| t.node_addresses(i)).collect();
-    // External devices answer echoes but cannot be made to send them.
+    // External devices answer echoes but cannot be made to send them; nodes
+    // on other hosts have no namespace here.
     let sources: Vec<usize> = (0..t.nodes.len())
         .filter(|&s| t.nodes[s].kind.is_built())
+        .filter(|s| part.is_none_or(|p| p.nodes.contains(s)))
         .collect();
     let (picked, sampled) = pairs::pick(t, &router, &addresses, &sources, mode);
-    let neighbours = pairs::neighbour_limit(t, &addresses);
+    let neighbours = pairs::neighbour_limit(t, &addresses, &sources);
     let mut probes: Vec<Probe> = picked
         .iter()
         .map(|&(s, d, k)| {
@@ -150,5 +181,28 @@ pub fn run(t: &Topology, naming: &Naming, mode: Mode) -> io::Result<Report> {
         sampled,
         neighbours,
         probes,
+        host: part.map(|p| p.host.clone()),
+        probed_elsewhere: part.map_or_else(Vec::new, |p| probed_elsewhere(t, p)),
     })
+}
+
+/// The built nodes of `t` that hosts other than `part`'s hold, by host in
+/// the order of `[hosts]`.
+fn probed_elsewhere(t: &Topology, part: &HostPart) -> Vec<ProbedElsewhere> {
+    let Some(pl) = &t.placement else {
+        return Vec::new();
+    };
+    pl.hosts
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.name != part.host)
+        .map(|(k, h)| ProbedElsewhere {
+            host: h.name.clone(),
+            nodes: (0..t.nodes.len())
+                .filter(|&n| pl.node_host[n] == Some(k) && t.nodes[n].kind.is_built())
+                .map(|n| t.nodes[n].name.clone())
+                .collect(),
+        })
+        .filter(|e| !e.nodes.is_empty())
+        .collect()
 }

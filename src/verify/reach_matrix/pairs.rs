@@ -44,9 +44,9 @@ pub fn pick(
             }
             (picked, None)
         }
-        Mode::Segments => (neighbours_on_segments(t, addresses), None),
+        Mode::Segments => (neighbours_on_segments(t, addresses, sources), None),
         Mode::Sample { n, seed } => {
-            let mut picked = neighbours_on_segments(t, addresses);
+            let mut picked = neighbours_on_segments(t, addresses, sources);
             let (extra, drawn) = sample_routed(t, router, addresses, sources, &picked, n, seed);
             let sampled = Sampled {
                 seed,
@@ -65,12 +65,14 @@ pub fn pick(
 /// host-wide setting that tunbench leaves alone: a lab with more
 /// neighbours than that cannot resolve them all, and probes past the limit go
 /// unanswered ("neighbor table overflow" in the kernel log). Some when this lab
-/// alone needs more than the limit.
+/// alone (its nodes among `sources`, those on this machine) needs more than
+/// the limit.
 pub fn neighbour_limit(
     t: &Topology,
     addresses: &[Vec<(String, IpNetwork)>],
+    sources: &[usize],
 ) -> Option<NeighbourLimit> {
-    let on_segments = neighbours_on_segments(t, addresses);
+    let on_segments = neighbours_on_segments(t, addresses, sources);
     let need = |v4: bool| {
         on_segments
             .iter()
@@ -133,13 +135,18 @@ fn sample_routed(
     (out, tried.len())
 }
 
-/// Each built node to every address its neighbours hold on the devices that
-/// share a segment with it (a link's other end, a switch's other ports and
-/// bridge).
-fn neighbours_on_segments(t: &Topology, addresses: &[Vec<(String, IpNetwork)>]) -> Vec<Pair> {
+/// Each of `sources` (built nodes) to every address its neighbours hold on
+/// the devices that share a segment with it (a link's other end, a switch's
+/// other ports and bridge).
+fn neighbours_on_segments(
+    t: &Topology,
+    addresses: &[Vec<(String, IpNetwork)>],
+    sources: &[usize],
+) -> Vec<Pair> {
+    let sources: HashSet<usize> = sources.iter().copied().collect();
     let mut out = BTreeSet::new();
     for seg in t.segments() {
-        for (s, _) in seg.iter().filter(|(s, _)| t.nodes[*s].kind.is_built()) {
+        for (s, _) in seg.iter().filter(|(s, _)| sources.contains(s)) {
             for (d, dev) in seg.iter().filter(|(d, _)| d != s) {
                 for (k, (on, _)) in addresses[*d].iter().enumerate() {
                     if on == dev {
