@@ -101,7 +101,8 @@ pub enum Command {
     /// up -> every [[assert]] of each file (each scenario in turn) -> down; a
     /// line per assertion, --tap, --junit FILE. Exit 1 when any fails.
     Test(TestArgs),
-    /// Re-render saved results (from --save or --format json).
+    /// Re-render saved results (from --save or --format json); several
+    /// files, the parts one lab's hosts measured, merge into one report.
     Report(ReportArgs),
     /// An iperf3-compatible server (a stock iperf3 client is a valid peer).
     Server(ServerArgs),

@@ -41,14 +41,24 @@ pub(super) const NO_REFERENCE: &str = "--expect-reference: no published figures 
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    pub file: PathBuf,
+    /// Saved results (JSON). Several are merged into one report: the parts
+    /// of one lab that its hosts measured (`run --host`), no path in two.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
 
 pub fn report(a: ReportArgs) -> Result<i32> {
-    let ReportArgs { file, out } = a;
-    let r = crate::report::load(&file).map_err(|e| bad_input(e.to_string()))?;
+    let ReportArgs { files, out } = a;
+    let parts = files
+        .into_iter()
+        .map(|f| {
+            let r = crate::report::load(&f).map_err(|e| bad_input(e.to_string()))?;
+            Ok((f, r))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let r = crate::report::merge::merge(parts).map_err(|e| bad_input(e.to_string()))?;
     emit(&r, &out)
 }
 

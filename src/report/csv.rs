@@ -2,7 +2,8 @@
 //! written by the `csv` crate (RFC 4180 quoting). A failed cell has empty
 //! figures and its error. Where the reference marks calibration or a cell
 //! carries a device model's limit, [`MODEL_HEADER`]'s columns follow; where a
-//! cell has a wire limit, [`WIRE_HEADER`]'s.
+//! cell has a wire limit, [`WIRE_HEADER`]'s; where the lab was placed on
+//! several hosts, [`HOSTS_HEADER`]'s, last.
 
 use super::cells::{ordered_cells, udp_figure, udp_rate};
 use super::reference::{Basis, Comparison, Outcome, compare, published};
@@ -31,6 +32,27 @@ fn wire_fields(p: &PathResult, c: &CellResult) -> [String; 3] {
     }
 }
 
+/// The columns about hosts, last, where the results have underlays or paths
+/// that cross hosts: the hosts the path crosses ("pc -> router -> server"),
+/// the tightest underlay on the cell's way (bit/s) and whether the cell's
+/// best run reached it (`Results::at_underlay_capacity`).
+pub(crate) const HOSTS_HEADER: &str = "hosts,underlay_limit_bps,at_underlay_capacity";
+
+/// A cell's [`HOSTS_HEADER`] fields.
+fn hosts_fields(r: &Results, p: &PathResult, c: &CellResult) -> [String; 3] {
+    let limit = r.underlay_limit(p, &c.cell);
+    [
+        p.hosts.join(" -> "),
+        limit
+            .as_ref()
+            .map(|l| format!("{:.0}", l.0))
+            .unwrap_or_default(),
+        limit
+            .map(|_| r.at_underlay_capacity(p, c).is_some().to_string())
+            .unwrap_or_default(),
+    ]
+}
+
 /// The columns about the lab's model, after [`HEADER`]'s where they apply:
 /// the published figure, the ratio and verdict, the basis (`calibrated`,
 /// `predicted`, or `unpublished` for a cell nobody published: the model's
@@ -44,6 +66,7 @@ pub(crate) fn render(r: &Results) -> String {
     let model =
         reference.is_some_and(|x| x.marks_calibration) || cells().any(|c| c.model_limit.is_some());
     let wired = cells().any(|c| c.wire_limit.is_some());
+    let placed = !r.underlays.is_empty() || r.paths.iter().any(|p| !p.hosts.is_empty());
     let comparisons = reference.map(|x| compare(r, x)).unwrap_or_default();
     let mut header: Vec<&str> = HEADER.split(',').collect();
     if model {
@@ -51,6 +74,9 @@ pub(crate) fn render(r: &Results) -> String {
     }
     if wired {
         header.extend(WIRE_HEADER.split(','));
+    }
+    if placed {
+        header.extend(HOSTS_HEADER.split(','));
     }
     let mut out = csv::Writer::from_writer(Vec::new());
     out.write_record(&header).expect(WRITES);
@@ -65,6 +91,9 @@ pub(crate) fn render(r: &Results) -> String {
             }
             if wired {
                 record.extend(wire_fields(p, c));
+            }
+            if placed {
+                record.extend(hosts_fields(r, p, c));
             }
             out.write_record(&record).expect(WRITES);
         }
@@ -317,5 +346,24 @@ mod tests {
             rows[1][n - 6..].join("|"),
             "941000000|1.0000|true||host, receive|941000000"
         );
+    }
+
+    /// Where the lab was placed on several hosts, its columns come last:
+    /// the hosts crossed, the underlay's limit and whether the cell reached it.
+    #[test]
+    fn hosts_columns_where_the_lab_was_placed() {
+        let rows = parse(&render(&fixture::placed(), Format::Csv, None));
+        assert_eq!(rows[0].join(","), format!("{HEADER},{HOSTS_HEADER}"));
+        assert!(rows.iter().all(|r| r.len() == 28));
+        let tail = |i: usize| rows[i][25..].join("|");
+        // raw ipv4.tcp.sender (best 941) against router -> server's 1000.
+        assert_eq!(rows[1][..3].join(","), "raw,,ipv4.tcp.sender");
+        assert_eq!(tail(1), "pc -> router -> server|1000000000|true");
+        // Its receiver against server -> router's 2000.
+        assert_eq!(rows[2][2], "ipv4.tcp.receiver");
+        assert_eq!(tail(2), "pc -> router -> server|2000000000|false");
+        // A failed cell is not at the underlay's capacity.
+        assert_eq!(rows[11][..3].join(","), "wg,,ipv6.tcp.sender");
+        assert_eq!(tail(11), "pc -> router -> server|1000000000|false");
     }
 }

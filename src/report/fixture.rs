@@ -538,3 +538,66 @@ pub(crate) fn with_calibration() -> Results {
     });
     r
 }
+
+/// An underlay between two hosts; `None` for a direction that failed.
+pub(crate) fn underlay(
+    from: &str,
+    to: &str,
+    upload_mbit: Option<f64>,
+    download_mbit: Option<f64>,
+) -> crate::measure::results::UnderlayResult {
+    let address = |h: &str| match h {
+        "pc" => "198.18.230.1",
+        "router" => "198.18.230.2",
+        _ => "198.18.230.3",
+    };
+    let failed = upload_mbit.is_none() || download_mbit.is_none();
+    crate::measure::results::UnderlayResult {
+        from_host: from.into(),
+        to_host: to.into(),
+        from_address: address(from).into(),
+        to_address: address(to).into(),
+        upload_bps: upload_mbit.map(|m| m * 1e6),
+        download_bps: download_mbit.map(|m| m * 1e6),
+        seconds: 5.0,
+        error: failed.then(|| format!("connecting to {}:5201: connection refused", address(to))),
+    }
+}
+
+/// [`results`] placed on three hosts: both paths cross pc, router and server;
+/// the underlay from router to server carries 1000 Mbit/s, so raw's TCP
+/// sender cells (941 and 928 best) reach it; pc to server failed.
+pub(crate) fn placed() -> Results {
+    let mut r = results();
+    for p in &mut r.paths {
+        p.hosts = vec!["pc".into(), "router".into(), "server".into()];
+    }
+    r.underlays = vec![
+        underlay("pc", "router", Some(9400.0), Some(9300.0)),
+        underlay("router", "server", Some(1000.0), Some(2000.0)),
+        underlay("pc", "server", None, None),
+    ];
+    r
+}
+
+/// [`placed`] as the parts of its hosts measured it: pc measured raw, router
+/// wg, server no path; each measured the underlays it reaches.
+pub(crate) fn placed_parts() -> [Results; 3] {
+    let whole = placed();
+    let part = |host: &str, paths: &[usize], underlays: &[usize]| Results {
+        host: Some(host.into()),
+        paths: paths.iter().map(|&i| whole.paths[i].clone()).collect(),
+        underlays: underlays
+            .iter()
+            .map(|&i| whole.underlays[i].clone())
+            .collect(),
+        ..whole.clone()
+    };
+    let mut router = part("router", &[1], &[1, 0]);
+    router.started += 600;
+    [
+        part("pc", &[0], &[0, 1, 2]),
+        router,
+        part("server", &[], &[]),
+    ]
+}

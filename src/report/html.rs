@@ -104,7 +104,16 @@ pub fn page(r: &Results, baseline: Option<&str>, graph: TopologyGraph) -> String
         esc(&heading(r))
     );
 
+    let hosts = super::hosts::section(r);
+    let notes = super::hosts::all_notes(r);
     s.push_str("<nav><h2>Contents</h2><ol>\n<li><a href=\"#paths\">Paths</a></li>\n");
+    if hosts.is_some() {
+        let _ = writeln!(
+            s,
+            "<li><a href=\"#underlays\">{}</a></li>",
+            super::hosts::TITLE
+        );
+    }
     for (v, _) in &views {
         let _ = writeln!(
             s,
@@ -113,7 +122,7 @@ pub fn page(r: &Results, baseline: Option<&str>, graph: TopologyGraph) -> String
             esc(&v.title)
         );
     }
-    if !r.notes.is_empty() {
+    if !notes.is_empty() {
         s.push_str("<li><a href=\"#notes\">Notes</a></li>\n");
     }
     s.push_str("<li><a href=\"#topology\">Topology</a></li>\n</ol></nav>\n");
@@ -129,14 +138,17 @@ pub fn page(r: &Results, baseline: Option<&str>, graph: TopologyGraph) -> String
         s.push_str("</ul>\n");
     }
     s.push_str("</section>\n");
+    if let Some(h) = &hosts {
+        underlays(&mut s, h);
+    }
 
     for (v, charts) in &views {
         view(&mut s, v, charts);
     }
 
-    if !r.notes.is_empty() {
+    if !notes.is_empty() {
         s.push_str("<section class=\"plain\" id=\"notes\"><h2>Notes</h2>\n<ul class=\"notes\">\n");
-        for n in &r.notes {
+        for n in &notes {
             let _ = writeln!(s, "<li>{}</li>", esc(n));
         }
         s.push_str("</ul>\n</section>\n");
@@ -251,6 +263,19 @@ fn view(s: &mut String, v: &View, charts: &[Chart]) {
     }
     list(s, "ol", "footnotes", &footnotes);
     list(s, "ul", "notes", &v.notes);
+    s.push_str("</section>\n");
+}
+
+/// The underlays between hosts and the hosts each path crosses.
+fn underlays(s: &mut String, h: &super::hosts::Section) {
+    let _ = writeln!(
+        s,
+        "<section class=\"plain\" id=\"underlays\"><h2>{}</h2>\n<p class=\"legend\">{}</p>",
+        super::hosts::TITLE,
+        esc(&h.legend)
+    );
+    list(s, "ul", "underlays", &h.underlays);
+    list(s, "ul", "crossed", &h.paths);
     s.push_str("</section>\n");
 }
 

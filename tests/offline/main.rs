@@ -2,7 +2,7 @@
 //! corpus of broken topologies, fuzz regressions, the VPN codecs' wire bytes
 //! against tshark, the benchmark scripts' own checks, the CI example against
 //! actionlint and GitHub's schema, the Kubernetes example against the API
-//! schema, and setup.sh's modes.
+//! schema, setup.sh's modes, and `report` merging several results files.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -18,6 +18,7 @@ mod example_files;
 mod fuzz_regressions;
 mod hosts_inventory;
 mod kubernetes_example;
+mod report_merge;
 mod setup_modes;
 mod validate;
 mod vpn_wire;

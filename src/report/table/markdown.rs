@@ -3,6 +3,7 @@
 
 use super::matrix::{heading, matrix};
 use crate::measure::results::Results;
+use crate::report::hosts::{Section, TITLE};
 use crate::report::md::{md_escape, md_table};
 use std::fmt::Write;
 
@@ -29,6 +30,21 @@ pub(super) fn markdown_matrix(r: &Results, baseline: Option<&str>) -> String {
         out.push('\n');
         for (i, n) in m.notes.iter().enumerate() {
             let _ = writeln!(out, "- \\[{}\\] {}", i + 1, md_escape(n));
+        }
+    }
+    out
+}
+
+/// The underlays between hosts and the hosts each path crosses: a list
+/// each, under a heading of the matrix's sections' level.
+pub(super) fn hosts_markdown(s: &Section) -> String {
+    let mut out = format!("### {TITLE}\n\n{}\n", md_escape(&s.legend));
+    for list in [&s.underlays, &s.paths] {
+        if !list.is_empty() {
+            out.push('\n');
+        }
+        for line in list {
+            let _ = writeln!(out, "- {}", md_escape(line));
         }
     }
     out

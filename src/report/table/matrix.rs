@@ -7,6 +7,7 @@
 use crate::measure::results::{CellResult, PathResult, Results};
 use crate::report::baseline_index;
 use crate::report::cells::{loss_within, ordered_cells, step_down_notes, udp_figure};
+use crate::report::hosts;
 use crate::report::numbers::{mbit, ms, percent, utc};
 use crate::report::words::one_line;
 use crate::vocab::{Cell, Family, Proto};
@@ -45,7 +46,7 @@ pub(super) fn matrix(r: &Results, baseline: Option<&str>) -> Matrix {
         .map(|c| {
             let mut row = vec![c.title()];
             for p in &r.paths {
-                row.extend(shape.path_figures(p, c, &mut notes));
+                row.extend(shape.path_figures(r, p, c, &mut notes));
             }
             row.extend(shape.ratios(r, c, &mut across_family));
             row
@@ -116,8 +117,15 @@ impl Shape {
 
     /// Path `p`'s figures for cell `c`, as many as [`Shape::columns`] names
     /// per path; a failed cell's error and a UDP figure's step-downs go to
-    /// `notes`, referenced by number.
-    fn path_figures(&self, p: &PathResult, c: &Cell, notes: &mut Vec<String>) -> Vec<String> {
+    /// `notes`, referenced by number. A best run at the underlay's capacity
+    /// is marked ([`crate::report::hosts::MARK`]).
+    fn path_figures(
+        &self,
+        r: &Results,
+        p: &PathResult,
+        c: &Cell,
+        notes: &mut Vec<String>,
+    ) -> Vec<String> {
         let cr = p.cell(c);
         let mut figures = match cr {
             None => vec!["-".to_string(); 3],
@@ -131,7 +139,7 @@ impl Shape {
                     ]
                 }
                 None => vec![
-                    mbit(cr.best_bps),
+                    format!("{}{}", mbit(cr.best_bps), hosts::mark(r, p, cr)),
                     mbit(cr.median_bps),
                     format!("{}-{}", mbit(cr.min_bps), mbit(cr.max_bps)),
                 ],

@@ -1,6 +1,8 @@
 //! Where each path goes, one line a path, at the top of the text report.
 
 use crate::measure::results::PathResult;
+use crate::report::hosts::{Section, TITLE};
+use std::fmt::Write;
 
 /// "fast/raw: pc -> server (198.18.1.10, 2001:2:0:1::10)".
 pub(crate) fn path_line(p: &PathResult) -> String {
@@ -19,6 +21,27 @@ pub(crate) fn path_line(p: &PathResult) -> String {
         p.to,
         addrs.join(", ")
     )
+}
+
+/// The underlays between hosts and the hosts each path crosses, ruled like
+/// a view.
+pub(super) fn hosts_text(s: &Section) -> String {
+    let mut out = format!("{TITLE}\n{}\n", "=".repeat(TITLE.len()));
+    for line in super::view_text::wrap(&s.legend, super::view_text::WIDTH) {
+        let _ = writeln!(out, "{line}");
+    }
+    out.push('\n');
+    for u in &s.underlays {
+        let lines = super::view_text::wrap(u, super::view_text::WIDTH - 2);
+        let _ = writeln!(out, "{}", lines.join("\n  "));
+    }
+    if !s.underlays.is_empty() && !s.paths.is_empty() {
+        out.push('\n');
+    }
+    for p in &s.paths {
+        let _ = writeln!(out, "{p}");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! table of a row per path and cell (the first column written only where it
 //! changes), then footnotes for failed cells and the view's notes.
 
+use crate::report::hosts::MARK;
 use crate::report::views::{Column, Row, View};
 use crate::report::words::one_line;
 use std::fmt::Write;
@@ -33,6 +34,8 @@ pub(crate) fn view_text(v: &View) -> String {
         .position(|c| *c == Column::Rate)
         .or_else(|| v.columns.iter().position(|c| *c == Column::Verdict));
     let mut last_first = String::new();
+    // Where a rate is marked, the others keep their digits in line with it.
+    let marks = v.rows.iter().any(|r| r.figures.at_underlay);
     for row in &v.rows {
         let mut cells = Vec::new();
         for (i, c) in v.columns.iter().enumerate() {
@@ -47,6 +50,13 @@ pub(crate) fn view_text(v: &View) -> String {
             if let (true, Some(f)) = (note_at == Some(i), footnote(row)) {
                 footnotes.push(f);
                 s = format!("{s} [{}]", footnotes.len());
+            }
+            if marks
+                && matches!(c, Column::Rate | Column::Measured)
+                && !s.is_empty()
+                && !s.ends_with(MARK)
+            {
+                s.push(' ');
             }
             cells.push(s);
         }

@@ -83,8 +83,9 @@ impl Column {
                 (Some(Verdict::NotMeasured | Verdict::Failed), _) | (_, None) => "-".into(),
                 (_, Some(bps)) => match &f.udp {
                     Some(u) => format!(
-                        "{}{} ({} rcvd, {} % lost)",
+                        "{}{}{} ({} rcvd, {} % lost)",
                         mbit(bps),
+                        underlay_mark(f),
                         if u.sender_limited {
                             " sender-limited"
                         } else {
@@ -93,12 +94,12 @@ impl Column {
                         mbit(u.received),
                         percent(u.loss)
                     ),
-                    None => mbit(bps),
+                    None => format!("{}{}", mbit(bps), underlay_mark(f)),
                 },
             },
             Column::Rate => match (&f.failed, f.rate_bps) {
                 (Some(_), _) => "failed".into(),
-                (None, Some(b)) => mbit(b),
+                (None, Some(b)) => format!("{}{}", mbit(b), underlay_mark(f)),
                 (None, None) => "-".into(),
             },
             Column::Ratio => match f.ratio {
@@ -160,5 +161,15 @@ impl Column {
                 }
             })),
         }
+    }
+}
+
+/// [`crate::report::hosts::MARK`] after a rate that reached the underlay's
+/// capacity.
+fn underlay_mark(f: &super::Figures) -> &'static str {
+    if f.at_underlay {
+        crate::report::hosts::MARK
+    } else {
+        ""
     }
 }

@@ -315,6 +315,7 @@ fn figures(r: &Results, p: &PathResult, c: &CellResult) -> Figures {
     let ok = c.error.is_none();
     Figures {
         failed: c.error.clone(),
+        at_underlay: crate::report::hosts::marked(r, p, c),
         rate_bps: ok.then_some(c.median_bps),
         min_bps: ok.then_some(c.min_bps),
         max_bps: ok.then_some(c.max_bps),

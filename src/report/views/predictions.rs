@@ -38,6 +38,7 @@ pub(crate) fn predictions(r: &Results) -> Option<View> {
                 baseline: None,
                 figures: Figures {
                     rate_bps: Some(measured_bps(c)),
+                    at_underlay: crate::report::hosts::marked(r, &r.paths[i], c),
                     udp: udp_figure(c),
                     model_limit: c.model_limit.clone(),
                     wire_limit: c.wire_limit.clone(),

@@ -72,6 +72,9 @@ fn row(r: &Results, reference: &Reference, c: &Comparison, categories: &mut Vec<
         }
         Outcome::Measured { bps, ratio, within } => {
             figures.rate_bps = Some(*bps);
+            figures.at_underlay = path
+                .zip(cell)
+                .is_some_and(|(i, x)| crate::report::hosts::marked(r, &r.paths[i], x));
             figures.ratio = Some(*ratio);
             figures.udp = cell.and_then(udp_figure);
             figures.verdict = Some(if *within {

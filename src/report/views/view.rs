@@ -74,6 +74,9 @@ pub struct Row {
 pub struct Figures {
     /// Why the cell has no figure.
     pub failed: Option<String>,
+    /// Its best run reached the underlay between two hosts on its way
+    /// (`Results::at_underlay_capacity`): its rate is marked.
+    pub at_underlay: bool,
     /// Bits per second: the median of the runs; in the published view the
     /// NVR500 study's figure (TCP the best run, UDP the searched rate).
     pub rate_bps: Option<f64>,
