@@ -79,7 +79,14 @@ impl PartRun<'_> {
                     .is_some_and(|n| part.nodes.contains(&n))
             })
             .collect();
-        let far: Vec<String> = far_hosts(&host, mine.iter().map(|&i| &ways[i]));
+        let hops = underlay_hops(&host, &ways);
+        let mut far: Vec<String> = far_hosts(&host, mine.iter().map(|&i| &ways[i]));
+        far.extend(
+            hops.iter()
+                .filter(|h| !far.contains(h))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         say(&format!(
             "host {host}: waiting up to {} s for host(s) {} to answer",
             self.wait.as_secs(),
@@ -97,7 +104,7 @@ impl PartRun<'_> {
             self.wait_for_node_server(&all[i], &ways[i], deadline)?;
         }
         let mut underlays = Vec::new();
-        for to in underlay_hops(&host, &ways) {
+        for to in hops {
             self.interrupted()?;
             say(&format!(
                 "host {host}: measuring the underlay to host {to} (TCP, {UNDERLAY_SECONDS} s each way)"
@@ -109,7 +116,13 @@ impl PartRun<'_> {
         for (p, &i) in r.paths.iter_mut().zip(&mine) {
             p.hosts = ways[i].clone();
         }
-        r.notes.extend(part_notes(t, &host, &all, &ways, &mine));
+        r.notes.extend(part_notes(t, &all, &ways, &mine));
+        // A part that measures no path states the file's method all the same,
+        // so the parts of one lab agree on it.
+        if let Some(first) = all.first().filter(|_| specs.is_empty()) {
+            r.runs_per_cell = first.runs;
+            r.duration_per_run = first.duration;
+        }
         r.host = Some(host);
         r.underlays = underlays;
         r.reference = t.reference.clone();
@@ -286,7 +299,6 @@ fn underlay_hops(host: &str, ways: &[Vec<String>]) -> Vec<String> {
 /// the paths other hosts measure, and latency across hosts' clocks.
 fn part_notes(
     t: &Topology,
-    host: &str,
     all: &[MeasureSpec],
     ways: &[Vec<String>],
     mine: &[usize],
@@ -319,22 +331,22 @@ fn part_notes(
             });
         }
     }
-    let elsewhere: Vec<String> = (0..all.len())
-        .filter(|i| !mine.contains(i))
-        .map(|i| {
+    // The same words on every host, so a merge keeps one copy.
+    let by_host: Vec<String> = all
+        .iter()
+        .map(|s| {
             let on = t
-                .placement
-                .as_ref()
-                .and_then(|pl| pl.node_host[t.node_index(&all[i].from)?])
+                .node_index(&s.from)
+                .and_then(|n| t.placement.as_ref()?.node_host[n])
                 .and_then(|h| t.placement.as_ref().map(|pl| pl.hosts[h].name.clone()))
                 .unwrap_or_else(|| "none".into());
-            format!("{} (from {} on host {on})", all[i].path, all[i].from)
+            format!("{} from host {on}", s.path)
         })
         .collect();
-    if !elsewhere.is_empty() {
+    if !by_host.is_empty() {
         out.push(format!(
-            "host {host} measured the paths whose source it holds; measured elsewhere: {}.",
-            elsewhere.join(", ")
+            "each host measures the paths whose source it holds: {}.",
+            by_host.join(", ")
         ));
     }
     out

@@ -1,8 +1,10 @@
 //! deploy/ansible's playbook run by ansible-core (setup.sh's virtualenv)
 //! against three machines emulated on this one (crate::emulated), each
-//! running Debian's sshd on its underlay address: home-split.toml comes up
-//! on all three, its probes cross hosts, and the playbook's `always:` takes
-//! every part down, also after a failed probe. ansible-playbook itself runs
+//! running Debian's sshd on its underlay address: home-split.toml (cut to
+//! IPv4 TCP, crate::cross_host_run) comes up on all three, its probes and
+//! assertions cross hosts, each host measures in turn, the results merge
+//! into one report, and the playbook's `always:` takes every part down,
+//! also after a failed probe or a part killed in the middle of a run. ansible-playbook itself runs
 //! on a fourth emulated host of the same underlay, so ssh reaches nothing
 //! beyond 198.18.230.0/24.
 
@@ -10,6 +12,7 @@ use crate::common::*;
 use crate::emulated::{Host, Hosts};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 /// The inventory's hosts, in the order of the emulated hosts (.1, .2, .3).
 const HOSTS: [&str; 3] = ["pc", "router", "server"];
@@ -127,23 +130,37 @@ fn netns_id(h: &Host) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
-/// Processes of this machine in any of the network namespaces `ids`.
-fn processes_in(ids: &[String]) -> Vec<String> {
+/// Processes of this machine in any of the network namespaces `ids`: pid
+/// and command line.
+fn pids_in(ids: &[String]) -> Vec<(i32, String)> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").expect("reading /proc").flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
         let ns = std::fs::read_link(e.path().join("ns/net"));
         if ns.is_ok_and(|n| ids.iter().any(|i| n.to_string_lossy() == *i)) {
             let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            found.push(String::from_utf8_lossy(&cmd).replace('\0', " "));
+            found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
         }
     }
     found
 }
 
-/// The playbook against three sshd hosts, `extra` added to its variables;
-/// asserts every host and this machine hold nothing of the lab afterwards,
-/// and that no process (sshd, ssh session, datapath) outlives the hosts.
-fn run_playbook(lab: &str, extra: serde_json::Value) -> Output {
+fn processes_in(ids: &[String]) -> Vec<String> {
+    pids_in(ids).into_iter().map(|(_, c)| c).collect()
+}
+
+/// The playbook against three sshd hosts, `extra` added to its variables,
+/// `during` called with the three hosts while it runs; asserts every host
+/// and this machine hold nothing of the lab afterwards, and that no process
+/// (sshd, ssh session, datapath) outlives the hosts. The merged report, if
+/// the playbook wrote one, comes back with its output.
+fn run_playbook(
+    lab: &str,
+    extra: serde_json::Value,
+    during: impl FnOnce(&[Host]) + Send,
+) -> (Output, Option<String>) {
     let hosts = Hosts::with_mtu(4, 1550);
     let (targets, controller) = hosts.hosts.split_at(3);
     let ids: Vec<String> = hosts.hosts.iter().map(netns_id).collect();
@@ -153,8 +170,11 @@ fn run_playbook(lab: &str, extra: serde_json::Value) -> Output {
         hosts: targets,
         lab: lab.to_string(),
     };
+    let results = keys.dir.path().join("results");
     let mut vars = serde_json::json!({
-        "topology": topo("home-split.toml"),
+        "topology": crate::cross_host_run::short_home_split(keys.dir.path()),
+        "tunbench_results": results,
+        "tunbench_wait": 20,
         "lab": lab,
         "tunbench_binary": bin(),
         "tunbench_path": format!("{DEPLOY_DIR}/tunbench"),
@@ -168,8 +188,8 @@ fn run_playbook(lab: &str, extra: serde_json::Value) -> Output {
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
     let ansible = repo().join("deploy/ansible");
-    let out = controller[0]
-        .command(ansible_playbook().to_str().unwrap())
+    let mut playbook = controller[0].command(ansible_playbook().to_str().unwrap());
+    playbook
         .arg("-i")
         .arg(ansible.join("home-split.yml"))
         .arg(ansible.join("lab.yml"))
@@ -183,9 +203,13 @@ fn run_playbook(lab: &str, extra: serde_json::Value) -> Output {
         .env("ANSIBLE_SSH_ARGS", "-o ControlMaster=no")
         .env("ANSIBLE_PIPELINING", "true")
         .env("ANSIBLE_TIMEOUT", "10")
-        .env("ANSIBLE_NOCOLOR", "1")
-        .output()
-        .expect("running ansible-playbook");
+        .env("ANSIBLE_NOCOLOR", "1");
+    let out = std::thread::scope(|s| {
+        s.spawn(|| during(targets));
+        playbook.output()
+    })
+    .expect("running ansible-playbook");
+    let report = std::fs::read_to_string(results.join("report.txt")).ok();
     for (h, name) in targets.iter().zip(HOSTS) {
         assert!(h.namespaces().is_empty(), "{name}: {:?}", h.namespaces());
         assert!(h.vxlan_devices().is_empty(), "{name}: vxlan left");
@@ -204,7 +228,7 @@ fn run_playbook(lab: &str, extra: serde_json::Value) -> Output {
     eventually("no process left in an emulated host", || {
         processes_in(&ids).is_empty()
     });
-    out
+    (out, report)
 }
 
 /// ansible-playbook's recap line for inventory host `name`.
@@ -219,7 +243,7 @@ fn recap<'a>(out: &'a str, name: &str) -> &'a str {
 #[test]
 fn the_playbook_brings_home_split_up_on_three_hosts_probes_across_and_takes_it_down() {
     let lab = lab_name("an");
-    let out = run_playbook(&lab, serde_json::json!({}));
+    let (out, report) = run_playbook(&lab, serde_json::json!({}), |_| {});
     let log = text(&out);
     assert!(out.status.success(), "{log}");
     for name in HOSTS {
@@ -239,6 +263,27 @@ fn the_playbook_brings_home_split_up_on_three_hosts_probes_across_and_takes_it_d
     for name in HOSTS {
         assert!(downs.contains(&format!("changed: [{name}]")), "{log}");
     }
+    // Each host checked the assertions it holds; pc measured both paths,
+    // the router its hop to the server; one report holds them all.
+    assert!(
+        log.contains("TASK [Check the assertions this host holds]"),
+        "{log}"
+    );
+    let report = report.unwrap_or_else(|| panic!("no merged report: {log}"));
+    println!("{report}");
+    for want in [
+        "merged from 3 parts: host pc measured raw, wireguard",
+        "pc -> router: upload",
+        "router -> server: upload",
+        "raw: pc -> router -> server",
+        "wireguard: pc -> router -> server",
+        "is round trips only",
+    ] {
+        assert!(
+            report.contains(want),
+            "{want:?} not in the report:\n{report}"
+        );
+    }
 }
 
 #[test]
@@ -248,12 +293,72 @@ fn a_failing_probe_fails_the_playbook_and_still_takes_every_part_down() {
     let probes = serde_json::json!({
         "tunbench_probes": [{ "host": "pc", "node": "pc", "to": "198.18.99.99" }],
         "tunbench_probe_tries": 1,
+        "tunbench_measure": false,
     });
-    let out = run_playbook(&lab, probes);
+    let (out, report) = run_playbook(&lab, probes, |_| {});
+    assert!(report.is_none(), "nothing measured after a failed probe");
     let log = text(&out);
     assert_eq!(out.status.code(), Some(2), "{log}");
     assert!(recap(&log, "pc").contains("failed=1"), "{log}");
     assert!(log.contains("pc on pc -> 198.18.99.99"), "{log}");
+    let downs = log.split("TASK [Take this host's part down]").nth(1);
+    let downs = downs.unwrap_or_else(|| panic!("no teardown: {log}"));
+    for name in HOSTS {
+        assert!(downs.contains(&format!("changed: [{name}]")), "{log}");
+    }
+}
+
+/// Kills every tunbench process of `lab`'s part on `h`: its datapaths and
+/// servers in the lab's namespaces, and its underlay server.
+fn kill_part(h: &Host, lab: &str) -> usize {
+    let mut ids = vec![netns_id(h)];
+    for ns in h.namespaces().iter().filter(|n| n.starts_with(lab)) {
+        let inode = h
+            .command("stat")
+            .args(["-L", "-c", "%i", &format!("/run/netns/{ns}")])
+            .output()
+            .expect("running stat");
+        ids.push(format!(
+            "net:[{}]",
+            String::from_utf8_lossy(&inode.stdout).trim()
+        ));
+    }
+    let ours: Vec<i32> = pids_in(&ids)
+        .into_iter()
+        .filter(|(_, cmd)| cmd.starts_with(&format!("{DEPLOY_DIR}/tunbench ")))
+        .map(|(pid, _)| pid)
+        .collect();
+    for &pid in &ours {
+        // SAFETY: kill(2) on a pid just read; at worst it is gone already.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    ours.len()
+}
+
+#[test]
+fn killing_one_hosts_part_in_the_middle_of_a_run_leaves_nothing_after_cleanup() {
+    let lab = lab_name("ak");
+    // Runs long enough to be killed in the middle of.
+    let vars = serde_json::json!({ "tunbench_run_args": ["--duration", "20"] });
+    let (out, _) = run_playbook(&lab, vars, |targets| {
+        let (pc, server) = (&targets[0], &targets[2]);
+        let pc_net = vec![netns_id(pc)];
+        wait_until(
+            "pc's `tunbench run --host pc` under way",
+            Duration::from_secs(180),
+            || {
+                pids_in(&pc_net)
+                    .iter()
+                    .any(|(_, c)| c.contains(" run ") && c.contains("--host pc"))
+            },
+        );
+        let killed = kill_part(server, &lab);
+        assert!(killed >= 3, "the server's part had {killed} processes");
+    });
+    let log = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{log}");
+    // The router's run then waits for the server's part in vain, and says so.
+    assert!(log.contains("host server's part does not answer"), "{log}");
     let downs = log.split("TASK [Take this host's part down]").nth(1);
     let downs = downs.unwrap_or_else(|| panic!("no teardown: {log}"));
     for name in HOSTS {

@@ -14,7 +14,7 @@ const UNDERLAY_MTU: u32 = 1550;
 
 /// home-split.toml cut to what the test measures: IPv4 TCP both ways, one
 /// run of 2 s per cell, raw and through WireGuard.
-fn short_home_split(dir: &std::path::Path) -> String {
+pub(crate) fn short_home_split(dir: &std::path::Path) -> String {
     let text = std::fs::read_to_string(topo("home-split.toml")).unwrap();
     let short = text.replace(
         "runs = 3\nduration = 3\n",
