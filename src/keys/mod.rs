@@ -43,14 +43,18 @@ pub struct EndCertificate {
     pub cert: String,
 }
 
-/// An ESP tunnel, or L2TP over IPsec: SA keys made per lab.
-fn tun_has_sa(tun: &crate::topology::tunnel::Tunnel) -> bool {
-    use crate::topology::tunnel::TunnelKind;
-    match &tun.kind {
-        TunnelKind::Esp(_) => true,
-        TunnelKind::L2tp(l) => l.ipsec.is_some(),
-        _ => false,
-    }
+/// "sa_key of end NODE" for each end of an ESP tunnel the file gives none.
+fn missing_sa_keys(
+    t: &crate::topology::Topology,
+    o: &crate::topology::wireguard::Wireguard,
+    sas: &crate::topology::esp::Sas,
+) -> Vec<String> {
+    o.peers
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| sas.keys.get(*i).copied().flatten().is_none())
+        .map(|(_, p)| format!("sa_key of end {}", t.nodes[p.node].name))
+        .collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -105,14 +109,17 @@ impl LabKeys {
                 continue;
             }
             let esp = match &tun.kind {
-                TunnelKind::Esp(e) => Some(&e.overlay),
-                TunnelKind::L2tp(l) if l.ipsec.is_some() => Some(&l.overlay),
+                TunnelKind::Esp(e) => Some((&e.overlay, &e.sas)),
+                TunnelKind::L2tp(l) => l.ipsec.as_ref().map(|s| (&l.overlay, s)),
                 _ => None,
             };
-            if let Some(o) = esp {
+            if let Some((o, sas)) = esp {
                 let mut tk = TunnelKeys::default();
-                for p in &o.peers {
-                    let k = random::<20>()?;
+                for (i, p) in o.peers.iter().enumerate() {
+                    let k = match sas.keys.get(i).copied().flatten() {
+                        Some(k) => k,
+                        None => random::<20>()?,
+                    };
                     tk.sa.insert(t.nodes[p.node].name.clone(), hex(&k));
                 }
                 keys.tunnels.insert(tun.name.clone(), tk);
@@ -146,7 +153,6 @@ impl LabKeys {
     /// it is not given on its own, so two ends would not agree; such a
     /// tunnel's keys must all be in the file. Empty on one machine.
     pub fn made_across_hosts(t: &crate::topology::Topology) -> Vec<String> {
-        use crate::topology::ikev2::{Auth, Psk};
         use crate::topology::tunnel::TunnelKind;
         use crate::topology::wireguard::Preshared;
         let Some(pl) = &t.placement else {
@@ -180,19 +186,25 @@ impl LabKeys {
                     }
                     m
                 }
-                TunnelKind::Esp(_) | TunnelKind::L2tp(_) if tun_has_sa(tun) => {
-                    vec!["its ESP SA keys, which tunbench always makes (a tunnel across hosts cannot be ESP yet)".into()]
+                TunnelKind::Esp(e) => missing_sa_keys(t, &e.overlay, &e.sas),
+                TunnelKind::L2tp(l) => l
+                    .ipsec
+                    .as_ref()
+                    .map(|s| missing_sa_keys(t, &l.overlay, s))
+                    .unwrap_or_default(),
+                // The initiator's `up` waits for its SA, which the far part
+                // can only answer once it is up too: not across hosts yet.
+                TunnelKind::Ikev2(_) => {
+                    out.push(format!(
+                        "{across}: an IKEv2 tunnel cannot cross hosts yet (each end's `up` waits for the negotiation with the other); use kind = \"esp\" with an sa_key on each end, or WireGuard"
+                    ));
+                    continue;
                 }
-                TunnelKind::Ikev2(e) => match (&e.auth, &e.psk) {
-                    (Auth::Cert, _) => vec!["certificates, which tunbench issues per lab (use auth = \"psk\" with a psk)".into()],
-                    (Auth::Psk, Psk::Generate) => vec!["psk".into()],
-                    _ => Vec::new(),
-                },
                 _ => Vec::new(),
             };
             if !made.is_empty() {
                 out.push(format!(
-                    "{across}: give {} in the file (`tunbench keygen` makes a WireGuard key)",
+                    "{across}: give {} in the file (`tunbench keygen` makes a WireGuard key, `openssl rand -hex 20` an sa_key)",
                     made.join(", ")
                 ));
             }

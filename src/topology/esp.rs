@@ -42,6 +42,11 @@ pub struct RawEnd {
     /// The SPI this end receives on (default 0x1000 + its index).
     #[serde(default)]
     pub spi: Option<i64>,
+    /// The key material of the SA into this end: AES-GCM-128's 16-byte key
+    /// and 4-byte salt, 40 hex digits (default: made per lab; needed when the
+    /// two ends are on different hosts).
+    #[serde(default)]
+    pub sa_key: Option<String>,
     /// L2TP only: the tunnel and session ids this end receives with.
     #[serde(default)]
     pub tunnel_id: Option<i64>,
@@ -64,6 +69,9 @@ pub struct Sas {
     pub window: u32,
     /// The SPI each end receives on.
     pub spis: Vec<u32>,
+    /// The key material of the SA into each end, where the file gives it.
+    #[serde(skip)]
+    pub keys: Vec<Option<[u8; 20]>>,
 }
 
 impl EspTunnel {
@@ -91,6 +99,7 @@ pub fn resolve(
         p,
     );
     let spis = spis(&e.ends, at, p);
+    let keys = sa_keys(&e.ends, at, p);
     for (i, re) in e.ends.iter().enumerate() {
         if re.tunnel_id.is_some() || re.session_id.is_some() {
             p.push(Problem::new(
@@ -105,7 +114,12 @@ pub fn resolve(
     }
     Some(EspTunnel {
         overlay,
-        sas: Sas { udp, window, spis },
+        sas: Sas {
+            udp,
+            window,
+            spis,
+            keys,
+        },
     })
 }
 
@@ -239,4 +253,42 @@ pub fn spis(ends: &[RawEnd], at: &KeyPath, p: &mut Vec<Problem>) -> Vec<u32> {
         ));
     }
     spis
+}
+
+/// The SA keys the file gives, per end: 40 hex digits each, the two ends'
+/// different (an SA's key is its own).
+pub fn sa_keys(ends: &[RawEnd], at: &KeyPath, p: &mut Vec<Problem>) -> Vec<Option<[u8; 20]>> {
+    let keys: Vec<Option<[u8; 20]>> = ends
+        .iter()
+        .enumerate()
+        .map(|(i, re)| {
+            let text = re.sa_key.as_deref()?;
+            let key = parse_sa_key(text);
+            if key.is_none() {
+                p.push(Problem::new(
+                    &at.key("ends").index(i).key("sa_key"),
+                    "sa_key must be 40 hex digits: AES-GCM-128's 16-byte key and 4-byte salt (`openssl rand -hex 20` makes one)",
+                ));
+            }
+            key
+        })
+        .collect();
+    if keys.len() == 2 && keys[0].is_some() && keys[0] == keys[1] {
+        p.push(Problem::new(
+            &at.key("ends").index(1).key("sa_key"),
+            "both ends have the same sa_key; give each SA its own",
+        ));
+    }
+    keys
+}
+
+fn parse_sa_key(text: &str) -> Option<[u8; 20]> {
+    if text.len() != 40 || !text.is_ascii() {
+        return None;
+    }
+    let mut k = [0u8; 20];
+    for (i, b) in k.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(k)
 }

@@ -4,7 +4,7 @@
 //! L2TP datagrams travel in ESP transport mode (RFC 3193, L2TP/IPsec) in UDP
 //! 4500 or raw. Its ends are described like ESP's.
 
-use super::esp::{RawEnd, Sas, overlay, sa_settings, spis, two_ends};
+use super::esp::{RawEnd, Sas, overlay, sa_keys, sa_settings, spis, two_ends};
 use super::wireguard::Wireguard;
 use super::{KeyPath, Problem, int_in};
 use crate::codec::overhead::Encapsulation;
@@ -86,6 +86,12 @@ pub fn resolve(
                     "an SPI applies to ESP; set ipsec = true to protect this L2TP tunnel",
                 ));
             }
+            if re.sa_key.is_some() {
+                p.push(Problem::new(
+                    &at.key("ends").index(i).key("sa_key"),
+                    "an sa_key applies to ESP; set ipsec = true to protect this L2TP tunnel",
+                ));
+            }
         }
     }
     let (udp, window) = sa_settings(l.encap.as_deref(), l.window, at, p);
@@ -126,7 +132,17 @@ pub fn resolve(
     if p.len() > before {
         return None;
     }
-    let ipsec = ipsec.then_some(Sas { udp, window, spis });
+    let keys = if ipsec {
+        sa_keys(&l.ends, at, p)
+    } else {
+        Vec::new()
+    };
+    let ipsec = ipsec.then_some(Sas {
+        udp,
+        window,
+        spis,
+        keys,
+    });
     Some(L2tpTunnel {
         overlay,
         sequence,

@@ -17,6 +17,7 @@ mod cli;
 mod cross_host;
 mod cross_host_check;
 mod cross_host_run;
+mod cross_host_tunnels;
 mod doctor;
 mod host_links;
 mod lab;
