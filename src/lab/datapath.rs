@@ -162,25 +162,13 @@ fn spawn(
         Job::Router => {}
     }
     let what = job.describe(node);
-    let (gate_read, gate_write) = start_gate().context("making a datapath's start gate")?;
-    cmd.args(["--start-gate", &gate_read.as_raw_fd().to_string()]);
+    let (gate_read, gate_write) =
+        pass_start_gate(&mut cmd).context("making a datapath's start gate")?;
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
     // A session of its own: the datapath outlives `up`.
     crate::lab::spawn::enter_before_exec(&mut cmd, &nsfile, true);
-    let gate_fd = gate_read.as_raw_fd();
-    // SAFETY: fcntl is async-signal-safe; gate_read stays open until after spawn.
-    // Only the child keeps its read end across exec; the write end stays
-    // close-on-exec, so no process but this one holds it.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::fcntl(gate_fd, libc::F_SETFD, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
     let child = cmd
         .spawn()
         .with_context(|| format!("starting {what} in {ns}"))?;
@@ -205,8 +193,29 @@ fn spawn(
     Ok(id)
 }
 
+/// Gives `cmd` a start gate: `--start-gate FD`, the read end of a pipe that
+/// only the child keeps across exec (the write end stays close-on-exec, so no
+/// process but this one holds it). Both ends are returned; the read end must
+/// stay open until after spawn.
+pub(crate) fn pass_start_gate(cmd: &mut Command) -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = start_gate()?;
+    let fd = read.as_raw_fd();
+    cmd.args(["--start-gate", &fd.to_string()]);
+    // SAFETY: fcntl is async-signal-safe; the caller keeps `read` open until
+    // after spawn.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok((read, write))
+}
+
 /// A pipe, both ends close-on-exec: (read, write).
-pub(crate) fn start_gate() -> std::io::Result<(OwnedFd, OwnedFd)> {
+fn start_gate() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: pipe2 fills both fds on success; each is then owned once.
     unsafe {

@@ -12,7 +12,6 @@ use anyhow::{Context, Result, bail};
 use netns::process::ProcessId;
 use netns::state::{LabState, OwnedProcess};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -106,11 +105,10 @@ fn spawn(naming: &Naming, ns: Option<&str>, args: &[String], what: String) -> Re
     let log_name = format!("{}.log", what.replace([' ', '/', ':', '[', ']'], "-"));
     let log = std::fs::File::create(logs.join(log_name))?;
     let mut cmd = Command::new(crate::lab::spawn::tunbench_exe()?);
+    cmd.args(args);
     let (gate_read, gate_write) =
-        crate::lab::datapath::start_gate().context("making a server's start gate")?;
-    cmd.args(args)
-        .args(["--start-gate", &gate_read.as_raw_fd().to_string()])
-        .stdin(Stdio::null())
+        crate::lab::datapath::pass_start_gate(&mut cmd).context("making a server's start gate")?;
+    cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
     match &nsfile {
@@ -122,17 +120,6 @@ fn spawn(naming: &Naming, ns: Option<&str>, args: &[String], what: String) -> Re
                 Ok(())
             });
         },
-    }
-    let gate_fd = gate_read.as_raw_fd();
-    // SAFETY: fcntl is async-signal-safe; gate_read stays open until after
-    // spawn. Only the child keeps its read end across exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::fcntl(gate_fd, libc::F_SETFD, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
     }
     let child = cmd
         .spawn()

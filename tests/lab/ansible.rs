@@ -10,6 +10,7 @@
 
 use crate::common::*;
 use crate::emulated::{Host, Hosts};
+use crate::parts::Parts;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -102,21 +103,6 @@ impl Sshd {
                 .is_ok_and(|s| s.success())
         });
         sshd
-    }
-}
-
-/// Runs `tunbench down` on every host on drop, so a test that fails before
-/// the playbook's own teardown leaves no datapath process behind.
-struct Parts<'a> {
-    hosts: &'a [Host],
-    lab: String,
-}
-
-impl Drop for Parts<'_> {
-    fn drop(&mut self) {
-        for h in self.hosts {
-            let _ = h.command(bin()).args(["down", &self.lab]).output();
-        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use crate::emulated::{Host, Hosts};
-use std::process::Output;
+use crate::parts::{Parts, on};
 
 /// home-split.toml's hosts, in the order of the emulated hosts: their
 /// underlay addresses are 198.18.230.1, .2 and .3, as the file declares.
@@ -16,29 +16,6 @@ const UNDERLAY_MTU: u32 = 1550;
 
 fn home_split() -> String {
     topo("home-split.toml").to_str().unwrap().to_string()
-}
-
-/// `tunbench ARGS` on emulated host `h`.
-fn on(h: &Host, args: &[&str]) -> Output {
-    h.command(bin())
-        .args(args)
-        .output()
-        .expect("running tunbench on an emulated host")
-}
-
-/// Takes each host's part down on drop, so no datapath process outlives a
-/// failed test (the hosts' namespaces go with the hosts themselves).
-struct Parts<'a> {
-    hosts: &'a Hosts,
-    lab: String,
-}
-
-impl Drop for Parts<'_> {
-    fn drop(&mut self) {
-        for h in &self.hosts.hosts {
-            let _ = on(h, &["down", &self.lab]);
-        }
-    }
 }
 
 /// Whether host `h` has lab `lab`'s record.
@@ -62,7 +39,7 @@ fn home_split_over_three_hosts_pings_across_two_vxlan_hops_and_wireguard() {
     let lab = lab_name("xh");
     let file = home_split();
     let parts = Parts {
-        hosts: &hosts,
+        hosts: &hosts.hosts,
         lab: lab.clone(),
     };
     for (h, name) in hosts.hosts.iter().zip(HOSTS) {
@@ -120,7 +97,7 @@ fn up_on_a_machine_of_no_or_several_declared_hosts_builds_nothing() {
     let lab = lab_name("xn");
     let file = home_split();
     let _parts = Parts {
-        hosts: &hosts,
+        hosts: &hosts.hosts,
         lab: lab.clone(),
     };
     let refused = |args: &[&str], want: &str| {

@@ -6,6 +6,7 @@
 
 use crate::common::*;
 use crate::emulated::{Host, Hosts};
+use crate::parts::{Parts, on};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
@@ -29,29 +30,6 @@ type Asserts = BTreeMap<String, String>;
 
 fn home_split() -> String {
     topo("home-split.toml").to_str().unwrap().to_string()
-}
-
-/// `tunbench ARGS` on emulated host `h`.
-fn on(h: &Host, args: &[&str]) -> Output {
-    h.command(bin())
-        .args(args)
-        .output()
-        .expect("running tunbench on an emulated host")
-}
-
-/// Takes each host's part down on drop (the hosts' namespaces go with the
-/// hosts themselves).
-struct Parts<'a> {
-    hosts: &'a [Host],
-    lab: String,
-}
-
-impl Drop for Parts<'_> {
-    fn drop(&mut self) {
-        for h in self.hosts {
-            let _ = on(h, &["down", &self.lab]);
-        }
-    }
 }
 
 /// Brings up the parts of `names` on `hosts`, in order.

@@ -5,8 +5,8 @@
 
 use crate::common::*;
 use crate::emulated::{Host, Hosts};
+use crate::parts::{Parts, on};
 use serde_json::Value;
-use std::process::Output;
 use std::time::{Duration, Instant};
 
 const HOSTS: [&str; 3] = ["pc", "router", "server"];
@@ -24,27 +24,6 @@ pub(crate) fn short_home_split(dir: &std::path::Path) -> String {
     let path = dir.join("home-split.toml");
     std::fs::write(&path, short).unwrap();
     path.to_str().unwrap().to_string()
-}
-
-fn on(h: &Host, args: &[&str]) -> Output {
-    h.command(bin())
-        .args(args)
-        .output()
-        .expect("running tunbench on an emulated host")
-}
-
-/// Each host's part taken down on drop, whatever failed.
-struct Parts<'a> {
-    hosts: &'a Hosts,
-    lab: String,
-}
-
-impl Drop for Parts<'_> {
-    fn drop(&mut self) {
-        for h in &self.hosts.hosts {
-            let _ = on(h, &["down", &self.lab]);
-        }
-    }
 }
 
 fn up(h: &Host, file: &str, lab: &str, name: &str) {
@@ -70,7 +49,7 @@ fn each_host_measures_its_paths_tcp_both_ways_through_wireguard_across_hosts() {
     let hosts = Hosts::with_mtu(3, UNDERLAY_MTU);
     let lab = lab_name("xr");
     let _parts = Parts {
-        hosts: &hosts,
+        hosts: &hosts.hosts,
         lab: lab.clone(),
     };
     for (h, name) in hosts.hosts.iter().zip(HOSTS) {
@@ -122,7 +101,7 @@ fn a_host_whose_part_never_comes_up_fails_the_run_within_its_bound_naming_it() {
     let hosts = Hosts::with_mtu(3, UNDERLAY_MTU);
     let lab = lab_name("xw");
     let _parts = Parts {
-        hosts: &hosts,
+        hosts: &hosts.hosts,
         lab: lab.clone(),
     };
     // The server's part never comes up.

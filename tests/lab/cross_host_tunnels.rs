@@ -6,8 +6,8 @@
 //! link between them.
 
 use crate::common::*;
-use crate::emulated::{Host, Hosts};
-use std::process::Output;
+use crate::emulated::Hosts;
+use crate::parts::{Parts, on};
 
 const UNDERLAY_MTU: u32 = 1550;
 
@@ -56,27 +56,6 @@ ends = [
     )
 }
 
-fn on(h: &Host, args: &[&str]) -> Output {
-    h.command(bin())
-        .args(args)
-        .output()
-        .expect("running tunbench on an emulated host")
-}
-
-/// Each host's part taken down on drop, whatever failed.
-struct Parts<'a> {
-    hosts: &'a Hosts,
-    lab: String,
-}
-
-impl Drop for Parts<'_> {
-    fn drop(&mut self) {
-        for h in &self.hosts.hosts {
-            let _ = on(h, &["down", &self.lab]);
-        }
-    }
-}
-
 /// Up `topology` on the hosts, named in `names` order; then every (host index,
 /// node, address) ping answers; then down, leaving nothing.
 fn up_ping_down(topology: &str, names: &[&str], pings: &[(usize, &str, &str)], tag: &str) {
@@ -87,7 +66,7 @@ fn up_ping_down(topology: &str, names: &[&str], pings: &[(usize, &str, &str)], t
     let hosts = Hosts::with_mtu(names.len() as u8, UNDERLAY_MTU);
     let lab = lab_name(tag);
     let _parts = Parts {
-        hosts: &hosts,
+        hosts: &hosts.hosts,
         lab: lab.clone(),
     };
     for (h, name) in hosts.hosts.iter().zip(names) {
@@ -154,7 +133,7 @@ fn an_ikev2_tunnel_between_hosts_is_refused_before_anything_is_built() {
     let hosts = Hosts::with_mtu(1, UNDERLAY_MTU);
     let lab = lab_name("xti");
     let _parts = Parts {
-        hosts: &hosts,
+        hosts: &hosts.hosts,
         lab: lab.clone(),
     };
     let o = on(

@@ -24,6 +24,7 @@ mod lab;
 mod lab_faults;
 mod lifecycle;
 mod manual_steps;
+mod parts;
 mod shipped;
 mod support;
 mod test_command;
