@@ -62,11 +62,11 @@ const LAYERS: &[(&str, &str)] = &[
     ),
     (
         "lab",
-        "a lab's life: up, down, status and liveness, impairments on a running lab, starting and supervising its datapaths",
+        "a lab's life: up, down, status and liveness, impairments on a running lab, starting and supervising its datapaths and a host's part's servers",
     ),
     (
         "measure",
-        "running the measurement matrix (family x protocol x direction x streams) in a lab; the UDP rate search",
+        "running the measurement matrix (family x protocol x direction x streams) in a lab; the UDP rate search; one host's part of a lab over several hosts",
     ),
     (
         "report",
