@@ -105,23 +105,40 @@ fn open_udp_stream(o: &ClientOptions) -> Result<Socket, RunError> {
         .map_err(io_err("sending the UDP connect datagram"))?;
     // With -R the server's first data may overtake its reply on a path that
     // reorders (a link's `reorder`): only a 4-byte datagram is the reply.
+    // Its data also keeps the read from timing out: with -R a server whose
+    // reply was lost is already sending, so the hello is said again once a
+    // second whatever arrives meanwhile.
     let mut buf = vec![0u8; 65536];
     let mut r: &Socket = &s;
     let asked = std::time::Instant::now();
+    let mut said = asked;
     let n = loop {
-        match r.read(&mut buf) {
-            Ok(n) if n == protocol::UDP_CONNECT_REPLY.len() => break n,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) && asked.elapsed() < HELLO_PATIENCE =>
-            {
-                w.write_all(&protocol::UDP_CONNECT_MSG)
-                    .map_err(io_err("sending the UDP connect datagram again"))?;
+        let read = r.read(&mut buf);
+        if let Ok(n) = read {
+            if n == protocol::UDP_CONNECT_REPLY.len() {
+                break n;
             }
-            Err(e) => return Err(io_err("waiting for the server's UDP connect reply")(e)),
+        }
+        let waiting = match &read {
+            Ok(_) => true,
+            Err(e) => matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+        };
+        if !waiting || asked.elapsed() >= HELLO_PATIENCE {
+            let e = read.err().unwrap_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "data arrived, but no reply to the hello",
+                )
+            });
+            return Err(io_err("waiting for the server's UDP connect reply")(e));
+        }
+        if said.elapsed() >= HELLO_INTERVAL {
+            w.write_all(&protocol::UDP_CONNECT_MSG)
+                .map_err(io_err("sending the UDP connect datagram again"))?;
+            said = std::time::Instant::now();
         }
     };
     s.set_read_timeout(Some(HELLO_PATIENCE))
@@ -629,6 +646,41 @@ mod tests {
             }
             other => panic!("not a connect error: {other}"),
         }
+    }
+
+    /// With -R a server whose reply was lost is already sending: its data
+    /// must not keep the client from saying hello again (it did: every read
+    /// returned data, no timeout fired, and the client gave up after 10 s).
+    #[test]
+    fn a_hello_is_said_again_while_the_servers_data_arrives() {
+        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let o = ClientOptions {
+            server: server.local_addr().unwrap(),
+            bind: None,
+            params: TestParams::default(),
+            connect_timeout: Duration::from_secs(2),
+            intervals: false,
+            abort: None,
+        };
+        let t = std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            let (n, from) = server.recv_from(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
+            // The reply is "lost"; data flows every 10 ms until the hello
+            // comes again, which is then answered.
+            server.set_nonblocking(true).unwrap();
+            loop {
+                server.send_to(&[0u8; 100], from).unwrap();
+                if let Ok((n, _)) = server.recv_from(&mut buf) {
+                    assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
+                    server.send_to(&protocol::UDP_CONNECT_REPLY, from).unwrap();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        open_udp_stream(&o).expect("the hello said again is answered");
+        t.join().unwrap();
     }
 
     /// A hello or its reply lost on the way (a lossy link) costs a second, not

@@ -121,7 +121,7 @@ pub(super) fn idle_probes(
 }
 
 /// Whether a client's failure is the server still ending the test before.
-fn between_tests(e: &client::RunError) -> bool {
+pub(super) fn between_tests(e: &client::RunError) -> bool {
     use std::io::ErrorKind::{BrokenPipe, ConnectionRefused, ConnectionReset};
     match e {
         client::RunError::Protocol(crate::engine::control::ClientError::Busy) => true,

@@ -3,6 +3,7 @@
 //! after the underlays its packets leave by; the results say which hosts
 //! each path crossed, so a report can flag a cell at the underlay's capacity.
 
+use super::client_thread::between_tests;
 use super::results::{Results, UnderlayResult};
 use super::runner::Progress;
 use super::session::{Overrides, measure_lab, spec_of};
@@ -216,9 +217,21 @@ impl PartRun<'_> {
                 intervals: false,
                 abort: None,
             };
-            client::run(&opts)
-                .map(|r| r.forward().arrived_bps())
-                .map_err(|e| e.to_string())
+            // The server answers "busy" while it still ends the test before
+            // (the other direction's): try again for a moment then.
+            let until = Instant::now() + Duration::from_secs(5);
+            loop {
+                match client::run(&opts) {
+                    Err(e) if between_tests(&e) && Instant::now() < until => {
+                        std::thread::sleep(Duration::from_millis(50))
+                    }
+                    r => {
+                        return r
+                            .map(|r| r.forward().arrived_bps())
+                            .map_err(|e| e.to_string());
+                    }
+                }
+            }
         };
         let (up, down) = (one_way(false), one_way(true));
         let error = match (&up, &down) {

@@ -75,8 +75,9 @@ fn each_host_measures_its_paths_tcp_both_ways_through_wireguard_across_hosts() {
         (&u["from_host"], &u["to_host"]),
         (&"pc".into(), &"router".into())
     );
-    assert!(u["upload_bps"].as_f64().unwrap() > 0.0, "{u:#}");
-    assert!(u["download_bps"].as_f64().unwrap() > 0.0, "{u:#}");
+    for way in ["upload_bps", "download_bps"] {
+        assert!(u[way].as_f64().is_some_and(|b| b > 0.0), "{way}: {u:#}");
+    }
     let notes = pc["notes"].to_string();
     assert!(
         notes.contains("path wireguard crosses hosts pc -> router -> server"),
@@ -91,7 +92,7 @@ fn each_host_measures_its_paths_tcp_both_ways_through_wireguard_across_hosts() {
         (&u["from_host"], &u["to_host"]),
         (&"router".into(), &"server".into())
     );
-    assert!(u["upload_bps"].as_f64().unwrap() > 0.0, "{u:#}");
+    assert!(u["upload_bps"].as_f64().is_some_and(|b| b > 0.0), "{u:#}");
 }
 
 #[test]
@@ -139,4 +140,45 @@ fn a_host_whose_part_never_comes_up_fails_the_run_within_its_bound_naming_it() {
     );
     // Nothing measured, nothing changed: the parts that are up stay up.
     assert_eq!(hosts.hosts[0].namespaces().len(), 1);
+}
+
+/// Hosts that declare `synchronised_clock` get one-way delays across them
+/// (the emulated hosts share this machine's clock, so the declaration is
+/// true); the same file without it, round trips only.
+#[test]
+fn one_way_delays_cross_hosts_only_where_both_clocks_are_declared_synchronised() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = short_home_split(dir.path());
+    let text = std::fs::read_to_string(&file).unwrap();
+    // Only the raw path's IPv4 TCP upload: one cell.
+    let one_cell = text.replacen(
+        "families = [\"ipv4\"]\n",
+        "families = [\"ipv4\"]\ndirections = [\"sender\"]\n",
+        2,
+    );
+    let synced = one_cell.replace("mtu = 1550\n", "mtu = 1550\nsynchronised_clock = true\n");
+    assert_eq!(synced.matches("synchronised_clock = true").count(), 3);
+    std::fs::write(&file, synced).unwrap();
+    let hosts = Hosts::with_mtu(3, UNDERLAY_MTU);
+    let lab = lab_name("xs");
+    let _parts = Parts {
+        hosts: &hosts.hosts,
+        lab: lab.clone(),
+    };
+    for (h, name) in hosts.hosts.iter().zip(HOSTS) {
+        up(h, &file, &lab, name);
+    }
+    let pc = run_json(&hosts.hosts[0], &file, &lab, "pc");
+    for p in pc["paths"].as_array().unwrap() {
+        let latency = &p["cells"][0]["latency"];
+        assert!(latency["received"].as_u64().unwrap() > 0, "{p:#}");
+        assert!(latency["forward_ms"]["median"].is_number(), "{p:#}");
+        assert!(latency["reverse_ms"]["median"].is_number(), "{p:#}");
+    }
+    let notes = pc["notes"].to_string();
+    assert!(
+        notes.contains("which the file declares synchronised"),
+        "{notes}"
+    );
+    assert!(!notes.contains("round trips only:"), "{notes}");
 }
