@@ -4,7 +4,7 @@
 
 use super::client_thread::run_client;
 use super::reading::{to_run, udp_trial};
-use super::results::{CellResult, Latency, ModelLimit, Run, Trial, UdpSearch};
+use super::results::{CellResult, Latency, ModelLimit, Run, UdpSearch};
 use super::search::{Confirmation, RateSearch};
 use super::spec::MeasureSpec;
 use crate::engine::client::ClientOptions;
@@ -16,7 +16,7 @@ use crate::vocab::{Cell, Direction, Proto};
 use anyhow::{Result, bail};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the lab predicts for a cell, whatever the measurement makes of it.
 pub(super) struct PredictedLimits {
@@ -166,12 +166,21 @@ impl CellRun<'_> {
     /// down until one is.
     fn udp(&mut self, report: &mut dyn FnMut(String)) -> Result<CellResult> {
         let loss = self.spec.udp_loss_percent;
-        let search = self.udp_search(report)?;
+        let (search, trial_seconds) = self.udp_search(report)?;
+        let mut timed = UdpSearch {
+            loss_threshold_percent: loss,
+            trials: search.trials().to_vec(),
+            rate_bps: 0.0,
+            confirmations: Vec::new(),
+            trial_seconds,
+            confirmation_seconds: Vec::new(),
+        };
         let Some(found) = search.result() else {
             let why = format!("loss above {loss} % at every rate tried");
-            return Ok(self.udp_failed(&search, Vec::new(), why));
+            return Ok(self.udp_failed(timed, why));
         };
-        let (confirm, runs) = self.udp_confirm(found, report)?;
+        let (confirm, runs, confirmation_seconds) = self.udp_confirm(found, report)?;
+        timed.confirmation_seconds = confirmation_seconds;
         let confirmations = confirm.runs().to_vec();
         let Some(rate) = confirm.result() else {
             let tried: Vec<String> = confirmations
@@ -189,7 +198,8 @@ impl CellRun<'_> {
                 found / 1e6,
                 tried.join(", ")
             );
-            return Ok(self.udp_failed(&search, confirmations, why));
+            timed.confirmations = confirmations;
+            return Ok(self.udp_failed(timed, why));
         };
         // Only the runs that count: within the rule, not made again.
         let kept: Vec<Run> = runs
@@ -202,16 +212,15 @@ impl CellRun<'_> {
             self.cell,
             kept,
             Some(UdpSearch {
-                loss_threshold_percent: loss,
-                trials: search.trials().to_vec(),
                 rate_bps: rate,
                 confirmations,
+                ..timed
             }),
         ))
     }
 
-    /// The rate search's short trials, unprobed.
-    fn udp_search(&mut self, report: &mut dyn FnMut(String)) -> Result<RateSearch> {
+    /// The rate search's short trials, unprobed, with each one's wall seconds.
+    fn udp_search(&mut self, report: &mut dyn FnMut(String)) -> Result<(RateSearch, Vec<f64>)> {
         let spec = self.spec;
         let mut search = RateSearch::new(
             spec.udp_start_bps,
@@ -220,6 +229,7 @@ impl CellRun<'_> {
             spec.udp_max_trials,
         );
         let trial_time = spec.trial_duration.ceil().max(1.0) as u32;
+        let mut seconds = Vec::new();
         while let Some(rate) = search.next_rate() {
             self.interrupted()?;
             report(format!(
@@ -232,7 +242,9 @@ impl CellRun<'_> {
                 rate: (rate / self.cell.streams as f64) as u64,
                 ..self.base.clone()
             };
+            let started = Instant::now();
             let t = udp_trial(&self.client(p, false)?, rate);
+            seconds.push(started.elapsed().as_secs_f64());
             // A sender that cannot offer the rate asked: what it did send
             // is the trial's rate, and the search goes no higher.
             if t.sender_limited {
@@ -240,19 +252,21 @@ impl CellRun<'_> {
             }
             search.record_trial(t);
         }
-        Ok(search)
+        Ok((search, seconds))
     }
 
     /// Full-length runs at the rate `found`, probed, stepping down until
-    /// enough keep within the threshold; every run made, in order.
+    /// enough keep within the threshold; every run made, in order, with each
+    /// one's wall seconds.
     fn udp_confirm(
         &mut self,
         found: f64,
         report: &mut dyn FnMut(String),
-    ) -> Result<(Confirmation, Vec<Run>)> {
+    ) -> Result<(Confirmation, Vec<Run>, Vec<f64>)> {
         let spec = self.spec;
         let mut confirm = Confirmation::new(found, spec.runs as usize, spec.udp_loss_percent);
         let mut runs = Vec::new();
+        let mut seconds = Vec::new();
         while let Some(rate) = confirm.next_rate() {
             self.interrupted()?;
             let step_down = if rate < found { " (stepped down)" } else { "" };
@@ -266,29 +280,21 @@ impl CellRun<'_> {
                 rate: (rate / self.cell.streams as f64) as u64,
                 ..self.base.clone()
             };
+            let started = Instant::now();
             let r = self.client(p, true)?;
+            seconds.push(started.elapsed().as_secs_f64());
             let t = udp_trial(&r, rate);
             runs.push(to_run(&r, Some(t.offered_bps), t.sender_limited));
             confirm.record(t);
         }
-        Ok((confirm, runs))
+        Ok((confirm, runs, seconds))
     }
 
     /// A UDP cell that found no rate, with what the search and the
     /// confirmations tried.
-    fn udp_failed(
-        &self,
-        search: &RateSearch,
-        confirmations: Vec<Trial>,
-        why: String,
-    ) -> CellResult {
+    fn udp_failed(&self, search: UdpSearch, why: String) -> CellResult {
         CellResult {
-            search: Some(UdpSearch {
-                loss_threshold_percent: self.spec.udp_loss_percent,
-                trials: search.trials().to_vec(),
-                rate_bps: 0.0,
-                confirmations,
-            }),
+            search: Some(search),
             ..CellResult::failed(self.cell, why)
         }
     }

@@ -88,6 +88,12 @@ pub struct UdpSearch {
     /// before confirmations were judged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmations: Vec<Trial>,
+    /// Wall seconds each trial and each confirmation took, in their order
+    /// (the client's start and end included). Empty in older results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trial_seconds: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmation_seconds: Vec<f64>,
 }
 
 impl UdpSearch {
@@ -135,6 +141,10 @@ pub struct CellResult {
     /// predicts, whatever the devices do. Absent in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire_limit: Option<ModelLimit>,
+    /// Wall seconds the cell took: its runs, a UDP cell's search and
+    /// confirmations. Absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
 }
 
 /// A ceiling of a device model on a cell's path, and whose it is.
@@ -169,6 +179,7 @@ impl CellResult {
             latency: None,
             model_limit: None,
             wire_limit: None,
+            seconds: None,
         }
     }
 
@@ -185,6 +196,7 @@ impl CellResult {
             latency: None,
             model_limit: None,
             wire_limit: None,
+            seconds: None,
         }
     }
 }
@@ -212,6 +224,10 @@ pub struct PathResult {
     /// order, from `from`'s (["pc", "router", "server"]); empty on one machine.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// Wall seconds the idle latency took, every family. Absent in older
+    /// results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_latency_seconds: Option<f64>,
 }
 
 /// What a tunnel adds to each packet that crosses it, as tunbench states it
@@ -270,6 +286,19 @@ pub struct Results {
     /// The underlays between hosts, measured before the cells.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub underlays: Vec<UnderlayResult>,
+    /// Wall seconds of each lab's `up` and `down` (`run`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<LabPhase>,
+}
+
+/// A lab built or taken down during a run, and how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabPhase {
+    /// The scenario whose lab it was, if any.
+    pub scenario: Option<String>,
+    /// "up" or "down".
+    pub what: String,
+    pub seconds: f64,
 }
 
 /// The underlay between two hosts of a placed lab, measured from `from_host`
@@ -290,6 +319,50 @@ pub struct UnderlayResult {
     /// Why a direction has no figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Where a run's time went, from its recorded phases: labs up and down,
+/// idle latency, and the cells (TCP runs; UDP search trials and
+/// confirmations, with their counts). None for results without timings.
+pub fn time_note(r: &Results) -> Option<String> {
+    let sum = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>();
+    let phase = |what: &str| {
+        sum(&mut r
+            .phases
+            .iter()
+            .filter(|p| p.what == what)
+            .map(|p| p.seconds))
+    };
+    let idle = sum(&mut r.paths.iter().filter_map(|p| p.idle_latency_seconds));
+    let cells: Vec<&CellResult> = r.paths.iter().flat_map(|p| &p.cells).collect();
+    let timed = |proto: crate::vocab::Proto| {
+        let c: Vec<&&CellResult> = cells.iter().filter(|c| c.cell.protocol == proto).collect();
+        (c.len(), sum(&mut c.iter().filter_map(|c| c.seconds)))
+    };
+    if r.phases.is_empty() && cells.iter().all(|c| c.seconds.is_none()) {
+        return None;
+    }
+    let (tcp_n, tcp_s) = timed(crate::vocab::Proto::Tcp);
+    let (udp_n, udp_s) = timed(crate::vocab::Proto::Udp);
+    let searches: Vec<&UdpSearch> = cells.iter().filter_map(|c| c.search.as_ref()).collect();
+    let trials: Vec<f64> = searches
+        .iter()
+        .flat_map(|s| s.trial_seconds.iter().copied())
+        .collect();
+    let confirms: Vec<f64> = searches
+        .iter()
+        .flat_map(|s| s.confirmation_seconds.iter().copied())
+        .collect();
+    let labs = r.phases.iter().filter(|p| p.what == "up").count();
+    Some(format!(
+        "time: {labs} lab(s) up {:.1} s, down {:.1} s; idle latency {idle:.1} s; {tcp_n} TCP cell(s) {tcp_s:.1} s; {udp_n} UDP cell(s) {udp_s:.1} s, of which {} search trial(s) {:.1} s and {} confirmation run(s) {:.1} s.",
+        phase("up"),
+        phase("down"),
+        trials.len(),
+        trials.iter().sum::<f64>(),
+        confirms.len(),
+        confirms.iter().sum::<f64>(),
+    ))
 }
 
 /// A cell at this share of the underlay's measured capacity or more is said
@@ -360,6 +433,8 @@ mod tests {
         };
         let s = UdpSearch {
             loss_threshold_percent: 10.0,
+            trial_seconds: Vec::new(),
+            confirmation_seconds: Vec::new(),
             trials: Vec::new(),
             rate_bps: 150.0,
             // Over the threshold but made again (out of order): not a step-down;
@@ -413,6 +488,34 @@ mod tests {
         assert!(r.at_underlay_capacity(&path, &cell).is_some());
         path.hosts.clear();
         assert!(r.underlay_limit(&path, &cell.cell).is_none(), "one machine");
+    }
+
+    /// The note adds up what was timed; results without timings get none.
+    #[test]
+    fn the_time_note_adds_up_labs_idle_latency_cells_trials_and_confirmations() {
+        let mut r = crate::report::fixture::results();
+        assert_eq!(time_note(&r), None, "older results: no timings");
+        for (scenario, what, seconds) in [("a", "up", 2.0), ("a", "down", 1.0), ("b", "up", 3.0)] {
+            r.phases.push(LabPhase {
+                scenario: Some(scenario.into()),
+                what: what.into(),
+                seconds,
+            });
+        }
+        r.paths[0].idle_latency_seconds = Some(4.0);
+        for c in &mut r.paths[0].cells {
+            c.seconds = Some(10.0);
+            if let Some(s) = c.search.as_mut() {
+                s.trial_seconds = vec![1.5, 1.5];
+                s.confirmation_seconds = vec![3.0];
+            }
+        }
+        let note = time_note(&r).unwrap();
+        // The fixture's raw path: 4 TCP cells and 2 UDP cells, each searched.
+        assert_eq!(
+            note,
+            "time: 2 lab(s) up 5.0 s, down 1.0 s; idle latency 4.0 s; 7 TCP cell(s) 40.0 s; 4 UDP cell(s) 20.0 s, of which 4 search trial(s) 6.0 s and 2 confirmation run(s) 6.0 s."
+        );
     }
 
     #[test]

@@ -58,11 +58,15 @@ pub fn measure(
     };
     let mut out = unmeasured(spec, v4, v6);
     if let Some(l) = &spec.latency {
+        let started = Instant::now();
         out.idle_latency = path.idle_latency(l, progress)?;
+        out.idle_latency_seconds = Some(started.elapsed().as_secs_f64());
     }
     for i in 0..path.cells.len() {
         path.interrupted()?;
-        let result = path.cell(i, progress)?;
+        let started = Instant::now();
+        let mut result = path.cell(i, progress)?;
+        result.seconds = Some(started.elapsed().as_secs_f64());
         out.cells.push(result);
         let cell = path.cells[i];
         progress(&path.progress(cell, i, "done".into(), out.cells.last().cloned()));
@@ -251,6 +255,7 @@ fn unmeasured(spec: &MeasureSpec, v4: Option<IpAddr>, v6: Option<IpAddr>) -> Pat
         idle_latency: Vec::new(),
         tunnel: None,
         hosts: Vec::new(),
+        idle_latency_seconds: None,
     }
 }
 

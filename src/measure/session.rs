@@ -2,7 +2,7 @@
 //! up, measure everything its `[[measure]]` entries ask for, and take it down again
 //! whatever happens.
 
-use super::results::{PathResult, Results};
+use super::results::{LabPhase, PathResult, Results};
 use super::runner::{self, Progress};
 use super::spec::{LatencySpec, MeasureSpec};
 use crate::lab::{self as labs, Running};
@@ -107,6 +107,7 @@ pub fn measure_lab(
         notes,
         host: None,
         underlays: Vec::new(),
+        phases: Vec::new(),
     })
 }
 
@@ -399,6 +400,7 @@ pub async fn run_topology(
             Some(a) => {
                 a.seconds += r.seconds;
                 a.paths.append(&mut r.paths);
+                a.phases.append(&mut r.phases);
                 for n in r.notes.drain(..) {
                     if !a.notes.contains(&n) {
                         a.notes.push(n);
@@ -414,6 +416,7 @@ pub async fn run_topology(
 /// built without them).
 fn with_reference(mut r: Results, t: &Topology) -> Results {
     r.reference = t.reference.clone();
+    r.notes.extend(super::results::time_note(&r));
     r
 }
 
@@ -430,7 +433,9 @@ async fn measure_once(
     progress: &mut (dyn FnMut(&Progress) + Send),
     manual: &mut ManualStep<'_>,
 ) -> Result<Results> {
+    let started = Instant::now();
     labs::up_text(t, file, text, naming, cancel_up, o.force).await?;
+    let up_seconds = started.elapsed().as_secs_f64();
     let result = (|| -> Result<Results> {
         if let Some(s) = scenario {
             if let Some(step) = &s.manual {
@@ -453,9 +458,19 @@ async fn measure_once(
             .collect();
         measure_lab(&running, &specs, cancel, progress)
     })();
+    let started = Instant::now();
     let down = netns::down(&naming.lab).await;
-    let r = result?;
+    let down_seconds = started.elapsed().as_secs_f64();
+    let mut r = result?;
     down.with_context(|| format!("taking lab {} down", naming.lab))?;
+    let scenario = scenario.map(|s| s.name.clone());
+    for (what, seconds) in [("up", up_seconds), ("down", down_seconds)] {
+        r.phases.push(LabPhase {
+            scenario: scenario.clone(),
+            what: what.into(),
+            seconds,
+        });
+    }
     Ok(r)
 }
 
@@ -475,6 +490,7 @@ mod tests {
             idle_latency: Vec::new(),
             tunnel: None,
             hosts: Vec::new(),
+            idle_latency_seconds: None,
         }
     }
 

@@ -40,6 +40,8 @@ fn tcp(key: &str, mbit: &[f64]) -> CellResult {
 fn udp(key: &str, rate: f64, trials: &[(f64, f64)], runs: &[(f64, f64)]) -> CellResult {
     let search = UdpSearch {
         loss_threshold_percent: 10.0,
+        trial_seconds: Vec::new(),
+        confirmation_seconds: Vec::new(),
         trials: trials
             .iter()
             .map(|&(offered, lost)| Trial {
@@ -159,6 +161,7 @@ pub(crate) fn results() -> Results {
         idle_latency: vec![(Family::Ipv4, latency(0.05)), (Family::Ipv6, latency(0.06))],
         tunnel: None,
         hosts: Vec::new(),
+        idle_latency_seconds: None,
     };
     let wg = PathResult {
         path: "wg".into(),
@@ -190,6 +193,7 @@ pub(crate) fn results() -> Results {
         idle_latency: vec![(Family::Ipv4, latency(0.4))],
         tunnel: None,
         hosts: Vec::new(),
+        idle_latency_seconds: None,
     };
     Results {
         tool: "tunbench 0.1.0".into(),
@@ -204,6 +208,7 @@ pub(crate) fn results() -> Results {
         notes: Vec::new(),
         host: None,
         underlays: Vec::new(),
+        phases: Vec::new(),
     }
 }
 
@@ -269,6 +274,7 @@ fn path(scenario: &str, name: &str, to: &str, cells: Vec<CellResult>) -> PathRes
         idle_latency: families.iter().map(|f| (*f, latency(0.08))).collect(),
         tunnel: None,
         hosts: Vec::new(),
+        idle_latency_seconds: None,
         cells,
     }
 }
@@ -294,6 +300,7 @@ pub(crate) fn main_job() -> Results {
         reference: Some(main_job_reference()),
         host: None,
         underlays: Vec::new(),
+        phases: Vec::new(),
         notes: vec![
             "the NVR500 is a model calibrated from the NVR500 study's figures (profiles/nvr500.toml), not the device".into(),
             "path wireguard crosses WireGuard tunnel vpn (tunbench): 60 bytes per packet over IPv4 (IPv4 20 + UDP 8 + WireGuard 32); inner MTU 1420, TCP MSS 1380 (IPv4) / 1360 (IPv6).".into(),

@@ -63,6 +63,7 @@ pub fn merge(parts: Vec<Part>) -> Result<Results, MergeError> {
         host: None,
         paths: Vec::new(),
         underlays: Vec::new(),
+        phases: Vec::new(),
         notes: Vec::new(),
         ..first.clone()
     };

@@ -261,9 +261,11 @@ fn results_with_reference(published: &str) -> String {
             idle_latency: Vec::new(),
             tunnel: None,
             hosts: Vec::new(),
+            idle_latency_seconds: None,
         }],
         host: None,
         underlays: Vec::new(),
+        phases: Vec::new(),
         reference: Some(Reference {
             source: Some("the NVR500 study".into()),
             tolerance: Tolerance::DEFAULT,

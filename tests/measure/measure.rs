@@ -394,6 +394,7 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
         notes: Vec::new(),
         host: None,
         underlays: Vec::new(),
+        phases: Vec::new(),
     };
     let report = tunbench::report::render(&results, tunbench::report::Format::Text, None);
     assert!(

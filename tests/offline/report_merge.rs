@@ -39,6 +39,7 @@ fn path(name: &str, address: &str, mbit: f64) -> PathResult {
         idle_latency: Vec::new(),
         tunnel: None,
         hosts: vec!["pc".into(), "router".into(), "server".into()],
+        idle_latency_seconds: None,
     }
 }
 
@@ -70,6 +71,7 @@ fn part(host: &str, paths: Vec<PathResult>) -> Results {
         reference: None,
         notes: Vec::new(),
         host: Some(host.into()),
+        phases: Vec::new(),
         underlays: vec![
             underlay("pc", "router", 9400.0),
             underlay("router", "server", 1000.0),
