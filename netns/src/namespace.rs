@@ -57,6 +57,17 @@ fn ensure_run_dir() -> io::Result<()> {
 
 /// Create namespace `name`, leaving the calling thread inside it.
 pub fn create_here(name: &str) -> io::Result<()> {
+    create_here_with(name, || Ok(()))
+}
+
+/// `create_here`, with `before_mount` run inside the new namespace before it
+/// is bound under its name: what it does (a lab's marker on lo) is there
+/// before anyone can see the namespace. A process killed before the mount
+/// leaves only the empty placeholder file; the namespace dies with it.
+pub fn create_here_with<T>(
+    name: &str,
+    before_mount: impl FnOnce() -> io::Result<T>,
+) -> io::Result<T> {
     ensure_run_dir()?;
     let p = path(name);
     // O_EXCL: an existing namespace of that name (another lab, a leftover) is an error,
@@ -68,8 +79,9 @@ pub fn create_here(name: &str) -> io::Result<()> {
             e
         }
     })?;
-    let made = (|| -> io::Result<()> {
+    let made = (|| -> io::Result<T> {
         unshare(CloneFlags::CLONE_NEWNET)?;
+        let out = before_mount()?;
         mount(
             Some("/proc/thread-self/ns/net"),
             &p,
@@ -77,7 +89,7 @@ pub fn create_here(name: &str) -> io::Result<()> {
             MsFlags::MS_BIND,
             None::<&str>,
         )?;
-        Ok(())
+        Ok(out)
     })();
     if made.is_err() {
         let _ = std::fs::remove_file(&p);

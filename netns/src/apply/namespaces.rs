@@ -128,30 +128,21 @@ fn make_namespace(
     marker: &str,
     sysctls: &[(String, String)],
 ) -> Result<netlink_sys::Socket, NsFail> {
-    namespace::create_here(ns).map_err(|e| {
+    // Marked before it is bound under its name: `down` removes only
+    // namespaces that carry the lab's marker, so one visible but unmarked
+    // when `up` dies would be left behind.
+    let sock = namespace::create_here_with(ns, || {
+        let sock = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)?;
+        mark_lo(&sock, marker).map_err(|e| io::Error::other(format!("marking lo in {ns}: {e}")))?;
+        Ok(sock)
+    })
+    .map_err(|e| {
         if e.kind() == io::ErrorKind::AlreadyExists {
             NsFail::Taken(ns.to_string())
         } else {
             NsFail::Step(step, e.to_string())
         }
     })?;
-    // Marked at once: `down` removes only namespaces that carry the lab's
-    // marker, so one made but unmarked when `up` dies would be left behind.
-    let marked = netlink_sys::Socket::new(netlink_sys::protocols::NETLINK_ROUTE)
-        .map_err(|e| NsFail::Step(step, format!("netlink socket: {e}")))
-        .and_then(|sock| {
-            mark_lo(&sock, marker)
-                .map_err(|e| NsFail::Step(step, format!("marking lo in {ns}: {e}")))?;
-            Ok(sock)
-        });
-    let sock = match marked {
-        Ok(sock) => sock,
-        Err(e) => {
-            // Made here a moment ago, so ours, though `down` could not tell.
-            let _ = namespace::delete(ns);
-            return Err(e);
-        }
-    };
     for (k, v) in sysctls {
         sysctl::write(k, v).map_err(|e| NsFail::Step(step, format!("sysctl {k}={v}: {e}")))?;
     }
