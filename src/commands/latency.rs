@@ -83,7 +83,13 @@ pub fn latency(a: LatencyArgs) -> Result<i32> {
     };
     let rt = runtime()?;
     let (_, flag) = on_signals(&rt);
-    let p = crate::measure::runner::measure(&running, &spec, &flag, &mut |_| {})?;
+    let p = crate::measure::runner::measure(
+        &running,
+        &spec,
+        &mut Default::default(),
+        &flag,
+        &mut |_| {},
+    )?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&p.idle_latency)?);
     } else {

@@ -71,7 +71,13 @@ fn finished_line(p: &Progress, elapsed: Duration) -> String {
     let figure = p
         .finished
         .as_ref()
-        .map(crate::report::cell_summary)
+        .map(|c| match &c.measured_with {
+            Some(by) => format!(
+                "{} (measured once, with {by})",
+                crate::report::cell_summary(c)
+            ),
+            None => crate::report::cell_summary(c),
+        })
         .unwrap_or_default();
     let el = elapsed.as_secs();
     format!(

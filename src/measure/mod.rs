@@ -3,10 +3,12 @@
 
 mod cell;
 mod client_thread;
+pub mod memo;
 pub mod part;
 mod reading;
 pub mod results;
 pub mod runner;
+pub mod same_lab;
 pub mod search;
 pub mod server;
 pub mod session;

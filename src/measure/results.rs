@@ -145,6 +145,11 @@ pub struct CellResult {
     /// confirmations. Absent in older results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// Another path of the same lab measured this very cell (same source,
+    /// target address, runs, durations and rules): its label
+    /// ("fast/native-ipv6"). The figures are that measurement's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_with: Option<String>,
 }
 
 /// A ceiling of a device model on a cell's path, and whose it is.
@@ -180,6 +185,7 @@ impl CellResult {
             model_limit: None,
             wire_limit: None,
             seconds: None,
+            measured_with: None,
         }
     }
 
@@ -197,6 +203,7 @@ impl CellResult {
             model_limit: None,
             wire_limit: None,
             seconds: None,
+            measured_with: None,
         }
     }
 }
@@ -228,6 +235,11 @@ pub struct PathResult {
     /// results.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_latency_seconds: Option<f64>,
+    /// The scenario whose lab this path was measured in, when its own
+    /// scenario resolved to that same lab on this machine: the figures are
+    /// that scenario's, shown under this one's name too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_lab_as: Option<String>,
 }
 
 /// What a tunnel adds to each packet that crosses it, as tunbench states it
@@ -325,7 +337,8 @@ pub struct UnderlayResult {
 /// idle latency, and the cells (TCP runs; UDP search trials and
 /// confirmations, with their counts). None for results without timings.
 pub fn time_note(r: &Results) -> Option<String> {
-    let sum = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>();
+    // + 0.0: an empty sum is -0.0, which would print as "-0.0 s".
+    let sum = |v: &mut dyn Iterator<Item = f64>| v.sum::<f64>() + 0.0;
     let phase = |what: &str| {
         sum(&mut r
             .phases
@@ -333,8 +346,13 @@ pub fn time_note(r: &Results) -> Option<String> {
             .filter(|p| p.what == what)
             .map(|p| p.seconds))
     };
-    let idle = sum(&mut r.paths.iter().filter_map(|p| p.idle_latency_seconds));
-    let cells: Vec<&CellResult> = r.paths.iter().flat_map(|p| &p.cells).collect();
+    // What was measured here: not a path or cell shown again under another name.
+    let measured = || r.paths.iter().filter(|p| p.same_lab_as.is_none());
+    let idle = sum(&mut measured().filter_map(|p| p.idle_latency_seconds));
+    let cells: Vec<&CellResult> = measured()
+        .flat_map(|p| &p.cells)
+        .filter(|c| c.measured_with.is_none())
+        .collect();
     let timed = |proto: crate::vocab::Proto| {
         let c: Vec<&&CellResult> = cells.iter().filter(|c| c.cell.protocol == proto).collect();
         (c.len(), sum(&mut c.iter().filter_map(|c| c.seconds)))
@@ -354,14 +372,19 @@ pub fn time_note(r: &Results) -> Option<String> {
         .flat_map(|s| s.confirmation_seconds.iter().copied())
         .collect();
     let labs = r.phases.iter().filter(|p| p.what == "up").count();
+    let all_cells = r.paths.iter().map(|p| p.cells.len()).sum::<usize>();
+    let shared = match all_cells - cells.len() {
+        0 => String::new(),
+        n => format!("; {n} cell(s) shown again from the same measurement, not measured twice"),
+    };
     Some(format!(
-        "time: {labs} lab(s) up {:.1} s, down {:.1} s; idle latency {idle:.1} s; {tcp_n} TCP cell(s) {tcp_s:.1} s; {udp_n} UDP cell(s) {udp_s:.1} s, of which {} search trial(s) {:.1} s and {} confirmation run(s) {:.1} s.",
+        "time: {labs} lab(s) up {:.1} s, down {:.1} s; idle latency {idle:.1} s; {tcp_n} TCP cell(s) {tcp_s:.1} s; {udp_n} UDP cell(s) {udp_s:.1} s, of which {} search trial(s) {:.1} s and {} confirmation run(s) {:.1} s{shared}.",
         phase("up"),
         phase("down"),
         trials.len(),
-        trials.iter().sum::<f64>(),
+        sum(&mut trials.iter().copied()),
         confirms.len(),
-        confirms.iter().sum::<f64>(),
+        sum(&mut confirms.iter().copied()),
     ))
 }
 
@@ -516,6 +539,21 @@ mod tests {
             note,
             "time: 2 lab(s) up 5.0 s, down 1.0 s; idle latency 4.0 s; 7 TCP cell(s) 40.0 s; 4 UDP cell(s) 20.0 s, of which 4 search trial(s) 6.0 s and 2 confirmation run(s) 6.0 s."
         );
+        // Figures shown again (a scenario of the same lab, a cell another path
+        // measured) add no time and are counted apart.
+        let mut again = r.paths[0].clone();
+        again.same_lab_as = Some("a".into());
+        r.paths.push(again);
+        let n = r.paths[0].cells.len();
+        let mut cell = r.paths[0].cells[0].clone();
+        cell.measured_with = Some("a/raw".into());
+        r.paths[0].cells.push(cell);
+        let expected = format!(
+            "{}; {} cell(s) shown again from the same measurement, not measured twice.",
+            note.trim_end_matches('.'),
+            n + 1
+        );
+        assert_eq!(time_note(&r).unwrap(), expected);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::cell::{CellRun, PredictedLimits, base_params};
 use super::client_thread::idle_probes;
+use super::memo::LabMemo;
 use super::results::{CellResult, Latency, PathResult};
 use super::server::{server_for, wait_for_server};
 use super::spec::{LatencySpec, MeasureSpec, target_addresses};
@@ -31,10 +32,13 @@ pub struct Progress {
     pub finished: Option<CellResult>,
 }
 
-/// Measure every cell of `spec` in the running lab.
+/// Measure every cell of `spec` in the running lab; a cell or an idle
+/// latency `memo` already holds (another path measured it the same way) is
+/// taken from there, and what is measured here is kept in it.
 pub fn measure(
     lab: &Running,
     spec: &MeasureSpec,
+    memo: &mut LabMemo,
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<PathResult> {
@@ -59,16 +63,26 @@ pub fn measure(
     let mut out = unmeasured(spec, v4, v6);
     if let Some(l) = &spec.latency {
         let started = Instant::now();
-        out.idle_latency = path.idle_latency(l, progress)?;
+        out.idle_latency = path.idle_latency(l, memo, progress)?;
         out.idle_latency_seconds = Some(started.elapsed().as_secs_f64());
     }
     for i in 0..path.cells.len() {
         path.interrupted()?;
-        let started = Instant::now();
-        let mut result = path.cell(i, progress)?;
-        result.seconds = Some(started.elapsed().as_secs_f64());
-        out.cells.push(result);
         let cell = path.cells[i];
+        let addr = path.address_of(cell.family);
+        let result = match addr.and_then(|a| memo.cell(spec, a, &cell)) {
+            Some(shared) => shared,
+            None => {
+                let started = Instant::now();
+                let mut result = path.cell(i, progress)?;
+                result.seconds = Some(started.elapsed().as_secs_f64());
+                if let Some(a) = addr {
+                    memo.keep_cell(spec, a, &result, &path.label);
+                }
+                result
+            }
+        };
+        out.cells.push(result);
         progress(&path.progress(cell, i, "done".into(), out.cells.last().cloned()));
     }
     Ok(out)
@@ -148,6 +162,7 @@ impl PathRun<'_> {
     fn idle_latency(
         &mut self,
         l: &LatencySpec,
+        memo: &mut LabMemo,
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<Vec<(Family, Latency)>> {
         let mut idle = Vec::new();
@@ -156,6 +171,10 @@ impl PathRun<'_> {
             let Some(addr) = self.address_of(family) else {
                 continue;
             };
+            if let Some(shared) = memo.idle(self.spec, addr, family) {
+                idle.push((family, shared));
+                continue;
+            }
             if crate::lab::liveness::dead_on_path(&lab.naming.lab, &lab.topology, addr).is_some() {
                 continue;
             }
@@ -179,6 +198,7 @@ impl PathRun<'_> {
                 idle_probes(&self.client_ns, echo, l.rate, l.idle_seconds, self.cancel)
             {
                 if let Some(lat) = phase.probes.latency(l.rate, phase.start_ns, self.one_way()) {
+                    memo.keep_idle(self.spec, addr, family, &lat);
                     idle.push((family, lat));
                 }
             }
@@ -256,6 +276,7 @@ fn unmeasured(spec: &MeasureSpec, v4: Option<IpAddr>, v6: Option<IpAddr>) -> Pat
         tunnel: None,
         hosts: Vec::new(),
         idle_latency_seconds: None,
+        same_lab_as: None,
     }
 }
 

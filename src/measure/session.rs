@@ -74,9 +74,10 @@ pub fn measure_lab(
 ) -> Result<Results> {
     let started = Instant::now();
     let mut paths: Vec<PathResult> = Vec::new();
+    let mut memo = super::memo::LabMemo::default();
     for s in specs {
         paths.push(
-            runner::measure(lab, s, cancel, progress).with_context(|| {
+            runner::measure(lab, s, &mut memo, cancel, progress).with_context(|| {
                 format!("measuring path {} from {} to {}", s.path, s.from, s.to)
             })?,
         );
@@ -93,6 +94,7 @@ pub fn measure_lab(
         .chain(tunnel_notes(&lab.topology, specs, &mut paths))
         .chain(outside_notes(specs))
         .chain(latency_notes(specs, &mut paths))
+        .chain(shared_cell_notes(&paths))
         .collect();
     Ok(Results {
         tool: crate::engine::client::VERSION.into(),
@@ -257,6 +259,24 @@ fn latency_notes(specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String>
     out
 }
 
+/// Says which cells one path showed from another's measurement of the same
+/// thing (`memo`): measured once, shown under both paths.
+fn shared_cell_notes(paths: &[PathResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in paths {
+        let label = p.label();
+        for c in &p.cells {
+            if let Some(by) = &c.measured_with {
+                out.push(format!(
+                    "path {label}: its {} cell is the one {by} measured (the same source, target address, runs, durations and rules), measured once and shown under both.",
+                    c.cell.title()
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Says which paths ended at a server outside the lab: tunbench neither
 /// started it nor knows what it runs on, and its CPU figure is what it reported.
 fn outside_notes(specs: &[MeasureSpec]) -> Vec<String> {
@@ -373,19 +393,33 @@ pub async fn run_topology(
     let scenarios = selected_scenarios(&text, file, &o.scenarios)?;
     if scenarios.is_empty() {
         let r = measure_once(
-            t, file, &text, None, naming, o, cancel_up, cancel, progress, manual,
+            t,
+            file,
+            &text,
+            None,
+            &[],
+            naming,
+            o,
+            cancel_up,
+            cancel,
+            progress,
+            manual,
         )
         .await?;
         return Ok(with_reference(r, t));
     }
-    // Every scenario is its own lab, built, measured and taken down in turn.
+    // Every lab is built, measured and taken down in turn; scenarios that
+    // resolve to the same lab share one.
     let mut all: Option<Results> = None;
-    for s in &scenarios {
+    for same in super::same_lab::group(&scenarios) {
+        let built_as = &scenarios[same.built_as];
+        let also: Vec<&Scenario> = same.also.iter().map(|&i| &scenarios[i]).collect();
         let mut r = measure_once(
-            &s.topology,
+            &built_as.topology,
             file,
-            &s.text,
-            Some(s),
+            &built_as.text,
+            Some(built_as),
+            &also,
             naming,
             o,
             cancel_up,
@@ -394,7 +428,7 @@ pub async fn run_topology(
             manual,
         )
         .await
-        .with_context(|| format!("scenario {}", s.name))?;
+        .with_context(|| format!("scenario {}", built_as.name))?;
         match &mut all {
             None => all = Some(r),
             Some(a) => {
@@ -420,12 +454,16 @@ fn with_reference(mut r: Results, t: &Topology) -> Results {
     r
 }
 
+/// Builds the lab of `scenario` (the file's own, None), measures it for it
+/// and for the scenarios `also` that resolve to the same lab, and takes it
+/// down whatever happens.
 #[allow(clippy::too_many_arguments)]
 async fn measure_once(
     t: &Topology,
     file: &Path,
     text: &str,
     scenario: Option<&Scenario>,
+    also: &[&Scenario],
     naming: &Naming,
     o: &Overrides,
     cancel_up: &netns::Cancel,
@@ -442,21 +480,22 @@ async fn measure_once(
                 manual(&s.name, step)?;
             }
         }
-        let scenario = scenario.map(|s| s.name.as_str());
+        let name = scenario.map(|s| s.name.as_str());
         let running = labs::find(&naming.lab)?;
-        let specs: Vec<MeasureSpec> = t
-            .measurements
-            .iter()
-            .filter(|m| match (&m.scenarios, scenario) {
-                (Some(only), Some(s)) => only.iter().any(|o| o == s),
-                _ => true,
-            })
-            .map(|m| MeasureSpec {
-                scenario: scenario.map(String::from),
-                ..spec_of(m, o)
-            })
-            .collect();
-        measure_lab(&running, &specs, cancel, progress)
+        let mut specs = specs_for(t, name, o);
+        // What only a scenario of the same lab asks for, measured here too.
+        for a in also {
+            for spec in specs_for(&a.topology, Some(&a.name), o) {
+                if !specs.iter().any(|s| s.path == spec.path) {
+                    specs.push(spec);
+                }
+            }
+        }
+        let mut r = measure_lab(&running, &specs, cancel, progress)?;
+        for a in also {
+            shown_again(&mut r, name.unwrap_or_default(), a, o);
+        }
+        Ok(r)
     })();
     let started = Instant::now();
     let down = netns::down(&naming.lab).await;
@@ -472,6 +511,47 @@ async fn measure_once(
         });
     }
     Ok(r)
+}
+
+/// The specs of the `[[measure]]` entries `scenario` selects (every one
+/// without a scenario).
+fn specs_for(t: &Topology, scenario: Option<&str>, o: &Overrides) -> Vec<MeasureSpec> {
+    t.measurements
+        .iter()
+        .filter(|m| match (&m.scenarios, scenario) {
+            (Some(only), Some(s)) => only.iter().any(|o| o == s),
+            _ => true,
+        })
+        .map(|m| MeasureSpec {
+            scenario: scenario.map(String::from),
+            ..spec_of(m, o)
+        })
+        .collect()
+}
+
+/// `also`'s paths in results measured in `built_as`'s lab: each path
+/// `built_as` measured too is shown again under `also`'s name, marked as
+/// `built_as`'s; one only `also` asks for was measured under its own name.
+/// A note says why.
+fn shown_again(r: &mut Results, built_as: &str, also: &Scenario, o: &Overrides) {
+    let mut again = Vec::new();
+    let (also, topology) = (also.name.as_str(), &also.topology);
+    for spec in specs_for(topology, Some(also), o) {
+        let measured = r.paths.iter().find(|p| {
+            p.path == spec.path
+                && p.scenario.as_deref() == Some(built_as)
+                && p.same_lab_as.is_none()
+        });
+        if let Some(p) = measured {
+            again.push(PathResult {
+                scenario: Some(also.to_string()),
+                same_lab_as: Some(built_as.to_string()),
+                ..p.clone()
+            });
+        }
+    }
+    r.paths.extend(again);
+    r.notes.push(super::same_lab::note(built_as, also));
 }
 
 #[cfg(test)]
@@ -491,6 +571,7 @@ mod tests {
             tunnel: None,
             hosts: Vec::new(),
             idle_latency_seconds: None,
+            same_lab_as: None,
         }
     }
 

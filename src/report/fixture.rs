@@ -162,6 +162,7 @@ pub(crate) fn results() -> Results {
         tunnel: None,
         hosts: Vec::new(),
         idle_latency_seconds: None,
+        same_lab_as: None,
     };
     let wg = PathResult {
         path: "wg".into(),
@@ -194,6 +195,7 @@ pub(crate) fn results() -> Results {
         tunnel: None,
         hosts: Vec::new(),
         idle_latency_seconds: None,
+        same_lab_as: None,
     };
     Results {
         tool: "tunbench 0.1.0".into(),
@@ -275,6 +277,7 @@ fn path(scenario: &str, name: &str, to: &str, cells: Vec<CellResult>) -> PathRes
         tunnel: None,
         hosts: Vec::new(),
         idle_latency_seconds: None,
+        same_lab_as: None,
         cells,
     }
 }

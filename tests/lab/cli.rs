@@ -262,6 +262,7 @@ fn results_with_reference(published: &str) -> String {
             tunnel: None,
             hosts: Vec::new(),
             idle_latency_seconds: None,
+            same_lab_as: None,
         }],
         host: None,
         underlays: Vec::new(),

@@ -25,6 +25,7 @@ mod lab_faults;
 mod lifecycle;
 mod manual_steps;
 mod parts;
+mod same_lab;
 mod shipped;
 mod support;
 mod test_command;

@@ -273,6 +273,7 @@ fn measure_in(
     tunbench::measure::runner::measure(
         &running,
         &spec,
+        &mut Default::default(),
         &std::sync::atomic::AtomicBool::new(false),
         &mut |_| {},
     )

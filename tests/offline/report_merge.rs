@@ -40,6 +40,7 @@ fn path(name: &str, address: &str, mbit: f64) -> PathResult {
         tunnel: None,
         hosts: vec!["pc".into(), "router".into(), "server".into()],
         idle_latency_seconds: None,
+        same_lab_as: None,
     }
 }
 
