@@ -33,6 +33,11 @@ fn method_of(spec: &MeasureSpec) -> MeasureSpec {
     }
 }
 
+/// Whether two paths measure the same way (see `method_of`).
+pub(super) fn same_method(a: &MeasureSpec, b: &MeasureSpec) -> bool {
+    method_of(a) == method_of(b)
+}
+
 impl LabMemo {
     /// The cell another path of this lab measured the same way toward
     /// `addr`, marked as that path's (its time counted there, not here).

@@ -3,6 +3,7 @@
 
 mod cell;
 mod client_thread;
+mod idle;
 pub mod memo;
 pub mod part;
 mod reading;

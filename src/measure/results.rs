@@ -348,7 +348,7 @@ pub fn time_note(r: &Results) -> Option<String> {
     };
     // What was measured here: not a path or cell shown again under another name.
     let measured = || r.paths.iter().filter(|p| p.same_lab_as.is_none());
-    let idle = sum(&mut measured().filter_map(|p| p.idle_latency_seconds));
+    let idle = sum(&mut measured().filter_map(|p| p.idle_latency_seconds)) + phase("idle latency");
     let cells: Vec<&CellResult> = measured()
         .flat_map(|p| &p.cells)
         .filter(|c| c.measured_with.is_none())

@@ -55,7 +55,7 @@ pub fn measure(
         v6,
         from: lab.topology.node_index(&spec.from),
         cells: spec.cells(),
-        label: label_of(spec),
+        label: spec.label(),
         started: Instant::now(),
         estimate: Duration::from_secs_f64(spec.estimated_seconds()),
         waited: BTreeSet::new(),
@@ -277,13 +277,5 @@ fn unmeasured(spec: &MeasureSpec, v4: Option<IpAddr>, v6: Option<IpAddr>) -> Pat
         hosts: Vec::new(),
         idle_latency_seconds: None,
         same_lab_as: None,
-    }
-}
-
-/// The path's name in progress reports: its scenario's before it, if any.
-fn label_of(spec: &MeasureSpec) -> String {
-    match &spec.scenario {
-        Some(s) => format!("{s}/{}", spec.path),
-        None => spec.path.clone(),
     }
 }

@@ -75,6 +75,7 @@ pub fn measure_lab(
     let started = Instant::now();
     let mut paths: Vec<PathResult> = Vec::new();
     let mut memo = super::memo::LabMemo::default();
+    let idle_seconds = idle_phase(lab, specs, &mut memo, cancel, progress)?;
     for s in specs {
         paths.push(
             runner::measure(lab, s, &mut memo, cancel, progress).with_context(|| {
@@ -109,8 +110,48 @@ pub fn measure_lab(
         notes,
         host: None,
         underlays: Vec::new(),
-        phases: Vec::new(),
+        phases: idle_seconds
+            .map(|seconds| LabPhase {
+                scenario: specs.first().and_then(|s| s.scenario.clone()),
+                what: "idle latency".into(),
+                seconds,
+            })
+            .into_iter()
+            .collect(),
     })
+}
+
+/// Every path's idle latency toward the lab's own nodes at once, per
+/// family (`idle`); its wall seconds, None when no path has probes.
+fn idle_phase(
+    lab: &Running,
+    specs: &[MeasureSpec],
+    memo: &mut super::memo::LabMemo,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Option<f64>> {
+    let Some(first) = specs.iter().find(|s| s.latency.is_some()) else {
+        return Ok(None);
+    };
+    let cells = first.cells();
+    let Some(&cell) = cells.first() else {
+        return Ok(None);
+    };
+    let mut say = |step: String| {
+        progress(&Progress {
+            path: first.label(),
+            cell,
+            cell_index: 0,
+            cells: cells.len(),
+            step,
+            elapsed: std::time::Duration::ZERO,
+            estimated_total: std::time::Duration::from_secs_f64(first.estimated_seconds()),
+            finished: None,
+        })
+    };
+    super::idle::measure_idle_at_once(lab, specs, memo, cancel, &mut say)
+        .map(Some)
+        .context("measuring idle latency")
 }
 
 /// For every measured path into a tunnel (WireGuard, ESP, L2TP, IKEv2, or
@@ -212,7 +253,7 @@ fn latency_notes(specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String>
             "one-way delays are exact, every lab namespace sharing the host's clock"
         };
         out.push(format!(
-            "latency: {} probes/s of {} bytes over UDP to an echo responder beside the server (port {}), alone for {} s per family before the cells, then during every cell's runs; {clocks}.",
+            "latency: {} probes/s of {} bytes over UDP to an echo responder beside the server (port {}), alone for {} s per family before the cells (every path of a lab at once, each to its own target), then during every cell's runs; {clocks}.",
             l.rate,
             crate::wire::probe::PACKET_LEN,
             l.port,
@@ -220,10 +261,7 @@ fn latency_notes(specs: &[MeasureSpec], paths: &mut [PathResult]) -> Vec<String>
         ));
     }
     for (s, p) in specs.iter().zip(paths.iter_mut()) {
-        let label = match &s.scenario {
-            Some(sc) => format!("{sc}/{}", s.path),
-            None => s.path.clone(),
-        };
+        let label = s.label();
         if s.to.node().is_some() {
             continue;
         }
@@ -285,10 +323,7 @@ fn outside_notes(specs: &[MeasureSpec]) -> Vec<String> {
         if s.to.node().is_some() {
             continue;
         }
-        let label = match &s.scenario {
-            Some(sc) => format!("{sc}/{}", s.path),
-            None => s.path.clone(),
-        };
+        let label = s.label();
         out.push(format!(
             "path {label}: the server was outside the lab, at {} (an iperf3 server tunbench did not start; its CPU figure is what it reported).",
             s.to

@@ -109,6 +109,15 @@ impl MeasureSpec {
     /// Whether the probes give one-way delays: toward a node whose clock is
     /// ours (or synchronised with it); a server outside the lab gives round
     /// trips only.
+    /// The path's name in progress reports and notes: its scenario's
+    /// before it, if any ("fast/raw").
+    pub fn label(&self) -> String {
+        match &self.scenario {
+            Some(s) => format!("{s}/{}", self.path),
+            None => self.path.clone(),
+        }
+    }
+
     pub fn one_way(&self) -> bool {
         self.to.node().is_some() && self.same_clock
     }

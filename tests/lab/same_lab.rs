@@ -107,3 +107,66 @@ fn scenarios_of_one_lab_and_cells_asked_twice_are_measured_once() {
     assert!(notes.contains("path two/b: its IPv4 TCP Sender cell is the one one/a measured"));
     assert!(err.contains("(measured once, with one/a)"), "{err}");
 }
+
+/// Two paths the other way round, latency on, 1 s of idle probes per family.
+fn two_ways(dir: &Path) -> PathBuf {
+    let base = std::fs::read_to_string(topo("two-hosts.toml")).unwrap();
+    let entry = |name: &str, from: &str, to: &str| {
+        format!(
+            r#"
+[[measure]]
+name = "{name}"
+from = "{from}"
+to = "{to}"
+protocols = ["tcp"]
+directions = ["sender"]
+runs = 1
+duration = 1
+latency_idle = 1
+"#
+        )
+    };
+    let text = format!(
+        "{base}{}{}",
+        entry("there", "h1", "h2"),
+        entry("back", "h2", "h1")
+    );
+    let f = dir.join("ways.toml");
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+#[test]
+fn idle_latency_is_one_phase_per_lab_and_family_with_every_path_at_once() {
+    let lab = format!("sli{}", std::process::id() % 100000);
+    let dir = tempfile::tempdir().unwrap();
+    let f = two_ways(dir.path());
+    let saved = dir.path().join("r.json");
+    let _g = LabGuard(lab.clone());
+    let o = Command::new(bin())
+        .args(["run", f.to_str().unwrap(), "--name", &lab])
+        .args(["--save", saved.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let idle: Vec<f64> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["what"] == "idle latency")
+        .map(|p| p["seconds"].as_f64().unwrap())
+        .collect();
+    assert_eq!(idle.len(), 1, "{r}");
+    assert!(idle[0] >= 2.0, "1 s of probes per family: {}", idle[0]);
+    for p in r["paths"].as_array().unwrap() {
+        let idle = p["idle_latency"].as_array().unwrap();
+        assert_eq!(idle.len(), 2, "each path its own figure per family: {p}");
+        for (_, l) in idle.iter().map(|x| (&x[0], &x[1])) {
+            assert!(l["received"].as_u64().unwrap() > 0, "{p}");
+        }
+    }
+}
