@@ -4,7 +4,7 @@
 
 use super::client_thread::run_client;
 use super::reading::{to_run, udp_trial};
-use super::results::{CellResult, Latency, ModelLimit, Run, UdpSearch};
+use super::results::{CellResult, Latency, ModelLimit, Run, SearchStart, UdpSearch};
 use super::search::{Confirmation, RateSearch};
 use super::spec::MeasureSpec;
 use crate::engine::client::ClientOptions;
@@ -54,6 +54,15 @@ impl PredictedLimits {
         PredictedLimits { model, wire }
     }
 
+    /// The tighter of the two predictions: a ceiling on the cell's payload
+    /// (bit/s, as iperf3 counts it and a trial's received rate is).
+    fn tightest(&self) -> Option<&ModelLimit> {
+        [self.model.as_ref(), self.wire.as_ref()]
+            .into_iter()
+            .flatten()
+            .min_by(|a, b| a.bps.total_cmp(&b.bps))
+    }
+
     /// `result` with the predictions beside it.
     pub(super) fn on(self, result: CellResult) -> CellResult {
         CellResult {
@@ -62,6 +71,47 @@ impl PredictedLimits {
             ..result
         }
     }
+}
+
+/// Where a UDP search starts: at the rate the tightest prediction makes the
+/// answer, or, with none, at the spec's start. A path that lets through at
+/// most `limit` of payload loses (R - limit) / R of an offer R above it, so
+/// the highest offer within the loss threshold is limit / (1 - threshold).
+fn search_start(predicted: Option<&ModelLimit>, spec: &MeasureSpec) -> SearchStart {
+    let Some(limit) = predicted.filter(|l| l.bps.is_finite() && l.bps > 0.0) else {
+        return SearchStart {
+            rate_bps: spec.udp_start_bps.min(spec.udp_ceiling_bps),
+            predicted_bps: None,
+            why: "no prediction: the default start".into(),
+        };
+    };
+    let loss = spec.udp_loss_percent.clamp(0.0, 99.0);
+    let knee = limit.bps / (1.0 - loss / 100.0);
+    SearchStart {
+        rate_bps: knee.min(spec.udp_ceiling_bps),
+        predicted_bps: Some(limit.bps),
+        why: format!(
+            "{}: {:.1} Mbit/s of payload, {:.1} at {loss} % loss",
+            limit.what,
+            limit.bps / 1e6,
+            knee / 1e6
+        ),
+    }
+}
+
+/// The rate search `start` begins: narrowing around a predicted answer, or
+/// widening from the default start as the search always did.
+fn rate_search(start: &SearchStart, spec: &MeasureSpec) -> RateSearch {
+    let new = match start.predicted_bps {
+        Some(_) => RateSearch::predicted,
+        None => RateSearch::new,
+    };
+    new(
+        start.rate_bps,
+        spec.udp_ceiling_bps,
+        spec.udp_loss_percent,
+        spec.udp_max_trials,
+    )
 }
 
 /// The test parameters of every run of `cell`; a UDP run adds its rate.
@@ -94,6 +144,8 @@ pub(super) struct CellRun<'a> {
     pub base: TestParams,
     /// Latency probes beside the runs: echo address and rate.
     pub probes: Option<(SocketAddr, f64)>,
+    /// What the lab predicts for the cell: where a UDP search starts.
+    pub predicted: &'a PredictedLimits,
     /// Whether a datapath on the path has died, and which.
     pub dead: &'a dyn Fn() -> Option<String>,
     /// Whether the probes' two ends share a clock (a lab's own server).
@@ -166,7 +218,8 @@ impl CellRun<'_> {
     /// down until one is.
     fn udp(&mut self, report: &mut dyn FnMut(String)) -> Result<CellResult> {
         let loss = self.spec.udp_loss_percent;
-        let (search, trial_seconds) = self.udp_search(report)?;
+        let start = search_start(self.predicted.tightest(), self.spec);
+        let (search, trial_seconds) = self.udp_search(rate_search(&start, self.spec), report)?;
         let mut timed = UdpSearch {
             loss_threshold_percent: loss,
             trials: search.trials().to_vec(),
@@ -174,6 +227,7 @@ impl CellRun<'_> {
             confirmations: Vec::new(),
             trial_seconds,
             confirmation_seconds: Vec::new(),
+            start: Some(start),
         };
         let Some(found) = search.result() else {
             let why = format!("loss above {loss} % at every rate tried");
@@ -219,15 +273,13 @@ impl CellRun<'_> {
         ))
     }
 
-    /// The rate search's short trials, unprobed, with each one's wall seconds.
-    fn udp_search(&mut self, report: &mut dyn FnMut(String)) -> Result<(RateSearch, Vec<f64>)> {
+    /// `search`'s short trials, unprobed, with each one's wall seconds.
+    fn udp_search(
+        &mut self,
+        mut search: RateSearch,
+        report: &mut dyn FnMut(String),
+    ) -> Result<(RateSearch, Vec<f64>)> {
         let spec = self.spec;
-        let mut search = RateSearch::new(
-            spec.udp_start_bps,
-            spec.udp_ceiling_bps,
-            spec.udp_loss_percent,
-            spec.udp_max_trials,
-        );
         let trial_time = spec.trial_duration.ceil().max(1.0) as u32;
         let mut seconds = Vec::new();
         while let Some(rate) = search.next_rate() {
@@ -297,5 +349,52 @@ impl CellRun<'_> {
             search: Some(search),
             ..CellResult::failed(self.cell, why)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(bps: f64) -> ModelLimit {
+        ModelLimit {
+            what: "wire: link wan's 100M".into(),
+            bps,
+        }
+    }
+
+    #[test]
+    fn a_udp_search_starts_where_the_tightest_prediction_puts_the_answer() {
+        let spec = MeasureSpec::seed("a", "b");
+        let predicted = PredictedLimits {
+            model: Some(limit(200e6)),
+            wire: Some(limit(90e6)),
+        };
+        let start = search_start(predicted.tightest(), &spec);
+        // 90 Mbit/s through, 10 % lost: 100 offered.
+        assert_eq!(start.predicted_bps, Some(90e6));
+        assert!((start.rate_bps - 100e6).abs() < 1.0, "{}", start.rate_bps);
+        assert!(start.why.starts_with("wire: link wan's 100M: 90.0 Mbit/s"));
+        // Never above the spec's ceiling.
+        let low = MeasureSpec {
+            udp_ceiling_bps: 50e6,
+            ..spec.clone()
+        };
+        assert_eq!(search_start(predicted.tightest(), &low).rate_bps, 50e6);
+    }
+
+    #[test]
+    fn without_a_prediction_a_udp_search_starts_as_it_always_did() {
+        let spec = MeasureSpec::seed("a", "b");
+        let none = PredictedLimits {
+            model: None,
+            wire: None,
+        };
+        let start = search_start(none.tightest(), &spec);
+        assert_eq!(start.predicted_bps, None);
+        assert_eq!(start.rate_bps, spec.udp_start_bps);
+        let mut search = rate_search(&start, &spec);
+        search.record(500e6, 500e6, 0.0, 0);
+        assert_eq!(search.next_rate(), Some(2000e6), "widening by 4");
     }
 }

@@ -94,6 +94,22 @@ pub struct UdpSearch {
     pub trial_seconds: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub confirmation_seconds: Vec<f64>,
+    /// Where the search started, and why there. None in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<SearchStart>,
+}
+
+/// The first rate a UDP search tried, and what it was drawn from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchStart {
+    /// bit/s offered by the first trial.
+    pub rate_bps: f64,
+    /// The predicted limit on the cell's payload it was drawn from (the
+    /// tighter of the model's and the wire's), bit/s; None: nothing
+    /// predicted one, and the search started from the default rate.
+    pub predicted_bps: Option<f64>,
+    /// For a reader: "wire: ..., 29.2 Mbit/s of payload, at 10 % loss".
+    pub why: String,
 }
 
 impl UdpSearch {
@@ -458,6 +474,7 @@ mod tests {
             loss_threshold_percent: 10.0,
             trial_seconds: Vec::new(),
             confirmation_seconds: Vec::new(),
+            start: None,
             trials: Vec::new(),
             rate_bps: 150.0,
             // Over the threshold but made again (out of order): not a step-down;

@@ -243,6 +243,7 @@ impl PathRun<'_> {
                 .latency
                 .as_ref()
                 .map(|l| (SocketAddr::new(addr, l.port), l.rate)),
+            predicted: &limits,
             dead: &dead_datapath,
             one_way: self.one_way(),
             pooled: None,

@@ -1,7 +1,11 @@
 //! The UDP rate search, as the NVR500 study did it by hand and RFC 2544 describes it: find
 //! the highest offered rate whose receiver-side loss stays within a threshold.
 //! Bracket (multiply the rate until a trial fails), then bisect, at most
-//! `max_trials` trials. Out of order, the NVR500 study's rule whole: "if UDP shows out
+//! `max_trials` trials. From a default start, the bracket widens by 4 at each
+//! step; from a predicted rate (`RateSearch::predicted`), by 1.1 first, so that
+//! a right prediction is bracketed by the first two trials and one bisection
+//! ends the search, then by more and more (1.1 again, 1.4, 2, 4) as trials
+//! show the prediction wrong. Out of order, the NVR500 study's rule whole: "if UDP shows out
 //! of order, measure again; if it persists, lower -b". A trial that shows
 //! packets out of order (any, `Trial::shows_out_of_order`) is measured again
 //! once at the same rate; when the second one shows them too, the reordering
@@ -14,6 +18,17 @@ use super::results::Trial;
 /// How finely the search bisects, and the smallest step down of a
 /// confirmation: a fraction of the rate.
 const RESOLUTION: f64 = 0.05;
+
+/// The factors the bracket widens by from a default start: the n-th step
+/// while every trial so far passed (or failed) multiplies (or divides) by the
+/// n-th factor, the last one repeated.
+const BLIND_STEPS: &[f64] = &[4.0];
+
+/// The same from a predicted rate. 1.1 is a bracket one bisection closes to
+/// `RESOLUTION` (at most (1 + r) / (1 - r)): twice, so that a prediction
+/// 10 % off is bracketed by the third trial; then growing toward the
+/// default start's 4, for a prediction that is far off.
+const PREDICTED_STEPS: &[f64] = &[1.1, 1.1, 1.4, 2.0, 4.0];
 
 #[derive(Debug, Clone)]
 pub struct RateSearch {
@@ -28,10 +43,14 @@ pub struct RateSearch {
     resolution: f64,
     trials: Vec<Trial>,
     remeasure: Option<f64>,
+    /// The factors the bracket widens by, and how many steps it took so far.
+    steps: &'static [f64],
+    widened: usize,
 }
 
 impl RateSearch {
-    /// `start`: the first rate tried (bit/s); `ceiling`: never offer more.
+    /// `start`: the first rate tried (bit/s), when nothing predicts the
+    /// answer; `ceiling`: never offer more.
     pub fn new(start: f64, ceiling: f64, threshold_percent: f64, max_trials: usize) -> Self {
         RateSearch {
             threshold: threshold_percent,
@@ -43,6 +62,23 @@ impl RateSearch {
             resolution: RESOLUTION,
             trials: Vec::new(),
             remeasure: None,
+            steps: BLIND_STEPS,
+            widened: 0,
+        }
+    }
+
+    /// A search from `predicted`, the rate (bit/s) expected to be the answer:
+    /// tried first, then 1.1 times higher or lower (the bracket, when the
+    /// prediction is right), then wider.
+    pub fn predicted(
+        predicted: f64,
+        ceiling: f64,
+        threshold_percent: f64,
+        max_trials: usize,
+    ) -> Self {
+        RateSearch {
+            steps: PREDICTED_STEPS,
+            ..RateSearch::new(predicted, ceiling, threshold_percent, max_trials)
         }
     }
 
@@ -100,11 +136,18 @@ impl RateSearch {
             self.fail = Some(self.fail.map_or(offered, |f| f.min(offered)));
         }
         self.next = match (self.pass, self.fail) {
-            (Some(p), None) => (p * 4.0).min(self.ceiling),
-            (None, Some(f)) => f / 4.0,
+            (Some(p), None) => (p * self.widen()).min(self.ceiling),
+            (None, Some(f)) => f / self.widen(),
             (Some(p), Some(f)) => (p + f) / 2.0,
             (None, None) => self.next,
         };
+    }
+
+    /// The factor of the bracket's next widening step, counted.
+    fn widen(&mut self) -> f64 {
+        let step = self.steps[self.widened.min(self.steps.len() - 1)];
+        self.widened += 1;
+        step
     }
 
     /// The sender could offer no more than `rate`: never propose more (the result
@@ -442,5 +485,172 @@ mod tests {
     fn stops_at_the_ceiling() {
         let s = run(1e12, 1e9, 1.0);
         assert_eq!(s.result(), Some(100e9));
+    }
+
+    /// A simulated path: what gets through is at most `capacity`, the
+    /// sender offers at most `sender`, and above `reorders_above` every
+    /// trial shows datagrams out of order.
+    struct SimPath {
+        capacity: f64,
+        sender: f64,
+        reorders_above: f64,
+    }
+
+    impl SimPath {
+        fn of(capacity: f64) -> SimPath {
+            SimPath {
+                capacity,
+                sender: f64::INFINITY,
+                reorders_above: f64::INFINITY,
+            }
+        }
+
+        /// The trial at `asked` bit/s, as `udp_trial` reads one.
+        fn trial(&self, asked: f64) -> Trial {
+            let offered = asked.min(self.sender);
+            let received = offered.min(self.capacity);
+            Trial {
+                out_of_order: u64::from(offered > self.reorders_above),
+                sender_limited: offered < 0.95 * asked,
+                ..run_at(offered, received)
+            }
+        }
+
+        /// `s` run to its end, as `udp_search` drives it.
+        fn search(&self, mut s: RateSearch) -> RateSearch {
+            while let Some(r) = s.next_rate() {
+                let t = self.trial(r);
+                if t.sender_limited {
+                    s.cap(t.offered_bps);
+                }
+                s.record_trial(t);
+            }
+            s
+        }
+
+        /// Today's search from 500 Mbit/s, and one from a prediction of
+        /// `capacity` times `error`, at 10 % loss.
+        fn both(&self, error: f64) -> (RateSearch, RateSearch) {
+            let old = self.search(RateSearch::new(500e6, 100e9, 10.0, 8));
+            let knee = self.capacity * error / 0.9;
+            let new = self.search(RateSearch::predicted(knee, 100e9, 10.0, 8));
+            (old, new)
+        }
+    }
+
+    /// Capacities from 5 Mbit/s to 20 Gbit/s, none a round multiple of
+    /// another.
+    fn capacities() -> impl Iterator<Item = f64> {
+        (0..24).map(|i| 5e6 * 1.43f64.powi(i))
+    }
+
+    /// The answer on a path of `capacity` at 10 % loss.
+    fn knee(capacity: f64) -> f64 {
+        capacity / 0.9
+    }
+
+    #[test]
+    fn a_right_prediction_is_bracketed_by_the_first_two_trials() {
+        for c in capacities() {
+            let (old, new) = SimPath::of(c).both(1.0);
+            let found = new.result().unwrap();
+            assert!(new.trials().len() <= 3, "{c}: {:?}", new.trials());
+            // One passes and one fails among the first two.
+            let [a, b] = [&new.trials()[0], &new.trials()[1]];
+            assert_ne!(a.passes(10.0), b.passes(10.0), "{c}");
+            assert!(found <= knee(c) && found >= (1.0 - RESOLUTION) * knee(c));
+            assert!(found >= (1.0 - RESOLUTION) * old.result().unwrap(), "{c}");
+        }
+    }
+
+    #[test]
+    fn a_prediction_within_ten_percent_takes_at_most_four_trials() {
+        for c in capacities() {
+            for error in [0.9, 0.93, 0.97, 1.03, 1.07, 1.1] {
+                let (_, new) = SimPath::of(c).both(error);
+                let found = new.result().unwrap();
+                assert!(new.trials().len() <= 4, "{c} x {error}: {:?}", new.trials());
+                assert!(found <= knee(c) && found >= (1.0 - RESOLUTION) * knee(c));
+            }
+        }
+    }
+
+    /// Today's search and one from a prediction `error` times the capacity,
+    /// over every capacity: the found rates agree within the resolution (or
+    /// the new one is nearer the answer), and the new search takes at most
+    /// two trials more than today's; the trials in all, before and after.
+    fn agrees_with_today(error: f64) -> (usize, usize) {
+        let (mut before, mut after) = (0, 0);
+        for c in capacities() {
+            let (old, new) = SimPath::of(c).both(error);
+            let (o, n) = (old.result().unwrap(), new.result().unwrap());
+            assert!(n <= knee(c), "{c} x {error}: {n} over the answer");
+            assert!(n >= (1.0 - RESOLUTION) * o, "{c} x {error}: {n}, today {o}");
+            assert!(new.trials().len() <= 8, "{c} x {error}");
+            assert!(
+                new.trials().len() <= old.trials().len() + 2,
+                "{c} x {error}"
+            );
+            before += old.trials().len();
+            after += new.trials().len();
+        }
+        (before, after)
+    }
+
+    #[test]
+    fn a_wrong_prediction_finds_what_today_finds() {
+        // Right, 20 % high, 50 % low (and 50 % high).
+        let (before, right) = agrees_with_today(1.0);
+        assert!(right * 2 < before, "{right} trials, today {before}");
+        let (before, high) = agrees_with_today(1.2);
+        assert!(high < before, "{high} trials, today {before}");
+        for error in [0.5, 1.5] {
+            agrees_with_today(error);
+        }
+    }
+
+    #[test]
+    fn without_a_prediction_the_search_is_todays() {
+        let path = SimPath::of(180e6);
+        let today = path.search(RateSearch::new(500e6, 100e9, 10.0, 8));
+        let rates: Vec<f64> = today.trials().iter().map(|t| t.offered_bps).collect();
+        assert_eq!(&rates[..3], &[500e6, 125e6, 312.5e6], "x4, then bisection");
+    }
+
+    #[test]
+    fn a_sender_slower_than_the_prediction_ends_the_search_at_its_limit() {
+        let path = SimPath {
+            sender: 2e9,
+            ..SimPath::of(9e9)
+        };
+        let (old, new) = path.both(1.0);
+        assert_eq!(new.trials().len(), 1, "{:?}", new.trials());
+        assert!(new.trials()[0].sender_limited);
+        assert_eq!(new.result(), Some(2e9));
+        assert_eq!(old.result(), Some(2e9));
+    }
+
+    #[test]
+    fn reordering_below_the_prediction_is_found_as_today() {
+        // Datagrams out of order above 70 % of the answer, at every trial:
+        // both searches end below that, within the resolution of each other.
+        for c in capacities() {
+            let path = SimPath {
+                reorders_above: 0.7 * knee(c),
+                ..SimPath::of(c)
+            };
+            let (old, new) = path.both(1.0);
+            // Today's may spend its trials before any passes.
+            let n = new.result().unwrap();
+            let o = old.result().unwrap_or(0.0);
+            // A last trial cannot be measured again: judged by its loss alone.
+            assert!(n <= (1.0 + RESOLUTION) * 0.7 * knee(c), "{c}: {n}");
+            let in_order = o.min(0.7 * knee(c));
+            assert!(
+                n >= (1.0 - 2.0 * RESOLUTION) * in_order,
+                "{c}: {n}, today {o}"
+            );
+            assert!(new.trials().len() <= 8, "{c}");
+        }
     }
 }

@@ -42,6 +42,7 @@ fn udp(key: &str, rate: f64, trials: &[(f64, f64)], runs: &[(f64, f64)]) -> Cell
         loss_threshold_percent: 10.0,
         trial_seconds: Vec::new(),
         confirmation_seconds: Vec::new(),
+        start: None,
         trials: trials
             .iter()
             .map(|&(offered, lost)| Trial {
