@@ -6,7 +6,7 @@ use super::client_thread::run_client;
 use super::reading::{to_run, udp_trial};
 use super::results::{CellResult, Latency, ModelLimit, Run, SearchStart, UdpSearch};
 use super::search::{Confirmation, RateSearch};
-use super::spec::MeasureSpec;
+use super::spec::{DEFAULT_UDP_START_BPS, MeasureSpec};
 use crate::engine::client::ClientOptions;
 use crate::engine::latency::sockets::Phase;
 use crate::engine::params::{Protocol, TestParams};
@@ -73,17 +73,22 @@ impl PredictedLimits {
     }
 }
 
-/// Where a UDP search starts: at the rate the tightest prediction makes the
-/// answer, or, with none, at the spec's start. A path that lets through at
-/// most `limit` of payload loses (R - limit) / R of an offer R above it, so
-/// the highest offer within the loss threshold is limit / (1 - threshold).
+/// Where a UDP search starts: at the spec's start if it gives one, else at
+/// the rate the tightest prediction makes the answer, else at the default.
+/// A path that lets through at most `limit` of payload loses (R - limit) / R
+/// of an offer R above it, so the highest offer within the loss threshold is
+/// limit / (1 - threshold).
 fn search_start(predicted: Option<&ModelLimit>, spec: &MeasureSpec) -> SearchStart {
+    let unpredicted = |rate: f64, why: &str| SearchStart {
+        rate_bps: rate.min(spec.udp_ceiling_bps),
+        predicted_bps: None,
+        why: why.into(),
+    };
+    if let Some(rate) = spec.udp_start_bps {
+        return unpredicted(rate, "the measurement's own start");
+    }
     let Some(limit) = predicted.filter(|l| l.bps.is_finite() && l.bps > 0.0) else {
-        return SearchStart {
-            rate_bps: spec.udp_start_bps.min(spec.udp_ceiling_bps),
-            predicted_bps: None,
-            why: "no prediction: the default start".into(),
-        };
+        return unpredicted(DEFAULT_UDP_START_BPS, "no prediction: the default start");
     };
     let loss = spec.udp_loss_percent.clamp(0.0, 99.0);
     let knee = limit.bps / (1.0 - loss / 100.0);
@@ -381,6 +386,13 @@ mod tests {
             ..spec.clone()
         };
         assert_eq!(search_start(predicted.tightest(), &low).rate_bps, 50e6);
+        // A start the measurement gives wins over the prediction.
+        let given = MeasureSpec {
+            udp_start_bps: Some(26e6),
+            ..spec
+        };
+        let start = search_start(predicted.tightest(), &given);
+        assert_eq!((start.rate_bps, start.predicted_bps), (26e6, None));
     }
 
     #[test]
@@ -392,7 +404,7 @@ mod tests {
         };
         let start = search_start(none.tightest(), &spec);
         assert_eq!(start.predicted_bps, None);
-        assert_eq!(start.rate_bps, spec.udp_start_bps);
+        assert_eq!(start.rate_bps, DEFAULT_UDP_START_BPS);
         let mut search = rate_search(&start, &spec);
         search.record(500e6, 500e6, 0.0, 0);
         assert_eq!(search.next_rate(), Some(2000e6), "widening by 4");

@@ -33,7 +33,9 @@ pub struct MeasureSpec {
     pub udp_len: u32,
     /// Trials of the UDP rate search, confirmation runs not counted.
     pub udp_max_trials: usize,
-    pub udp_start_bps: f64,
+    /// The first rate of every UDP search; None: each cell's predicted
+    /// limit, or [`DEFAULT_UDP_START_BPS`] where nothing predicts one.
+    pub udp_start_bps: Option<f64>,
     pub udp_ceiling_bps: f64,
     /// The tunbench binary that serves in the target namespace (default: this
     /// executable, when it is tunbench).
@@ -73,6 +75,9 @@ impl Default for LatencySpec {
 
 pub use crate::vocab::LATENCY_IDLE_SECONDS as DEFAULT_IDLE_SECONDS;
 
+/// Where a UDP search starts when nothing predicts the cell's limit.
+pub const DEFAULT_UDP_START_BPS: f64 = 500e6;
+
 impl MeasureSpec {
     /// The NVR500 study's method: both families, both protocols, both directions, one
     /// stream, best of 5 runs of 10 s, UDP loss within 10 %.
@@ -98,7 +103,7 @@ impl MeasureSpec {
             udp_loss_percent: 10.0,
             udp_len: 1448,
             udp_max_trials: 8,
-            udp_start_bps: 500e6,
+            udp_start_bps: None,
             udp_ceiling_bps: 100e9,
             server_exe: None,
             server_started_by_up: false,

@@ -353,7 +353,7 @@ ceilings = [{ protocol = "udp", flow = "20M" }]
             duration: 6.0,
             trial_duration: 1.0,
             udp_max_trials: 1,
-            udp_start_bps: OFFERED,
+            udp_start_bps: Some(OFFERED),
             udp_ceiling_bps: OFFERED,
             latency: None,
             ..MeasureSpec::seed("left", "right")
