@@ -105,7 +105,7 @@ fn search_start(predicted: Option<&ModelLimit>, spec: &MeasureSpec) -> SearchSta
 }
 
 /// The rate search `start` begins: narrowing around a predicted answer, or
-/// widening from the default start as the search always did.
+/// widening by 4 from a start nothing predicted.
 fn rate_search(start: &SearchStart, spec: &MeasureSpec) -> RateSearch {
     let new = match start.predicted_bps {
         Some(_) => RateSearch::predicted,
