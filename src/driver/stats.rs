@@ -89,6 +89,10 @@ pub struct StatsSnapshot {
     pub segmented: Offloaded,
     /// Coalesced TUN writes, and the packets they carried.
     pub coalesced: Offloaded,
+    /// TUN reads that were super-packets handed to the codec whole, and the
+    /// packets they stand for.
+    #[serde(default)]
+    pub whole: Offloaded,
     pub batches: Batches,
     /// CPU time of the driver's threads (CLOCK_THREAD_CPUTIME_ID, summed).
     pub cpu_seconds: f64,
@@ -129,6 +133,8 @@ pub(super) enum Ctr {
     SegmentedPackets,
     CoalescedSupers,
     CoalescedPackets,
+    WholeSupers,
+    WholePackets,
     TunReadErr,
     TunWriteErr,
     NetSendErr,

@@ -1,17 +1,19 @@
 //! The TUN -> network thread: drains a TUN queue into a batch (a TSO/USO
-//! super-packet cut into wire-size packets), runs the codec over it under one
+//! super-packet cut into wire-size packets, or kept whole with its virtio
+//! header for a codec that takes it so), runs the codec over it under one
 //! lock, and sends what the codec says.
 
 use super::config::Fault;
 use super::extras::Extras;
-use super::offload::{TunRead, VNET_HDR_LEN, split_tun_read};
+use super::offload::{TunRead, VNET_HDR_LEN, check_whole_read, split_tun_read};
 use super::open::TunQueue;
 use super::sender::Sender;
 use super::shared::{IDLE_YIELDS, PACKET_BUF, Shared, sh_due};
+use super::split::Splits;
 use super::stats::{Ctr, Local, record_cpu};
 use super::tun;
 use super::tun_rs_backend::{self, Read};
-use super::tun_write::write_single;
+use super::tun_write::{write_framed, write_single};
 use crate::codec::{Codec, DropReason, Verdict};
 use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
@@ -35,6 +37,7 @@ struct Batch {
     to_net: Vec<(usize, SocketAddr)>,
     sender: Sender,
     extras: Extras,
+    splits: Splits,
     local: Local,
 }
 
@@ -51,6 +54,7 @@ impl TunToNet {
                 to_net: Vec::with_capacity(sh.batch),
                 sender: Sender::new(sh),
                 extras: Extras::new(),
+                splits: Splits::default(),
                 local: Local::new(),
             },
         }
@@ -149,6 +153,10 @@ impl TunToNet {
             rs.take(i, &mut b.pkts[*n]);
             b.local
                 .packet(Ctr::TunRxPackets, Ctr::TunRxBytes, b.pkts[*n].len());
+            if sh.whole {
+                // tun-rs has cut it already: a plain packet, all-zero header.
+                b.pkts[*n].splice(0..0, [0; VNET_HDR_LEN]);
+            }
             *n += 1;
         }
         false
@@ -171,6 +179,10 @@ impl TunToNet {
         if len >= self.read.len() {
             // Larger than any packet may be: something is off.
             b.local.add(Ctr::OffloadErr, 1);
+            return false;
+        }
+        if sh.whole {
+            take_whole(&self.read[..len], b, n);
             return false;
         }
         match split_tun_read(&mut self.read[..len]) {
@@ -201,6 +213,31 @@ impl TunToNet {
     }
 }
 
+/// One TUN read into the batch as it is, virtio header and all, for a codec
+/// that takes super-packets whole; one whose header makes no sense is dropped.
+#[inline]
+fn take_whole(read: &[u8], b: &mut Batch, n: &mut usize) {
+    let frames = match check_whole_read(read) {
+        Ok(frames) => frames as u64,
+        Err(_) => {
+            b.local.add(Ctr::OffloadErr, 1);
+            return;
+        }
+    };
+    let pkt = &mut b.pkts[*n];
+    pkt.clear();
+    pkt.extend_from_slice(read);
+    b.local.add(Ctr::TunRxPackets, frames);
+    b.local
+        .add(Ctr::TunRxBytes, (read.len() - VNET_HDR_LEN) as u64);
+    if read[1] != 0 {
+        // A GSO type: a super-packet.
+        b.local.add(Ctr::WholeSupers, 1);
+        b.local.add(Ctr::WholePackets, frames);
+    }
+    *n += 1;
+}
+
 impl Batch {
     /// Runs the codec over `pkts[..n]` and sends what it says; with n = 0 it
     /// only ticks and drains `poll` when due.
@@ -211,6 +248,7 @@ impl Batch {
             to_net,
             sender,
             extras,
+            splits,
             local,
         } = self;
         let now = Instant::now();
@@ -243,6 +281,20 @@ impl Batch {
                 local.add(Ctr::CodecPanic, 1);
                 verdicts.push(Verdict::Drop(DropReason::Panicked));
             }
+            if sh.whole && verdicts.contains(&Verdict::Split) {
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    for (i, _) in verdicts
+                        .iter()
+                        .enumerate()
+                        .filter(|v| *v.1 == Verdict::Split)
+                    {
+                        splits.offer(&mut slot.codec, i, &pkts[i], now, local);
+                    }
+                }));
+                if r.is_err() {
+                    local.add(Ctr::CodecPanic, 1);
+                }
+            }
             let r = catch_unwind(AssertUnwindSafe(|| {
                 sh.tick_if_due(slot, now);
                 extras.collect(
@@ -261,7 +313,9 @@ impl Batch {
         for (i, v) in verdicts.iter().enumerate() {
             match *v {
                 Verdict::ToNetwork(a) => to_net.push((i, a)),
+                Verdict::ToTun if sh.whole => write_framed(tun, &pkts[i], local),
                 Verdict::ToTun => write_single(tun, &pkts[i], local),
+                Verdict::Split => splits.settle(i, tun, local),
                 Verdict::Drop(r) => local.dropped(r),
                 Verdict::Queued => {
                     if let Some(b) = extras.spare.pop() {
