@@ -135,40 +135,4 @@ impl Codec for SlowPath {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v4() -> Vec<u8> {
-        let mut p = vec![0u8; 28];
-        p[0] = 0x45;
-        p
-    }
-
-    #[test]
-    fn ip_packets_go_back_unchanged_and_are_counted_per_family() {
-        let mut s = SlowPath::new();
-        let now = Instant::now();
-        let mut a = v4();
-        assert_eq!(s.handle_tun(&mut a, now), Verdict::ToTun);
-        assert_eq!(a, v4(), "the slow path does not rewrite packets");
-        let mut b = vec![0u8; 48];
-        b[0] = 0x60;
-        assert_eq!(s.handle_tun(&mut b, now), Verdict::ToTun);
-        assert_eq!(s.counts(), Counts { ipv4: 1, ipv6: 1 });
-    }
-
-    #[test]
-    fn non_ip_and_short_packets_are_dropped() {
-        let mut s = SlowPath::new();
-        let now = Instant::now();
-        for (mut p, why) in [
-            (vec![], DropReason::Truncated),
-            (vec![0x45; 10], DropReason::Truncated),
-            (vec![0x60; 39], DropReason::Truncated),
-            (vec![0x20; 60], DropReason::Malformed),
-        ] {
-            assert_eq!(s.handle_tun(&mut p, now), Verdict::Drop(why), "{p:?}");
-        }
-        assert_eq!(s.counts(), Counts::default());
-    }
-}
+mod tests;

@@ -181,6 +181,17 @@ impl Local {
         self.c[bytes as usize] += len as u64;
     }
 
+    #[cfg(test)]
+    pub(super) fn get(&self, c: Ctr) -> u64 {
+        self.c[c as usize]
+    }
+
+    #[cfg(test)]
+    pub(super) fn drops_of(&self, r: DropReason) -> u64 {
+        let i = DropReason::ALL.iter().position(|x| *x == r).unwrap();
+        self.drops[i]
+    }
+
     pub(super) fn dropped(&mut self, r: DropReason) {
         let i = DropReason::ALL
             .iter()

@@ -182,7 +182,9 @@ impl TunToNet {
             return false;
         }
         if sh.whole {
-            take_whole(&self.read[..len], b, n);
+            if take_whole(&self.read[..len], &mut b.pkts[*n], &mut b.local) {
+                *n += 1;
+            }
             return false;
         }
         match split_tun_read(&mut self.read[..len]) {
@@ -213,29 +215,28 @@ impl TunToNet {
     }
 }
 
-/// One TUN read into the batch as it is, virtio header and all, for a codec
-/// that takes super-packets whole; one whose header makes no sense is dropped.
+/// One TUN read into `pkt` as it is, virtio header and all, for a codec
+/// that takes super-packets whole; one whose header makes no sense is
+/// dropped (and counted). Whether `pkt` holds it.
 #[inline]
-fn take_whole(read: &[u8], b: &mut Batch, n: &mut usize) {
+fn take_whole(read: &[u8], pkt: &mut Vec<u8>, local: &mut Local) -> bool {
     let frames = match check_whole_read(read) {
         Ok(frames) => frames as u64,
         Err(_) => {
-            b.local.add(Ctr::OffloadErr, 1);
-            return;
+            local.add(Ctr::OffloadErr, 1);
+            return false;
         }
     };
-    let pkt = &mut b.pkts[*n];
     pkt.clear();
     pkt.extend_from_slice(read);
-    b.local.add(Ctr::TunRxPackets, frames);
-    b.local
-        .add(Ctr::TunRxBytes, (read.len() - VNET_HDR_LEN) as u64);
+    local.add(Ctr::TunRxPackets, frames);
+    local.add(Ctr::TunRxBytes, (read.len() - VNET_HDR_LEN) as u64);
     if read[1] != 0 {
         // A GSO type: a super-packet.
-        b.local.add(Ctr::WholeSupers, 1);
-        b.local.add(Ctr::WholePackets, frames);
+        local.add(Ctr::WholeSupers, 1);
+        local.add(Ctr::WholePackets, frames);
     }
-    *n += 1;
+    true
 }
 
 impl Batch {
@@ -328,5 +329,39 @@ impl Batch {
         sender.send(sh, pkts, to_net, local);
         extras.flush(sh, sender, tun, local);
         local.flush(&sh.stats);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::offload::test_packets::{Tcp, pattern, tso_read};
+
+    #[test]
+    fn a_read_is_taken_whole_and_a_malformed_one_dropped_and_counted() {
+        let payload = pattern(4000);
+        let t = Tcp {
+            payload: &payload,
+            ..Tcp::default()
+        };
+        let good = tso_read(&t, 1448);
+        let mut bad = good.clone();
+        bad[4..6].copy_from_slice(&0u16.to_ne_bytes()); // GSO size 0
+        let mut local = Local::new();
+        let mut pkt = Vec::new();
+        assert!(!take_whole(&bad, &mut pkt, &mut local));
+        assert!(!take_whole(
+            &good[..VNET_HDR_LEN + 30],
+            &mut pkt,
+            &mut local
+        ));
+        assert_eq!(local.get(Ctr::OffloadErr), 2);
+        assert!(pkt.is_empty());
+        // The next read is taken as ever: header and all, 3 wire packets.
+        assert!(take_whole(&good, &mut pkt, &mut local));
+        assert_eq!(pkt, good);
+        assert_eq!(local.get(Ctr::TunRxPackets), 3);
+        assert_eq!(local.get(Ctr::WholeSupers), 1);
+        assert_eq!(local.get(Ctr::WholePackets), 3);
     }
 }

@@ -221,7 +221,7 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         ) {
             return None;
         }
-        Some(self.to_class(class, at, now, f, packet))
+        Some(self.pass_or_hold(class, at, now, f, packet))
     }
 
     fn dropped(&mut self, f: Frames) -> Offer {
@@ -267,7 +267,7 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
 
     /// A packet offered now reaching stage 2 at `at`, after `class_admission`
     /// said it is not `Partial`: passed, held or dropped.
-    fn to_class(
+    fn pass_or_hold(
         &mut self,
         class: usize,
         at: Instant,

@@ -13,7 +13,7 @@ pub mod coalesce;
 mod layout;
 pub mod segment;
 #[cfg(test)]
-mod test_packets;
+pub(crate) mod test_packets;
 pub use crate::codec::vnet_header;
 
 pub use checksum::{cut_for_tun, partial_checksum_for_tun};
