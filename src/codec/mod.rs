@@ -169,7 +169,8 @@ pub enum Verdict {
     /// buffer is the payload (the kernel adds the outer IP header) and the port
     /// is 0; for UDP it is the datagram payload.
     ToNetwork(SocketAddr),
-    /// Write the buffer (one IP packet) into the TUN device.
+    /// Write the buffer (one IP packet; from a codec that takes super-packets
+    /// whole, its virtio-net header and the packet) into the TUN device.
     ToTun,
     /// Dropped; the driver counts it under this reason.
     Drop(DropReason),
