@@ -14,6 +14,13 @@ use std::time::Instant;
 /// Spare piece buffers kept between batches.
 const SPARE: usize = 64;
 
+/// Keeps a piece's buffer for the next one, up to `SPARE` of them.
+fn recycle(spare: &mut Vec<Vec<u8>>, piece: Vec<u8>) {
+    if piece.capacity() > 0 && spare.len() < SPARE {
+        spare.push(piece);
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Splits {
     /// Per piece: the batch index of its super-packet, its verdict, and the
@@ -57,9 +64,21 @@ impl Splits {
         }
     }
 
+    /// Forgets pieces left from a batch cut short by a panic.
+    pub(super) fn clear(&mut self) {
+        for (_, _, piece) in self.pieces.drain(..) {
+            recycle(&mut self.spare, piece);
+        }
+    }
+
     /// Carries out the verdicts of the pieces of batch index `i` (the first
     /// not yet settled): writes, drops, or lets go those the codec kept.
     pub(super) fn settle(&mut self, i: usize, tun: BorrowedFd<'_>, local: &mut Local) {
+        // Pieces of one before it whose offer a panic cut short go unwritten.
+        let stale = self.pieces.iter().take_while(|p| p.0 < i).count();
+        for (_, _, piece) in self.pieces.drain(..stale) {
+            recycle(&mut self.spare, piece);
+        }
         let k = self.pieces.iter().take_while(|p| p.0 == i).count();
         for (_, v, piece) in self.pieces.drain(..k) {
             match v {
@@ -70,9 +89,7 @@ impl Splits {
                 Verdict::ToNetwork(_) | Verdict::Split => local.dropped(DropReason::Unsupported),
                 Verdict::Queued | Verdict::Consumed => {}
             }
-            if piece.capacity() > 0 && self.spare.len() < SPARE {
-                self.spare.push(piece);
-            }
+            recycle(&mut self.spare, piece);
         }
     }
 }

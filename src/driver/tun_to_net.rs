@@ -261,6 +261,7 @@ impl Batch {
             local.add(Ctr::TunBatches, 1);
         }
         verdicts.clear();
+        splits.clear();
         {
             let mut slot = sh.lock();
             let slot = &mut *slot;
@@ -272,8 +273,14 @@ impl Batch {
             loop {
                 let from = verdicts.len();
                 let r = catch_unwind(AssertUnwindSafe(|| {
-                    for p in pkts[from..n].iter_mut() {
-                        verdicts.push(slot.codec.handle_tun(p, now));
+                    for (i, p) in pkts.iter_mut().enumerate().take(n).skip(from) {
+                        let v = slot.codec.handle_tun(p, now);
+                        if v == Verdict::Split {
+                            // Its pieces meet the codec in its place, ahead
+                            // of the packets behind it.
+                            splits.offer(&mut slot.codec, i, p, now, local);
+                        }
+                        verdicts.push(v);
                     }
                 }));
                 if r.is_ok() {
@@ -281,20 +288,6 @@ impl Batch {
                 }
                 local.add(Ctr::CodecPanic, 1);
                 verdicts.push(Verdict::Drop(DropReason::Panicked));
-            }
-            if sh.whole && verdicts.contains(&Verdict::Split) {
-                let r = catch_unwind(AssertUnwindSafe(|| {
-                    for (i, _) in verdicts
-                        .iter()
-                        .enumerate()
-                        .filter(|v| *v.1 == Verdict::Split)
-                    {
-                        splits.offer(&mut slot.codec, i, &pkts[i], now, local);
-                    }
-                }));
-                if r.is_err() {
-                    local.add(Ctr::CodecPanic, 1);
-                }
             }
             let r = catch_unwind(AssertUnwindSafe(|| {
                 sh.tick_if_due(slot, now);
