@@ -203,19 +203,37 @@ impl DeviceShaper {
 
     /// Offers one forwarded packet; on `Queued` the model has taken it.
     pub fn offer(&mut self, now: Instant, packet: &mut Vec<u8>) -> Offer {
-        let Some(c) = classify(packet) else {
-            return Offer::Pass;
+        self.offer_frames(now, packet, 0, 1)
+            .unwrap_or(Offer::Dropped)
+    }
+
+    /// Offers a forwarded packet that starts `at` bytes into `packet` (after
+    /// its virtio-net header) and carries `frames` wire packets: a
+    /// super-packet's payload is its frames' together, and its queues count
+    /// its frames. On `Queued` the model has taken the whole buffer. None when
+    /// the model would drop part of it: nothing has changed, and its frames
+    /// are to be offered one by one.
+    pub fn offer_frames(
+        &mut self,
+        now: Instant,
+        packet: &mut Vec<u8>,
+        at: usize,
+        frames: u32,
+    ) -> Option<Offer> {
+        let Some(c) = packet.get(at..).and_then(classify) else {
+            return Some(Offer::Pass);
         };
         if self
             .bypass
             .iter()
             .any(|n| n.contains(c.flow.src) || n.contains(c.flow.dst))
         {
-            return Offer::Pass;
+            return Some(Offer::Pass);
         }
         let class = class_index(self.way(c.flow.dst), c.family, c.protocol);
         let bits = c.payload_bytes as f64 * 8.0;
-        self.shaper.offer(now, class, c.flow, bits, packet)
+        self.shaper
+            .offer_frames(now, class, c.flow, frames, bits, packet)
     }
 
     pub fn poll(&mut self, now: Instant) -> Option<Vec<u8>> {

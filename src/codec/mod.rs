@@ -14,6 +14,7 @@ pub mod profile;
 pub mod shape;
 pub mod slowpath;
 pub mod terminate;
+pub mod vnet_header;
 pub mod wireguard;
 
 use std::net::{IpAddr, SocketAddr};
@@ -168,7 +169,8 @@ pub enum Verdict {
     /// buffer is the payload (the kernel adds the outer IP header) and the port
     /// is 0; for UDP it is the datagram payload.
     ToNetwork(SocketAddr),
-    /// Write the buffer (one IP packet) into the TUN device.
+    /// Write the buffer (one IP packet; from a codec that takes super-packets
+    /// whole, its virtio-net header and the packet) into the TUN device.
     ToTun,
     /// Dropped; the driver counts it under this reason.
     Drop(DropReason),
@@ -178,6 +180,10 @@ pub enum Verdict {
     /// The packet was for the codec itself (a handshake, a keepalive) and is
     /// used up: nothing to write, nothing dropped.
     Consumed,
+    /// Only from a codec that takes super-packets whole, for one it cannot
+    /// (a device model would drop part of it): the driver cuts it into wire
+    /// packets and hands each to `handle_tun` in its place.
+    Split,
 }
 
 /// One tunnel kind's packet logic, with no IO and time passed in.
@@ -185,8 +191,22 @@ pub enum Verdict {
 /// The driver hands every packet as a `Vec<u8>` holding exactly one IP packet
 /// (TUN side, already segmented to the MTU and with complete checksums) or one
 /// datagram payload (network side). The codec may rewrite it in place, grow it,
-/// or replace its contents, then says where it goes.
+/// or replace its contents, then says where it goes. A codec that
+/// [takes super-packets whole](Codec::takes_super_packets) gets TUN-side
+/// buffers as read instead.
 pub trait Codec: Send {
+    /// Whether every buffer `handle_tun` gets starts with the virtio-net
+    /// header it was read with ([`vnet_header`]), a TSO/USO super-packet of up
+    /// to 64 KiB behind it whole and a partial checksum left partial. Such a
+    /// codec's `ToTun` buffers (from `poll` too) start with a header as well,
+    /// and the driver writes each as it is, in one write: the kernel forwards
+    /// a super-packet as one and finishes its checksums. The codec may answer
+    /// `Split` for a super-packet it can only take as wire packets. Read once,
+    /// when the driver starts; by default false: plain packets.
+    fn takes_super_packets(&self) -> bool {
+        false
+    }
+
     /// One IP packet read from the TUN device.
     fn handle_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict;
 

@@ -13,16 +13,21 @@
 //! kernel, counting per family; with a device model, the model's ceilings hold
 //! packets back (handed back through `poll` when their time comes) or drop
 //! them. Sans-IO like the tunnel codecs, so the shared driver runs it (TUN
-//! only, no socket).
+//! only, no socket). It takes the kernel's TSO/USO super-packets whole
+//! (`Codec::takes_super_packets`): each buffer starts with the virtio-net
+//! header it was read with, and goes back with it, so the kernel forwards a
+//! super-packet as one; a model meters one as the wire packets it carries.
 
 use crate::codec::device_model::DeviceShaper;
 use crate::codec::profile::DeviceModel;
 use crate::codec::shape::Offer;
+use crate::codec::vnet_header::{VNET_HDR_LEN, VirtioNetHdr};
 use crate::codec::{Codec, DropReason, Verdict};
 use std::net::SocketAddr;
 use std::time::Instant;
 
-/// Packets passed back per family, for the stats and the tests.
+/// Wire packets passed back per family (a super-packet counts the packets it
+/// carries), for the stats and the tests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
     pub ipv4: u64,
@@ -51,27 +56,62 @@ impl SlowPath {
     pub fn counts(&self) -> Counts {
         self.counts
     }
+
+    /// What the model makes of a packet of `frames` wire packets; None: it
+    /// would drop part of a super-packet, which must come again cut.
+    fn meter(&mut self, packet: &mut Vec<u8>, frames: usize, now: Instant) -> Option<Verdict> {
+        let Some(m) = self.model.as_mut() else {
+            return Some(Verdict::ToTun);
+        };
+        let frames = u32::try_from(frames).unwrap_or(u32::MAX);
+        Some(match m.offer_frames(now, packet, VNET_HDR_LEN, frames)? {
+            Offer::Pass => Verdict::ToTun,
+            Offer::Queued => Verdict::Queued,
+            Offer::Dropped => Verdict::Drop(DropReason::QueueFull),
+        })
+    }
 }
 
 const IPV4_MIN_HEADER: usize = 20;
 const IPV6_HEADER: usize = 40;
 
+/// The wire packets behind a buffer from the driver (its virtio-net header,
+/// then the IP packet), or why it is dropped.
+fn frames(buf: &[u8]) -> Result<usize, DropReason> {
+    let hdr = VirtioNetHdr::parse(buf).map_err(|_| DropReason::Truncated)?;
+    let ip = &buf[VNET_HDR_LEN..];
+    let Some(first) = ip.first() else {
+        return Err(DropReason::Truncated);
+    };
+    match first >> 4 {
+        4 if ip.len() >= IPV4_MIN_HEADER => {}
+        6 if ip.len() >= IPV6_HEADER => {}
+        4 | 6 => return Err(DropReason::Truncated),
+        _ => return Err(DropReason::Malformed),
+    }
+    hdr.frames(ip).ok_or(DropReason::Malformed)
+}
+
 impl Codec for SlowPath {
+    fn takes_super_packets(&self) -> bool {
+        true
+    }
+
     fn handle_tun(&mut self, packet: &mut Vec<u8>, now: Instant) -> Verdict {
-        let Some(first) = packet.first() else {
-            return Verdict::Drop(DropReason::Truncated);
+        let n = match frames(packet) {
+            Ok(n) => n,
+            Err(why) => return Verdict::Drop(why),
         };
-        match first >> 4 {
-            4 if packet.len() >= IPV4_MIN_HEADER => self.counts.ipv4 += 1,
-            6 if packet.len() >= IPV6_HEADER => self.counts.ipv6 += 1,
-            4 | 6 => return Verdict::Drop(DropReason::Truncated),
-            _ => return Verdict::Drop(DropReason::Malformed),
+        let v6 = packet[VNET_HDR_LEN] >> 4 == 6;
+        let Some(verdict) = self.meter(packet, n, now) else {
+            return Verdict::Split;
+        };
+        if v6 {
+            self.counts.ipv6 += n as u64;
+        } else {
+            self.counts.ipv4 += n as u64;
         }
-        match self.model.as_mut().map(|m| m.offer(now, packet)) {
-            None | Some(Offer::Pass) => Verdict::ToTun,
-            Some(Offer::Queued) => Verdict::Queued,
-            Some(Offer::Dropped) => Verdict::Drop(DropReason::QueueFull),
-        }
+        verdict
     }
 
     fn poll(&mut self, now: Instant) -> Option<(Verdict, Vec<u8>)> {
@@ -95,40 +135,4 @@ impl Codec for SlowPath {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v4() -> Vec<u8> {
-        let mut p = vec![0u8; 28];
-        p[0] = 0x45;
-        p
-    }
-
-    #[test]
-    fn ip_packets_go_back_unchanged_and_are_counted_per_family() {
-        let mut s = SlowPath::new();
-        let now = Instant::now();
-        let mut a = v4();
-        assert_eq!(s.handle_tun(&mut a, now), Verdict::ToTun);
-        assert_eq!(a, v4(), "the slow path does not rewrite packets");
-        let mut b = vec![0u8; 48];
-        b[0] = 0x60;
-        assert_eq!(s.handle_tun(&mut b, now), Verdict::ToTun);
-        assert_eq!(s.counts(), Counts { ipv4: 1, ipv6: 1 });
-    }
-
-    #[test]
-    fn non_ip_and_short_packets_are_dropped() {
-        let mut s = SlowPath::new();
-        let now = Instant::now();
-        for (mut p, why) in [
-            (vec![], DropReason::Truncated),
-            (vec![0x45; 10], DropReason::Truncated),
-            (vec![0x60; 39], DropReason::Truncated),
-            (vec![0x20; 60], DropReason::Malformed),
-        ] {
-            assert_eq!(s.handle_tun(&mut p, now), Verdict::Drop(why), "{p:?}");
-        }
-        assert_eq!(s.counts(), Counts::default());
-    }
-}
+mod tests;

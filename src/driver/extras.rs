@@ -6,7 +6,7 @@
 use super::sender::Sender;
 use super::shared::Shared;
 use super::stats::Local;
-use super::tun_write::write_single;
+use super::tun_write::{write_framed, write_single};
 use crate::codec::{Codec, Drain, Verdict};
 use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
@@ -56,6 +56,8 @@ impl Extras {
                     self.bufs.push(buf);
                 }
                 Verdict::Drop(r) => local.dropped(r),
+                // Split answers an offered super-packet, never a poll.
+                Verdict::Split => local.dropped(crate::codec::DropReason::Unsupported),
                 Verdict::Queued | Verdict::Consumed => {}
             }
         }
@@ -72,7 +74,11 @@ impl Extras {
             return;
         }
         for &i in &self.to_tun {
-            write_single(tun, &self.bufs[i], local);
+            if sh.whole {
+                write_framed(tun, &self.bufs[i], local);
+            } else {
+                write_single(tun, &self.bufs[i], local);
+            }
         }
         sender.send(sh, &self.bufs, &self.to_net, local);
         self.to_net.clear();

@@ -10,7 +10,8 @@
 //!
 //! `config` says what to run, `open` opens it, `shared` is what the threads
 //! share, `stats` their counters; `receiver`, `sender`, `tun_write`, `extras`
-//! and `mmsg` do their IO, [`offload`] cuts and coalesces super-packets,
+//! and `mmsg` do their IO, [`offload`] cuts and coalesces super-packets
+//! (`split` cuts one a codec that takes them whole cannot take),
 //! [`packet_tx`] sends raw IPv6 as Ethernet frames, and [`tun_rs_backend`] is
 //! the same TUN through the tun-rs crate (TUNBENCH_TUN=tun-rs).
 
@@ -25,6 +26,7 @@ pub mod process_log;
 mod receiver;
 mod sender;
 mod shared;
+mod split;
 mod stats;
 pub mod tun;
 pub mod tun_rs_backend;
@@ -62,6 +64,13 @@ impl<C: Codec + 'static> Driver<C> {
     /// set), and starts the threads, which can run anywhere after that.
     pub fn start(config: DriverConfig, codec: C) -> Result<Driver<C>, DriverError> {
         config.validate()?;
+        let whole = codec.takes_super_packets();
+        if whole && !matches!(config.transport, Transport::TunOnly) {
+            return Err(DriverError::Config(
+                "a codec that takes super-packets whole runs on the TUN alone (Transport::TunOnly)"
+                    .into(),
+            ));
+        }
         let opened = match &config.namespace {
             None => open(&config)?,
             Some(ns) => {
@@ -106,6 +115,7 @@ impl<C: Codec + 'static> Driver<C> {
             tun_backend,
             batch: config.batch,
             segment_into_tun: config.segment_into_tun,
+            whole,
             started: now,
             next_tick_ns: AtomicU64::new(TICK.as_nanos() as u64),
             next_due_ns: AtomicU64::new(u64::MAX),

@@ -135,6 +135,8 @@ impl NetToTun {
                 Some(Verdict::ToTun) => self.to_tun.push(i),
                 Some(Verdict::ToNetwork(a)) => self.to_net.push((i, a)),
                 Some(Verdict::Drop(r)) => self.local.dropped(r),
+                // Split answers a super-packet from the TUN, never a datagram.
+                Some(Verdict::Split) => self.local.dropped(DropReason::Unsupported),
                 Some(Verdict::Queued) | Some(Verdict::Consumed) | None => {}
             }
         }

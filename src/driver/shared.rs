@@ -65,6 +65,9 @@ pub(super) struct Shared<C> {
     pub(super) batch: usize,
     /// `DriverConfig::segment_into_tun`.
     pub(super) segment_into_tun: Option<usize>,
+    /// The codec takes the TUN's reads whole, virtio header and all
+    /// (`Codec::takes_super_packets`).
+    pub(super) whole: bool,
     pub(super) started: Instant,
     /// When the next tick is due, in ns since `started` (read without the lock).
     pub(super) next_tick_ns: AtomicU64,
@@ -192,6 +195,10 @@ impl<C: Codec> Shared<C> {
             coalesced: Offloaded {
                 super_packets: c(Ctr::CoalescedSupers),
                 packets: c(Ctr::CoalescedPackets),
+            },
+            whole: Offloaded {
+                super_packets: c(Ctr::WholeSupers),
+                packets: c(Ctr::WholePackets),
             },
             batches: Batches {
                 tun_to_net: c(Ctr::TunBatches),

@@ -89,6 +89,10 @@ pub struct StatsSnapshot {
     pub segmented: Offloaded,
     /// Coalesced TUN writes, and the packets they carried.
     pub coalesced: Offloaded,
+    /// TUN reads that were super-packets handed to the codec whole, and the
+    /// packets they stand for.
+    #[serde(default)]
+    pub whole: Offloaded,
     pub batches: Batches,
     /// CPU time of the driver's threads (CLOCK_THREAD_CPUTIME_ID, summed).
     pub cpu_seconds: f64,
@@ -129,6 +133,8 @@ pub(super) enum Ctr {
     SegmentedPackets,
     CoalescedSupers,
     CoalescedPackets,
+    WholeSupers,
+    WholePackets,
     TunReadErr,
     TunWriteErr,
     NetSendErr,
@@ -173,6 +179,17 @@ impl Local {
     pub(super) fn packet(&mut self, packets: Ctr, bytes: Ctr, len: usize) {
         self.c[packets as usize] += 1;
         self.c[bytes as usize] += len as u64;
+    }
+
+    #[cfg(test)]
+    pub(super) fn get(&self, c: Ctr) -> u64 {
+        self.c[c as usize]
+    }
+
+    #[cfg(test)]
+    pub(super) fn drops_of(&self, r: DropReason) -> u64 {
+        let i = DropReason::ALL.iter().position(|x| *x == r).unwrap();
+        self.drops[i]
     }
 
     pub(super) fn dropped(&mut self, r: DropReason) {

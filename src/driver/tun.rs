@@ -3,7 +3,7 @@
 //! namespace, and turn its offloads on.
 //!
 //! Every read and write on a queue starts with the 10-byte virtio-net header
-//! (`offload::vnet_header::VirtioNetHdr`). With offloads on the kernel hands over TCP
+//! (`codec::vnet_header::VirtioNetHdr`). With offloads on the kernel hands over TCP
 //! super-packets of up to 64 KiB (TSO4/TSO6), UDP ones where it can (USO4/USO6,
 //! Linux 6.2), and packets whose checksum is left to finish (CSUM); it also
 //! accepts such packets when written. With offloads off every packet is plain and

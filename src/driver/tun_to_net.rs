@@ -1,17 +1,19 @@
 //! The TUN -> network thread: drains a TUN queue into a batch (a TSO/USO
-//! super-packet cut into wire-size packets), runs the codec over it under one
+//! super-packet cut into wire-size packets, or kept whole with its virtio
+//! header for a codec that takes it so), runs the codec over it under one
 //! lock, and sends what the codec says.
 
 use super::config::Fault;
 use super::extras::Extras;
-use super::offload::{TunRead, VNET_HDR_LEN, split_tun_read};
+use super::offload::{TunRead, VNET_HDR_LEN, check_whole_read, split_tun_read};
 use super::open::TunQueue;
 use super::sender::Sender;
 use super::shared::{IDLE_YIELDS, PACKET_BUF, Shared, sh_due};
+use super::split::Splits;
 use super::stats::{Ctr, Local, record_cpu};
 use super::tun;
 use super::tun_rs_backend::{self, Read};
-use super::tun_write::write_single;
+use super::tun_write::{write_framed, write_single};
 use crate::codec::{Codec, DropReason, Verdict};
 use std::net::SocketAddr;
 use std::os::fd::BorrowedFd;
@@ -35,6 +37,7 @@ struct Batch {
     to_net: Vec<(usize, SocketAddr)>,
     sender: Sender,
     extras: Extras,
+    splits: Splits,
     local: Local,
 }
 
@@ -51,6 +54,7 @@ impl TunToNet {
                 to_net: Vec::with_capacity(sh.batch),
                 sender: Sender::new(sh),
                 extras: Extras::new(),
+                splits: Splits::default(),
                 local: Local::new(),
             },
         }
@@ -149,6 +153,10 @@ impl TunToNet {
             rs.take(i, &mut b.pkts[*n]);
             b.local
                 .packet(Ctr::TunRxPackets, Ctr::TunRxBytes, b.pkts[*n].len());
+            if sh.whole {
+                // tun-rs has cut it already: a plain packet, all-zero header.
+                b.pkts[*n].splice(0..0, [0; VNET_HDR_LEN]);
+            }
             *n += 1;
         }
         false
@@ -171,6 +179,12 @@ impl TunToNet {
         if len >= self.read.len() {
             // Larger than any packet may be: something is off.
             b.local.add(Ctr::OffloadErr, 1);
+            return false;
+        }
+        if sh.whole {
+            if take_whole(&self.read[..len], &mut b.pkts[*n], &mut b.local) {
+                *n += 1;
+            }
             return false;
         }
         match split_tun_read(&mut self.read[..len]) {
@@ -201,6 +215,30 @@ impl TunToNet {
     }
 }
 
+/// One TUN read into `pkt` as it is, virtio header and all, for a codec
+/// that takes super-packets whole; one whose header makes no sense is
+/// dropped (and counted). Whether `pkt` holds it.
+#[inline]
+fn take_whole(read: &[u8], pkt: &mut Vec<u8>, local: &mut Local) -> bool {
+    let frames = match check_whole_read(read) {
+        Ok(frames) => frames as u64,
+        Err(_) => {
+            local.add(Ctr::OffloadErr, 1);
+            return false;
+        }
+    };
+    pkt.clear();
+    pkt.extend_from_slice(read);
+    local.add(Ctr::TunRxPackets, frames);
+    local.add(Ctr::TunRxBytes, (read.len() - VNET_HDR_LEN) as u64);
+    if read[1] != 0 {
+        // A GSO type: a super-packet.
+        local.add(Ctr::WholeSupers, 1);
+        local.add(Ctr::WholePackets, frames);
+    }
+    true
+}
+
 impl Batch {
     /// Runs the codec over `pkts[..n]` and sends what it says; with n = 0 it
     /// only ticks and drains `poll` when due.
@@ -211,6 +249,7 @@ impl Batch {
             to_net,
             sender,
             extras,
+            splits,
             local,
         } = self;
         let now = Instant::now();
@@ -222,6 +261,7 @@ impl Batch {
             local.add(Ctr::TunBatches, 1);
         }
         verdicts.clear();
+        splits.clear();
         {
             let mut slot = sh.lock();
             let slot = &mut *slot;
@@ -233,8 +273,14 @@ impl Batch {
             loop {
                 let from = verdicts.len();
                 let r = catch_unwind(AssertUnwindSafe(|| {
-                    for p in pkts[from..n].iter_mut() {
-                        verdicts.push(slot.codec.handle_tun(p, now));
+                    for (i, p) in pkts.iter_mut().enumerate().take(n).skip(from) {
+                        let v = slot.codec.handle_tun(p, now);
+                        if v == Verdict::Split {
+                            // Its pieces meet the codec in its place, ahead
+                            // of the packets behind it.
+                            splits.offer(&mut slot.codec, i, p, now, local);
+                        }
+                        verdicts.push(v);
                     }
                 }));
                 if r.is_ok() {
@@ -261,7 +307,9 @@ impl Batch {
         for (i, v) in verdicts.iter().enumerate() {
             match *v {
                 Verdict::ToNetwork(a) => to_net.push((i, a)),
+                Verdict::ToTun if sh.whole => write_framed(tun, &pkts[i], local),
                 Verdict::ToTun => write_single(tun, &pkts[i], local),
+                Verdict::Split => splits.settle(i, tun, local),
                 Verdict::Drop(r) => local.dropped(r),
                 Verdict::Queued => {
                     if let Some(b) = extras.spare.pop() {
@@ -274,5 +322,39 @@ impl Batch {
         sender.send(sh, pkts, to_net, local);
         extras.flush(sh, sender, tun, local);
         local.flush(&sh.stats);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::offload::test_packets::{Tcp, pattern, tso_read};
+
+    #[test]
+    fn a_read_is_taken_whole_and_a_malformed_one_dropped_and_counted() {
+        let payload = pattern(4000);
+        let t = Tcp {
+            payload: &payload,
+            ..Tcp::default()
+        };
+        let good = tso_read(&t, 1448);
+        let mut bad = good.clone();
+        bad[4..6].copy_from_slice(&0u16.to_ne_bytes()); // GSO size 0
+        let mut local = Local::new();
+        let mut pkt = Vec::new();
+        assert!(!take_whole(&bad, &mut pkt, &mut local));
+        assert!(!take_whole(
+            &good[..VNET_HDR_LEN + 30],
+            &mut pkt,
+            &mut local
+        ));
+        assert_eq!(local.get(Ctr::OffloadErr), 2);
+        assert!(pkt.is_empty());
+        // The next read is taken as ever: header and all, 3 wire packets.
+        assert!(take_whole(&good, &mut pkt, &mut local));
+        assert_eq!(pkt, good);
+        assert_eq!(local.get(Ctr::TunRxPackets), 3);
+        assert_eq!(local.get(Ctr::WholeSupers), 1);
+        assert_eq!(local.get(Ctr::WholePackets), 3);
     }
 }

@@ -11,10 +11,13 @@
 //!    the order they left stage 1, leave at the aggregate rate.
 //!
 //! A packet's cost is given by the caller in bits (a device model meters
-//! transport payload; a link meters the frame).
+//! transport payload; a link meters the frame). A super-packet is offered
+//! whole with the frames it carries and metered as those frames ([`pace`]).
 
 pub mod link;
+mod pace;
 
+use pace::{Admission, Frames, Pace, QueueLimit};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::Hash;
@@ -43,13 +46,6 @@ const FLOW_IDLE: Duration = Duration::from_secs(10);
 /// At most this many flows are tracked; beyond, new flows share one entry.
 const MAX_FLOWS: usize = 65_536;
 
-struct Pace {
-    /// When the stage is free for the next packet (virtual time).
-    free_at: Instant,
-    /// Packets waiting in this stage.
-    queued: u32,
-}
-
 struct Flow {
     pace: Pace,
     last_seen: Instant,
@@ -61,9 +57,11 @@ struct Held<K> {
     seq: u64,
     class: usize,
     flow: Option<K>,
-    bits: f64,
-    /// Counted in its class's queue (it had to wait for the class).
-    class_queued: bool,
+    frames: Frames,
+    /// Its frames counted in its flow's queue (it had to wait for the flow).
+    flow_frames: u32,
+    /// Its frames counted in its class's queue (it had to wait for the class).
+    class_frames: u32,
     packet: Vec<u8>,
 }
 
@@ -84,7 +82,8 @@ impl<K> Ord for Held<K> {
     }
 }
 
-/// Counters, for stats and tests.
+/// Counters in frames (a super-packet counts the frames it carries), for
+/// stats and tests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ShaperCounts {
     pub passed: u64,
@@ -103,16 +102,9 @@ pub struct Shaper<K: Hash + Eq + Clone> {
     /// Per class, how many of its packets are in `out` (due or not): while any
     /// is, a new packet of the class joins them instead of passing.
     waiting: Vec<u32>,
-    queue_packets: u32,
-    /// A queue longer than `queue_packets` is still taken while a packet would
-    /// wait no longer than this.
-    max_wait: Duration,
+    limit: QueueLimit,
     seq: u64,
     counts: ShaperCounts,
-}
-
-fn bits_time(bits: f64, bps: f64) -> Duration {
-    Duration::from_secs_f64(bits / bps)
 }
 
 impl<K: Hash + Eq + Clone> Shaper<K> {
@@ -129,22 +121,17 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         now: Instant,
     ) -> Shaper<K> {
         let limits_len = limits.len();
-        let classes = limits
-            .iter()
-            .map(|_| Pace {
-                free_at: now,
-                queued: 0,
-            })
-            .collect();
         Shaper {
+            classes: limits.iter().map(|_| Pace::new(now)).collect(),
             limits,
-            classes,
             flows: HashMap::new(),
             flow_stage: BinaryHeap::new(),
             out: BinaryHeap::new(),
             waiting: vec![0; limits_len],
-            queue_packets: queue_packets.max(1),
-            max_wait,
+            limit: QueueLimit {
+                packets: queue_packets.max(1),
+                max_wait,
+            },
             seq: 0,
             counts: ShaperCounts::default(),
         }
@@ -170,124 +157,193 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         bits: f64,
         packet: &mut Vec<u8>,
     ) -> Offer {
+        self.offer_frames(now, class, flow, 1, bits, packet)
+            .unwrap_or(Offer::Dropped)
+    }
+
+    /// `offer` for a super-packet of `frames` wire packets costing `bits` in
+    /// all, metered as those frames one at a time would be. None when a queue
+    /// would take only part of it: nothing has changed, and the caller offers
+    /// its frames one by one instead.
+    pub fn offer_frames(
+        &mut self,
+        now: Instant,
+        class: usize,
+        flow: K,
+        frames: u32,
+        bits: f64,
+        packet: &mut Vec<u8>,
+    ) -> Option<Offer> {
         let Some(limits) = self.limits.get(class).copied() else {
-            return Offer::Pass;
+            return Some(Offer::Pass);
+        };
+        let f = Frames {
+            n: frames.max(1),
+            bits,
         };
         // Stage-1 packets due by now enter stage 2 before this one.
         self.advance(now);
         let mut at = now;
         if let Some(rate) = limits.flow_bps {
-            if !self.flows.contains_key(&(class, flow.clone())) && self.flows.len() >= MAX_FLOWS {
-                self.counts.dropped += 1;
-                return Offer::Dropped;
+            let key = (class, flow.clone());
+            if !self.flows.contains_key(&key) && self.flows.len() >= MAX_FLOWS {
+                return Some(self.dropped(f));
             }
-            let f = self.flows.entry((class, flow.clone())).or_insert(Flow {
-                pace: Pace {
-                    free_at: now,
-                    queued: 0,
-                },
+            let fresh = Pace::new(now);
+            let pace = self.flows.get(&key).map_or(&fresh, |fl| &fl.pace);
+            let start = match pace.admit(now, now, f, rate, self.limit) {
+                Admission::Drop => return Some(self.dropped(f)),
+                Admission::Partial(_) => return None,
+                Admission::Take(start) => start,
+            };
+            if start <= now {
+                // Through the flow stage at once: the class must take it
+                // whole too before either stage counts it.
+                let class_admission = self.class_admission(class, now, now, f);
+                if matches!(class_admission, Some(Admission::Partial(_))) {
+                    return None;
+                }
+            }
+            let fl = self.flows.entry(key).or_insert(Flow {
+                pace: fresh,
                 last_seen: now,
             });
-            f.last_seen = now;
-            let start = f.pace.free_at.max(now);
+            fl.last_seen = now;
+            let flow_frames = fl.pace.take(start, now, f, rate);
             if start > now {
-                if f.pace.queued >= self.queue_packets && start - now > self.max_wait {
-                    self.counts.dropped += 1;
-                    return Offer::Dropped;
-                }
-                f.pace.queued += 1;
-            }
-            f.pace.free_at = start + bits_time(bits, rate);
-            if start > now {
-                self.seq += 1;
-                self.flow_stage.push(Reverse(Held {
-                    at: start,
-                    seq: self.seq,
-                    class,
-                    flow: Some(flow),
-                    bits,
-                    class_queued: false,
-                    packet: std::mem::take(packet),
-                }));
-                self.counts.queued += 1;
-                return Offer::Queued;
+                self.hold_for_flow(start, class, flow, f, flow_frames, packet);
+                return Some(Offer::Queued);
             }
             at = start;
+        } else if matches!(
+            self.class_admission(class, at, now, f),
+            Some(Admission::Partial(_))
+        ) {
+            return None;
         }
-        match self.enter_class(class, at, now, bits) {
-            None => {
-                self.counts.dropped += 1;
-                Offer::Dropped
-            }
-            // Within its ceilings now, and none of its class is held: it may
-            // leave at once. A packet of the class still held, even one whose
-            // time has come, has not been sent yet (the datapath hands the due
-            // ones out through `poll`, after the packets it offered in the same
-            // batch): passing now would put this packet ahead of it, and a
-            // flow's packets would leave out of order.
-            Some(leave) if leave <= now && self.waiting[class] == 0 => {
-                self.counts.passed += 1;
-                Offer::Pass
-            }
-            Some(leave) => {
-                self.seq += 1;
-                self.waiting[class] += 1;
-                self.out.push(Reverse(Held {
-                    at: leave,
-                    seq: self.seq,
-                    class,
-                    flow: None,
-                    bits,
-                    // Counted in the class's queue only when it had to wait for
-                    // the class (`enter_class` counted it then).
-                    class_queued: leave > now,
-                    packet: std::mem::take(packet),
-                }));
-                self.counts.queued += 1;
-                Offer::Queued
-            }
-        }
+        Some(self.pass_or_hold(class, at, now, f, packet))
     }
 
-    /// A packet reaching stage 2 at `at`: when it may leave, or None when the
-    /// class's queue is full. Counts it as queued when it must wait.
+    fn dropped(&mut self, f: Frames) -> Offer {
+        self.counts.dropped += u64::from(f.n);
+        Offer::Dropped
+    }
+
+    fn hold_for_flow(
+        &mut self,
+        start: Instant,
+        class: usize,
+        flow: K,
+        frames: Frames,
+        flow_frames: u32,
+        packet: &mut Vec<u8>,
+    ) {
+        self.seq += 1;
+        self.flow_stage.push(Reverse(Held {
+            at: start,
+            seq: self.seq,
+            class,
+            flow: Some(flow),
+            frames,
+            flow_frames,
+            class_frames: 0,
+            packet: std::mem::take(packet),
+        }));
+        self.counts.queued += u64::from(frames.n);
+    }
+
+    /// What the class's queue would do with `f` reaching it at `at`; None
+    /// when the class has no aggregate ceiling.
+    fn class_admission(
+        &self,
+        class: usize,
+        at: Instant,
+        now: Instant,
+        f: Frames,
+    ) -> Option<Admission> {
+        let rate = self.limits[class].aggregate_bps?;
+        Some(self.classes[class].admit(at, now, f, rate, self.limit))
+    }
+
+    /// A packet offered now reaching stage 2 at `at`, after `class_admission`
+    /// said it is not `Partial`: passed, held or dropped.
+    fn pass_or_hold(
+        &mut self,
+        class: usize,
+        at: Instant,
+        now: Instant,
+        f: Frames,
+        packet: &mut Vec<u8>,
+    ) -> Offer {
+        let Some((leave, class_frames)) = self.enter_class(class, at, now, f) else {
+            return self.dropped(f);
+        };
+        // Within its ceilings now, and none of its class is held: it may
+        // leave at once. A packet of the class still held, even one whose
+        // time has come, has not been sent yet (the datapath hands the due
+        // ones out through `poll`, after the packets it offered in the same
+        // batch): passing now would put this packet ahead of it, and a
+        // flow's packets would leave out of order.
+        if leave <= now && self.waiting[class] == 0 {
+            self.counts.passed += u64::from(f.n);
+            return Offer::Pass;
+        }
+        self.seq += 1;
+        self.waiting[class] += 1;
+        self.out.push(Reverse(Held {
+            at: leave,
+            seq: self.seq,
+            class,
+            flow: None,
+            frames: f,
+            flow_frames: 0,
+            class_frames,
+            packet: std::mem::take(packet),
+        }));
+        self.counts.queued += u64::from(f.n);
+        Offer::Queued
+    }
+
+    /// A packet reaching stage 2 at `at`: when it may leave and its frames
+    /// counted in the class's queue, or None when the queue is full for its
+    /// first frame. One the queue would take only in part, taken whole here:
+    /// a packet already held through its flow's stage cannot be cut any more
+    /// (a difference of one super-packet's frames, where a flow ceiling and an
+    /// aggregate one both bind).
     fn enter_class(
         &mut self,
         class: usize,
         at: Instant,
         now: Instant,
-        bits: f64,
-    ) -> Option<Instant> {
+        f: Frames,
+    ) -> Option<(Instant, u32)> {
         let Some(rate) = self.limits[class].aggregate_bps else {
-            return Some(at);
+            return Some((at, 0));
         };
         let c = &mut self.classes[class];
-        let leave = c.free_at.max(at);
-        if leave > now {
-            if c.queued >= self.queue_packets && leave - now > self.max_wait {
-                return None;
-            }
-            c.queued += 1;
-        }
-        c.free_at = leave + bits_time(bits, rate);
-        Some(leave)
+        let leave = match c.admit(at, now, f, rate, self.limit) {
+            Admission::Drop => return None,
+            Admission::Take(leave) | Admission::Partial(leave) => leave,
+        };
+        Some((leave, c.take(leave, now, f, rate)))
     }
 
     /// Moves stage-1 packets whose flow turn has come into stage 2.
     fn advance(&mut self, now: Instant) {
         while self.flow_stage.peek().is_some_and(|h| h.0.at <= now) {
             let Reverse(mut h) = self.flow_stage.pop().unwrap();
+            let rate = self.limits[h.class].flow_bps.unwrap_or(f64::INFINITY);
             if let Some(f) = h
                 .flow
                 .take()
                 .and_then(|k| self.flows.get_mut(&(h.class, k)))
             {
-                f.pace.queued = f.pace.queued.saturating_sub(1);
+                f.pace.release(h.flow_frames, h.at, h.frames, rate);
             }
-            match self.enter_class(h.class, h.at, now, h.bits) {
-                None => self.counts.dropped += 1,
-                Some(leave) => {
-                    h.class_queued = leave > now;
+            match self.enter_class(h.class, h.at, now, h.frames) {
+                None => self.counts.dropped += u64::from(h.frames.n),
+                Some((leave, class_frames)) => {
+                    h.class_frames = class_frames;
                     h.at = leave;
                     self.waiting[h.class] += 1;
                     self.out.push(Reverse(h));
@@ -304,9 +360,9 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         }
         let Reverse(h) = self.out.pop().unwrap();
         self.waiting[h.class] = self.waiting[h.class].saturating_sub(1);
-        if h.class_queued {
-            let c = &mut self.classes[h.class];
-            c.queued = c.queued.saturating_sub(1);
+        if h.class_frames > 0 {
+            let rate = self.limits[h.class].aggregate_bps.unwrap_or(f64::INFINITY);
+            self.classes[h.class].release(h.class_frames, h.at, h.frames, rate);
         }
         Some(h.packet)
     }
@@ -324,7 +380,7 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
     /// Forgets idle flows.
     pub fn expire(&mut self, now: Instant) {
         self.flows
-            .retain(|_, f| f.pace.queued > 0 || now.duration_since(f.last_seen) < FLOW_IDLE);
+            .retain(|_, f| !f.pace.idle() || now.duration_since(f.last_seen) < FLOW_IDLE);
     }
 }
 

@@ -35,6 +35,25 @@ pub fn split_tun_read(buf: &mut [u8]) -> Result<TunRead<'_>, OffloadError> {
     Segmenter::new(&hdr, packet).map(TunRead::Gso)
 }
 
+/// Checks one TUN read (`buf`: the virtio header, then the packet) for
+/// handing on whole, header kept: a super-packet must be one [`Segmenter`]
+/// could cut (so the kernel takes it back, and it can still be cut), a partial
+/// checksum's field must lie inside the packet. Returns the wire packets it
+/// stands for.
+pub fn check_whole_read(buf: &[u8]) -> Result<usize, OffloadError> {
+    let hdr = VirtioNetHdr::parse(buf)?;
+    let packet = &buf[VNET_HDR_LEN..];
+    if hdr.gso_type != GSO_NONE {
+        return Segmenter::new(&hdr, packet).map(|s| s.count());
+    }
+    if hdr.flags & F_NEEDS_CSUM != 0
+        && usize::from(hdr.csum_start) + usize::from(hdr.csum_offset) + 2 > packet.len()
+    {
+        return Err(OffloadError::Malformed("checksum field outside the packet"));
+    }
+    Ok(1)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Transport {
     Tcp,

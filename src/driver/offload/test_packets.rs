@@ -8,7 +8,7 @@ use super::layout::{PROTO_TCP, put16, tcp};
 use super::segment::{TunRead, split_tun_read};
 use super::vnet_header::{F_NEEDS_CSUM, GSO_TCPV4, GSO_TCPV6, VirtioNetHdr};
 
-pub(super) fn ip_ok(p: &[u8]) -> bool {
+pub(crate) fn ip_ok(p: &[u8]) -> bool {
     if p[0] >> 4 == 6 {
         return true;
     }
@@ -16,7 +16,7 @@ pub(super) fn ip_ok(p: &[u8]) -> bool {
     fold(sum(&p[..ihl]) as u64) == 0xffff
 }
 
-pub(super) fn l4_ok(p: &[u8]) -> bool {
+pub(crate) fn l4_ok(p: &[u8]) -> bool {
     let (ip_len, v6, proto) = if p[0] >> 4 == 6 {
         (40, true, p[6])
     } else {
@@ -25,20 +25,20 @@ pub(super) fn l4_ok(p: &[u8]) -> bool {
     transport_checksum_ok(p, ip_len, v6, proto)
 }
 
-pub(super) const SRC4: [u8; 4] = [198, 18, 253, 1];
-pub(super) const DST4: [u8; 4] = [198, 18, 253, 2];
-pub(super) const SRC6: [u8; 16] = [0x20, 0x01, 0, 2, 0, 0, 0, 0xfd, 0, 0, 0, 0, 0, 0, 0, 1];
-pub(super) const DST6: [u8; 16] = [0x20, 0x01, 0, 2, 0, 0, 0, 0xfd, 0, 0, 0, 0, 0, 0, 0, 2];
+pub(crate) const SRC4: [u8; 4] = [198, 18, 253, 1];
+pub(crate) const DST4: [u8; 4] = [198, 18, 253, 2];
+pub(crate) const SRC6: [u8; 16] = [0x20, 0x01, 0, 2, 0, 0, 0, 0xfd, 0, 0, 0, 0, 0, 0, 0, 1];
+pub(crate) const DST6: [u8; 16] = [0x20, 0x01, 0, 2, 0, 0, 0, 0xfd, 0, 0, 0, 0, 0, 0, 0, 2];
 /// NOP, NOP, timestamps (kind 8, length 10).
-pub(super) const TS_OPTIONS: [u8; 12] = [1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0x56, 0x78];
+pub(crate) const TS_OPTIONS: [u8; 12] = [1, 1, 8, 10, 0, 0, 0x12, 0x34, 0, 0, 0x56, 0x78];
 
-pub(super) struct Tcp<'a> {
-    pub(super) v6: bool,
-    pub(super) seq: u32,
-    pub(super) flags: u8,
-    pub(super) options: &'a [u8],
-    pub(super) payload: &'a [u8],
-    pub(super) ident: u16,
+pub(crate) struct Tcp<'a> {
+    pub(crate) v6: bool,
+    pub(crate) seq: u32,
+    pub(crate) flags: u8,
+    pub(crate) options: &'a [u8],
+    pub(crate) payload: &'a [u8],
+    pub(crate) ident: u16,
 }
 
 impl Default for Tcp<'_> {
@@ -57,7 +57,7 @@ impl Default for Tcp<'_> {
 /// An IPv4 or IPv6 TCP packet with correct lengths and checksums
 /// (`partial`: the TCP checksum field holds the pseudo-header sum instead, as in
 /// a super-packet the kernel hands over with NEEDS_CSUM).
-pub(super) fn tcp_packet(t: &Tcp, partial: bool) -> Vec<u8> {
+pub(crate) fn tcp_packet(t: &Tcp, partial: bool) -> Vec<u8> {
     let thl = 20 + t.options.len();
     let mut p = Vec::new();
     if t.v6 {
@@ -97,12 +97,12 @@ pub(super) fn tcp_packet(t: &Tcp, partial: bool) -> Vec<u8> {
     p
 }
 
-pub(super) fn pattern(n: usize) -> Vec<u8> {
+pub(crate) fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
 }
 
 /// A TSO read as the TUN gives it: virtio header, then the super-packet.
-pub(super) fn tso_read(t: &Tcp, gso_size: u16) -> Vec<u8> {
+pub(crate) fn tso_read(t: &Tcp, gso_size: u16) -> Vec<u8> {
     let p = tcp_packet(t, true);
     let ip_len = if t.v6 { 40 } else { 20 };
     let hdr = VirtioNetHdr {
@@ -118,7 +118,7 @@ pub(super) fn tso_read(t: &Tcp, gso_size: u16) -> Vec<u8> {
     b
 }
 
-pub(super) fn segments(read: &mut [u8]) -> Vec<Vec<u8>> {
+pub(crate) fn segments(read: &mut [u8]) -> Vec<Vec<u8>> {
     match split_tun_read(read).unwrap() {
         TunRead::Gso(s) => (0..s.count())
             .map(|i| {

@@ -1,7 +1,9 @@
 //! `struct virtio_net_hdr`, which starts every TUN read and write with
 //! IFF_VNET_HDR (virtio 1.x section 5.1.6; include/uapi/linux/virtio_net.h):
-//! its layout, its flags and GSO types, and the error a read that makes no
-//! sense gives.
+//! its layout, its flags and GSO types, how many wire packets a super-packet
+//! carries, and the error a read that makes no sense gives. The driver's
+//! offloads read and write it; a codec that takes super-packets whole
+//! (`Codec::takes_super_packets`) finds it at the start of every buffer.
 //!
 //! ```text
 //!  0               1               2               3
@@ -121,6 +123,32 @@ impl VirtioNetHdr {
         self.emit(&mut b);
         b
     }
+
+    /// Whether the packet behind it is a TSO/USO super-packet.
+    pub fn is_gso(&self) -> bool {
+        self.gso_type != GSO_NONE
+    }
+
+    /// The wire packets (frames) `packet`, the IP packet behind this header,
+    /// stands for: 1 for a plain packet; for a super-packet, its payload past
+    /// the transport header in `gso_size` pieces, the last one shorter. None
+    /// when the header does not fit the packet.
+    pub fn frames(&self, packet: &[u8]) -> Option<usize> {
+        if !self.is_gso() {
+            return Some(1);
+        }
+        let l4 = usize::from(self.csum_start);
+        let l4_header = match self.gso_type & !GSO_ECN {
+            GSO_TCPV4 | GSO_TCPV6 => usize::from(packet.get(l4 + 12)? >> 4) * 4,
+            GSO_UDP_L4 => 8,
+            _ => return None,
+        };
+        let payload = packet.len().checked_sub(l4 + l4_header)?;
+        match usize::from(self.gso_size) {
+            0 => None,
+            size => Some(payload.div_ceil(size).max(1)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -158,5 +186,36 @@ mod tests {
                 Err(OffloadError::Truncated)
             );
         }
+    }
+
+    #[test]
+    fn a_super_packet_stands_for_its_payload_in_gso_size_pieces() {
+        // IPv4 (20) + TCP with options (32) + 3000 bytes of payload.
+        let mut p = vec![0u8; 20 + 32 + 3000];
+        p[20 + 12] = 8 << 4;
+        let tso = VirtioNetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV4 | GSO_ECN,
+            hdr_len: 52,
+            gso_size: 1448,
+            csum_start: 20,
+            csum_offset: 16,
+        };
+        assert_eq!(tso.frames(&p), Some(3), "1448 + 1448 + 104");
+        let uso = VirtioNetHdr {
+            gso_type: GSO_UDP_L4,
+            gso_size: 1000,
+            csum_offset: 6,
+            ..tso
+        };
+        assert_eq!(uso.frames(&p), Some(4), "3024 bytes past the UDP header");
+        assert_eq!(VirtioNetHdr::default().frames(&p), Some(1));
+        assert_eq!(VirtioNetHdr { gso_size: 0, ..tso }.frames(&p), None);
+        assert_eq!(tso.frames(&p[..40]), None, "no room for the TCP header");
+        let ufo = VirtioNetHdr {
+            gso_type: GSO_UDP,
+            ..tso
+        };
+        assert_eq!(ufo.frames(&p), None);
     }
 }
