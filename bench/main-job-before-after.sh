@@ -6,13 +6,15 @@
 # variants (BEFORE, AFTER, BEFORE, AFTER, ...: round 1 is BEFORE then AFTER), so the
 # BEFORE runs measure the machine's own run-to-run noise beside the AFTER ones.
 #
-#   sudo bench/main-job-before-after.sh [--rounds N] [--out DIR] BEFORE AFTER
+#   sudo bench/main-job-before-after.sh [--rounds N | --order LIST] [--out DIR] BEFORE AFTER
 #   bench/main-job-before-after.sh --report DIR   (no root: render DIR's table again)
 #
 # BEFORE and AFTER are paths to tunbench binaries (their file names must start with
 # `tunbench`: tunbench starts its datapaths from its own executable). The topology is
 # this checkout's, the same for both. Rounds default to 1 (one run each; 2 rounds
-# give the two BEFORE runs that measure the noise). Lab name `mjba`.
+# give the two BEFORE runs that measure the noise). --order gives the runs
+# instead, comma-separated (`before,after,before`: two BEFORE runs around one
+# AFTER, for the noise in less time). Lab name `mjba`.
 #
 # Output, also in DIR/report.md (default DIR: results/main-job-UTCTIME/): the wall
 # time of each run and its breakdown (each results file's time note), then one row
@@ -28,12 +30,14 @@ BENCH=main-job-before-after
 . bench/common.sh
 
 ROUNDS=1
+ORDER=
 OUT=
 REPORT=
 POS=()
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rounds) ROUNDS=${2-}; shift 2 || die "--rounds needs a value" ;;
+        --order) ORDER=${2-}; shift 2 || die "--order needs a value" ;;
         --out) OUT=${2-}; shift 2 || die "--out needs a value" ;;
         --report) REPORT=${2-}; shift 2 || die "--report needs a value" ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -117,6 +121,14 @@ if [[ -n $REPORT ]]; then
 fi
 [[ ${#POS[@]} -eq 2 ]] || die "give two tunbench binaries, BEFORE and AFTER (see --help)"
 num --rounds "$ROUNDS"
+if [[ -z $ORDER ]]; then
+    ORDER=$(for _ in $(seq 1 "$ROUNDS"); do printf 'before,after,'; done)
+fi
+IFS=, read -ra runs <<<"$ORDER"
+for variant in "${runs[@]}"; do
+    [[ $variant == before || $variant == after ]] ||
+        die "--order lists before and after only (got '$variant')"
+done
 [[ $EUID -eq 0 ]] || die "needs root (it builds labs)"
 BEFORE=$(from_here "${POS[0]}")
 AFTER=$(from_here "${POS[1]}")
@@ -137,8 +149,13 @@ run() {
         die "$name failed: $(tail -3 "$OUT/$name.progress")"
     awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f\n", b - a }' >"$OUT/$name.wall"
 }
-for round in $(seq 1 "$ROUNDS"); do
-    run before "$BEFORE" "$round"
-    run after "$AFTER" "$round"
+declare -A nth=([before]=0 [after]=0)
+for variant in "${runs[@]}"; do
+    case $variant in
+        before) bin=$BEFORE ;;
+        *) bin=$AFTER ;;
+    esac
+    nth[$variant]=$((nth[$variant] + 1))
+    run "$variant" "$bin" "${nth[$variant]}"
 done
 render "$OUT"

@@ -311,9 +311,13 @@ fn a_flooded_datapath_log_is_cut_back_under_its_cap() {
     wait_until("the flooded log cut back to 1 MiB or less", BOUND, || {
         std::fs::metadata(&log).unwrap().len() <= 1 << 20
     });
+    // The cut may fall while this test still appends: lines of the flood can
+    // then land between the truncation and the note, so the note is looked
+    // for in the file, not only at its start.
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
-        text.starts_with("tunbench datapath: log reached 1048576 bytes"),
-        "{text}"
+        text.contains("tunbench datapath: log reached 1048576 bytes; cut back"),
+        "{}",
+        &text[..text.len().min(2000)]
     );
 }

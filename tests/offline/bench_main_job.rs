@@ -97,6 +97,10 @@ fn bad_arguments_are_refused_before_anything_runs() {
             "--rounds must be a whole number",
         ),
         (vec!["--bogus"], "unknown option '--bogus'"),
+        (
+            vec!["--order", "before,later", "a", "b"],
+            "--order lists before and after only (got 'later')",
+        ),
     ] {
         let o = script().args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
