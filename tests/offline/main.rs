@@ -11,6 +11,7 @@ mod bench_assertions;
 mod bench_before_after;
 mod bench_distributed;
 mod bench_main_job;
+mod bench_router_datapaths;
 mod bench_scale;
 mod bench_soak;
 mod ci_workflow;
