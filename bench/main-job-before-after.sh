@@ -19,8 +19,9 @@
 # Output, also in DIR/report.md (default DIR: results/main-job-UTCTIME/): the wall
 # time of each run and its breakdown (each results file's time note), then one row
 # per cell: the median Mbit/s of every run, UDP search trials per run, and whether
-# each AFTER figure lies within the BEFORE runs' range widened by their own spread
-# (`same`) or not (`outside`, with how far). DIR keeps every results file.
+# each AFTER figure lies within the BEFORE runs' range widened by their own spread,
+# at least 0.5 % (`same`), or not (`outside`, with how far). DIR keeps every results
+# file.
 #
 # Figures and method: docs/benchmarks/nvr500-model.md (index: BENCHMARKS.md).
 set -euo pipefail
@@ -97,7 +98,8 @@ for k in keys:
     verdict = ""
     if before:
         lo, hi = min(before), max(before)
-        spread = hi - lo
+        # At least 0.5 % of the figure: what three significant digits show.
+        spread = max(hi - lo, 0.005 * hi)
         out = []
         for v, _, c in cs:
             fig = c.get(k, (None,))[0]
@@ -111,7 +113,8 @@ for k in keys:
         verdict = ", ".join(out)
     print(f"| {k} | " + " | ".join(row) + f" | {verdict} |")
 print("\n`(N tr)`: UDP search trials; `=`: shown from another path's or scenario's measurement; "
-      "`same`: within the BEFORE runs' range widened by its own width on each side.")
+      "`same`: within the BEFORE runs' range widened by its own width on each side "
+      "(at least 0.5 % of the figure, what three significant digits show).")
 PY
 }
 
