@@ -4,7 +4,8 @@
 # LAN2 switch), the NVR500 model's fast path, its normal path -- and measures the
 # raw path from the client PC to the server on LAN2: IPv4 and IPv6, TCP and UDP,
 # upload and download, UDP at the highest rate within 10 % loss (lowered where
-# reordering persists, the NVR500 study's rule); then the NVR500 study's speed tests (one and 6
+# reordering persists, the NVR500 study's rule; each search starts from the lab's
+# prediction); then the NVR500 study's speed tests (one and 6
 # IPv6 download streams), the VPNs from the PC through the NVR500's fast path
 # (WireGuard, L2TP/IPsec and IKEv2 with real strongSwan to the server, and the
 # NVR500's own L2TP/IPsec server), and IPv4 over the DS-Lite softwire through
@@ -12,7 +13,7 @@
 # the report with the NVR500 study's figures beside the measured ones (ratio per cell,
 # each marked calibrated -- the models were set from it -- or predicted), the
 # model's predictions for paths nobody published, and takes the labs down.
-# Short runs (3 x 3 s, best of 3), so it finishes in about a quarter of an hour;
+# Short runs (3 x 3 s, best of 3), so it finishes in about 10 minutes;
 # the results are saved under results/: JSON, an SVG chart of the matrix, and
 # an HTML page with every view's table and charts (open it in any browser; it
 # fetches nothing).

@@ -32,9 +32,13 @@ fn the_table_gives_ratios_and_cpu_per_gbit_of_the_normal_cells() {
     ]});
     std::fs::write(base.with_extension("json"), results.to_string()).unwrap();
     // 10 Gbit read (1.25e9 bytes) for 0.5 CPU seconds: 0.05 s/Gbit.
-    let samples = [(100.0, 1.0, 0u64), (105.0, 1.2, 625_000_000), (110.0, 1.5, 1_250_000_000)]
-        .map(|(t, cpu, bytes)| json!({"t": t, "cpu": cpu, "bytes": bytes}).to_string())
-        .join("\n");
+    let samples = [
+        (100.0, 1.0, 0u64),
+        (105.0, 1.2, 625_000_000),
+        (110.0, 1.5, 1_250_000_000),
+    ]
+    .map(|(t, cpu, bytes)| json!({"t": t, "cpu": cpu, "bytes": bytes}).to_string())
+    .join("\n");
     std::fs::write(base.with_extension("samples"), samples).unwrap();
     let ends = [(99.0, "fast"), (110.0, "normal")]
         .map(|(t, s)| json!({"t": t, "scenario": s, "cell": "IPv4 TCP upload"}).to_string())
