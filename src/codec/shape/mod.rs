@@ -12,7 +12,7 @@
 //!
 //! A packet's cost is given by the caller in bits (a device model meters
 //! transport payload; a link meters the frame). A super-packet is offered
-//! whole with the frames it carries and metered as those frames ([`pace`]).
+//! whole with the frames it carries and metered as those frames (the `pace` module).
 
 pub mod link;
 mod pace;
