@@ -648,20 +648,25 @@ mod tests {
         }
     }
 
-    /// With -R a server whose reply was lost is already sending: its data
-    /// must not keep the client from saying hello again (it did: every read
-    /// returned data, no timeout fired, and the client gave up after 10 s).
-    #[test]
-    fn a_hello_is_said_again_while_the_servers_data_arrives() {
-        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let o = ClientOptions {
+    /// A client's options toward `server`, a UDP socket standing in for one.
+    fn udp_options(server: &std::net::UdpSocket) -> ClientOptions {
+        ClientOptions {
             server: server.local_addr().unwrap(),
             bind: None,
             params: TestParams::default(),
             connect_timeout: Duration::from_secs(2),
             intervals: false,
             abort: None,
-        };
+        }
+    }
+
+    /// With -R a server whose reply was lost is already sending: its data
+    /// must not keep the client from saying hello again (it did: every read
+    /// returned data, no timeout fired, and the client gave up after 10 s).
+    #[test]
+    fn a_hello_is_said_again_while_the_servers_data_arrives() {
+        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let o = udp_options(&server);
         let t = std::thread::spawn(move || {
             let mut buf = [0u8; 64];
             let (n, from) = server.recv_from(&mut buf).unwrap();
@@ -688,14 +693,7 @@ mod tests {
     #[test]
     fn a_lost_udp_hello_is_said_again() {
         let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let o = ClientOptions {
-            server: server.local_addr().unwrap(),
-            bind: None,
-            params: TestParams::default(),
-            connect_timeout: Duration::from_secs(2),
-            intervals: false,
-            abort: None,
-        };
+        let o = udp_options(&server);
         let t = std::thread::spawn(move || {
             let mut buf = [0u8; 64];
             // The first hello is "lost": read and not answered.
