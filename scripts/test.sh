@@ -14,10 +14,6 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   echo "test: installing cargo-nextest, the test runner (once, from crates.io)" >&2
   cargo install --locked cargo-nextest
 fi
-if ! cargo deb --version >/dev/null 2>&1; then
-  echo "test: installing cargo-deb, which builds the package tests/package installs (once, from crates.io)" >&2
-  cargo install --locked cargo-deb
-fi
 cargo test --release --workspace --no-run
 # The API's documentation builds without a warning (broken links, bare URLs),
 # beside the tests: it builds in its own profile while they mostly wait.

@@ -2,7 +2,8 @@
 //! corpus of broken topologies, fuzz regressions, the VPN codecs' wire bytes
 //! against tshark, the benchmark scripts' own checks, the CI example against
 //! actionlint and GitHub's schema, the Kubernetes example against the API
-//! schema, setup.sh's modes, and `report` merging several results files.
+//! schema, setup.sh's modes, the Debian package's control file against
+//! Cargo.toml, and `report` merging several results files.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -21,6 +22,7 @@ mod example_files;
 mod fuzz_regressions;
 mod hosts_inventory;
 mod kubernetes_example;
+mod package_sources;
 mod report_merge;
 mod setup_modes;
 mod validate;

@@ -1,10 +1,10 @@
 //! scripts/package.sh --no-build packages the release binary under test; apt
-//! installs the .deb as a user would; the installed tunbench validates a
-//! shipped topology and runs a lab from /usr/bin; its man pages and completions
-//! are where man and the shells look and match what the binary generates; a
-//! purge leaves none of it. The package is machine-wide: a guard purges it
-//! even when the test fails, and the test refuses to replace a tunbench that
-//! no package installed.
+//! installs the .deb as a user would and dpkg finds each file as the package's
+//! checksums say; the installed tunbench validates a shipped topology and runs
+//! a lab from /usr/bin; its man pages and completions are where man and the
+//! shells look and match what the binary generates; a purge leaves none of it.
+//! The package is machine-wide: a guard purges it even when the test fails,
+//! and the test refuses to replace a tunbench that no package installed.
 
 use crate::common::{LabGuard, assert_gone, lab_name, text};
 use std::path::{Path, PathBuf};
@@ -156,7 +156,7 @@ fn check_control(deb: &Path) {
     let needed = newest_glibc(Path::new(crate::common::bin()));
     assert!(
         numbers(libc) >= needed,
-        "the binary uses GLIBC_{needed:?} symbols and Depends says libc6 (>= {libc}): raise it in Cargo.toml"
+        "the binary uses GLIBC_{needed:?} symbols and Depends says libc6 (>= {libc}): raise it in packaging/deb/control"
     );
     let recommends = field(deb, "Recommends");
     assert!(
@@ -179,6 +179,20 @@ fn install(deb: &Path) {
         text(&o)
     );
     assert_eq!(owner(INSTALLED).as_deref(), Some(PACKAGE));
+}
+
+/// Every installed file as DEBIAN/md5sums says, which scripts/package.sh
+/// writes after staging (a file changed after it would show here).
+fn verify_checksums() {
+    let o = Command::new("dpkg")
+        .args(["--verify", PACKAGE])
+        .output()
+        .expect("running dpkg --verify");
+    assert!(
+        o.status.success() && o.stdout.is_empty(),
+        "dpkg --verify {PACKAGE}: {}",
+        text(&o)
+    );
 }
 
 /// The installed tunbench on a shipped topology: validate, up, check, down.
@@ -255,6 +269,7 @@ fn the_package_installs_runs_a_lab_and_purges_without_a_trace() {
     check_control(&deb);
     let _installed = Installed;
     install(&deb);
+    verify_checksums();
     run_a_lab();
     check_manuals_and_completions();
     let o = purge();
