@@ -247,20 +247,3 @@ pub fn tcp_moves(lab: &str, client: &str, server: &str, to: &str, reverse: bool)
         "{lab}: TCP {client} -> {to} (reverse {reverse}): {got} bytes of 8 MiB arrived"
     );
 }
-
-/// UDP from `client` to `server` at `to`: 1.2 MiB at 10 Mbit/s, a rate no
-/// datapath falls behind on, nearly all of which arrives.
-pub fn udp_moves(lab: &str, client: &str, server: &str, to: &str) {
-    // 1024 datagrams of 1200 bytes.
-    let args = ["-u", "-b", "10M", "-l", "1200", "-n", "1200K"];
-    let j = engine_json(lab, client, server, to, 5201, &args);
-    let sum = &j["end"]["sum"];
-    let (sent, lost) = (
-        sum["packets"].as_u64().unwrap_or(0),
-        sum["lost_packets"].as_u64().unwrap_or(u64::MAX),
-    );
-    assert!(
-        sent >= 1024 && lost * 10 <= sent,
-        "{lab}: UDP {client} -> {to}: {lost} of {sent} datagrams lost"
-    );
-}
