@@ -2,11 +2,11 @@
 # Benchmark (not a test): every tunnel kind over a 1G Ethernet underlay against
 # the wire limit tunbench predicts for it, in one run. The topologies are
 # tests/fixtures/wire/{tunnels,wireguard}.toml with the link at 1G instead of
-# 100M, and a [[measure]] of the raw link and one of the tunnel appended;
+# 20M, and a [[measure]] of the raw link and one of the tunnel appended;
 # `tunbench run` measures TCP and UDP, both families, upload, 1 stream, and
 # its report puts each cell beside its wire limit (rate x payload / wire bytes
 # of the outer frame). At 1G on 2 cores a userspace datapath may be what holds
-# a figure lower; the 100M test (tests/datapath/wire_tunnels.rs) is where no
+# a figure lower; the 20M test (tests/datapath/wire_tunnels.rs) is where no
 # CPU limits.
 #
 #   sudo bench/tunnel-wire.sh [RUNS [SECONDS]]     (defaults: 1 run, 3 s)
@@ -51,7 +51,7 @@ latency = false
 '
 
 for kind in tunnels wireguard; do
-  sed 's/rate = "100M"/rate = "1G"/' "tests/fixtures/wire/$kind.toml" > "$DIR/$kind.toml"
+  sed 's/rate = "20M"/rate = "1G"/' "tests/fixtures/wire/$kind.toml" > "$DIR/$kind.toml"
   echo "$measures" >> "$DIR/$kind.toml"
   echo "== $kind.toml at 1G, $RUNS run(s) of $SECS s" >&2
   "$TB" run "$DIR/$kind.toml" --name "btw$$${kind:0:1}" --runs "$RUNS" --duration "$SECS" \

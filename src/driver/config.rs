@@ -4,6 +4,7 @@
 //! sees the whole configuration surface in one place.
 
 use super::tun::TunError;
+use super::tun_rs_backend::TunBackend;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -84,6 +85,10 @@ pub struct DriverConfig {
     /// is. Our TUN path only, not tun-rs's.
     #[serde(default)]
     pub segment_into_tun: Option<usize>,
+    /// Which code reads and coalesces on the TUN; None: as TUNBENCH_TUN says
+    /// (`TunBackend::from_env`).
+    #[serde(default)]
+    pub tun_backend: Option<TunBackend>,
     /// Test-only: a fault to inject into one thread (see [`Fault`]).
     #[doc(hidden)]
     #[serde(skip)]
@@ -152,6 +157,7 @@ impl DriverConfig {
             frames: true,
             tap: false,
             segment_into_tun: None,
+            tun_backend: None,
             fault: None,
         }
     }

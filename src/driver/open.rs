@@ -43,10 +43,15 @@ pub(super) struct OpenedTun {
     pub(super) backend: TunBackend,
 }
 
-/// TUNBENCH_TUN=tun-rs attaches through tun-rs, except for a TAP or with
-/// offloads off, which keep our path (see `tun_rs_backend`).
+/// The tun-rs backend (`config.tun_backend`, else TUNBENCH_TUN) attaches
+/// through tun-rs, except for a TAP or with offloads off, which keep our path
+/// (see `tun_rs_backend`).
 fn open_tun(config: &DriverConfig) -> Result<OpenedTun, DriverError> {
-    if TunBackend::from_env()? == TunBackend::TunRs && config.offloads && !config.tap {
+    let backend = match config.tun_backend {
+        Some(b) => b,
+        None => TunBackend::from_env()?,
+    };
+    if backend == TunBackend::TunRs && config.offloads && !config.tap {
         let (devs, offloads) = tun_rs_backend::attach(&config.tun, config.queues)?;
         return Ok(OpenedTun {
             queues: devs.into_iter().map(TunQueue::TunRs).collect(),

@@ -125,7 +125,6 @@ fn impair_changes_a_running_lab() {
         |secs| most(10e6, TCP, secs),
         || measure(&lab, "left", "right", RIGHT, 5310, &["-t", "4"]),
     );
-    let most = most(10e6, TCP, 4.0);
     assert!(qdisc("right").contains("rate 8Mbit"), "{}", qdisc("right"));
     let bad = tunbench(&["impair", &lab, "left:eth7", "--rate", "1M"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
@@ -146,15 +145,9 @@ fn impair_changes_a_running_lab() {
     let bad = tunbench(&["impair", &lab, "left:eth0", "--loss", "101"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(text(&bad).contains("outside 0..100"), "{}", text(&bad));
+    // Cleared what reaches right: left's shaper is gone, right's stays.
     let o = tunbench(&["impair", &lab, "right:eth0", "--clear", "--direction", "in"]);
     assert!(o.status.success(), "impair --clear: {}", text(&o));
     assert!(!qdisc("left").contains("tbf"), "{}", qdisc("left"));
-    // Unshaped, a veth carries far more than the shaper ever let through.
-    let free = measure(&lab, "left", "right", RIGHT, 5312, &["-t", "1"]).bps;
-    assert!(
-        free > 2.0 * most,
-        "unshaped left->right only {:.0} Mbit/s, the shaper let up to {:.0} through",
-        free / 1e6,
-        most / 1e6
-    );
+    assert!(qdisc("right").contains("rate 8Mbit"), "{}", qdisc("right"));
 }

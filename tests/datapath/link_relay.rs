@@ -2,9 +2,10 @@
 //! in one-way delays (timestamps from the one clock all the lab's namespaces
 //! share), none shorter than the delay and the median at most 20 % above it, a
 //! margin large against a loaded machine's wake-up latency and small against
-//! the delay; a loss of 1 % is 0.8-1.2 % of the 40k or more frames the relay
-//! saw under the engine's UDP test, whose receiver sees at least that, with
-//! reordering seen as out of order; both ends still see one Ethernet segment
+//! the delay; a loss of 1 % is what a binomial draw of 1 % gives over the
+//! frames the relay saw under the engine's UDP test (within 4 standard
+//! deviations, however many it saw), whose receiver loses at least those,
+//! with reordering seen as out of order; both ends still see one Ethernet segment
 //! (neighbour discovery, both families); `tunbench impair` changes the delay
 //! of the running lab; the relay namespace goes with the lab.
 
@@ -91,9 +92,22 @@ fn assert_delay(what: &str, mut delays: Vec<f64>, delay_ms: f64) {
     );
 }
 
-/// Frames lost in percent of those seen: what a loss of 1 % gives over 40k or
-/// more, within 4 standard deviations (0.05 %).
-const LOSS: std::ops::RangeInclusive<f64> = 0.8..=1.2;
+/// Frames lost in percent of `seen`: what a loss of 1 % gives, within 4
+/// standard deviations of a binomial draw of that many (0.8-1.2 % over 40k).
+fn loss_window(seen: u64) -> std::ops::RangeInclusive<f64> {
+    let sd = 100.0 * (0.01 * 0.99 / seen.max(1) as f64).sqrt();
+    (1.0 - 4.0 * sd)..=(1.0 + 4.0 * sd)
+}
+
+/// Frames the relay must see for its loss share to say something: 1 % of
+/// them is 0.44-1.56 % within 4 standard deviations, apart from no loss and
+/// from twice it. The engine offers 50k; any machine passes a tenth of them.
+const ENOUGH_FRAMES: u64 = 5_000;
+
+/// Frames of the test's direction that are not the engine's datagrams (its
+/// control connection, neighbour discovery): the relay's loss may take a few
+/// of them, which the engine never counts as lost.
+const OTHER_FRAMES_LOST: u64 = 10;
 
 #[test]
 fn delay_loss_and_reordering_through_the_relay() {
@@ -116,10 +130,11 @@ fn delay_loss_and_reordering_through_the_relay() {
 
     // 1 % loss right to left, under the engine's UDP test (-R: the server on
     // the right sends): 50k datagrams of 100 bytes at 10k a second. The
-    // relay's own counters say what it drew: 0.8-1.2 % of the frames it saw.
-    // The engine's receiver sees at least that: a starved relay or receiver
-    // adds losses of its own (the TAP's queue of 1000 frames overflows),
-    // never fewer.
+    // relay's own counters say what it drew of the frames it saw; how many
+    // it saw depends on the machine (the TAP's queue of 1000 frames
+    // overflows when the relay is starved). The engine's receiver loses at
+    // least what the relay dropped: a starved relay or receiver adds losses
+    // of its own, never fewer.
     let p = state_dir(&lab).join("datapath-link.0.b_to_a.json");
     let counts = |v: &Value| {
         let n = |k: &str, f: &str| v[k][f].as_u64().unwrap_or(0);
@@ -145,14 +160,12 @@ fn delay_loss_and_reordering_through_the_relay() {
          the engine lost {lost} of {packets} datagrams, {ooo} out of order"
     );
     assert!(
-        seen >= 40_000 && LOSS.contains(&share),
-        "{p:?}: the relay dropped {dropped} of {seen} frames"
+        seen >= ENOUGH_FRAMES && loss_window(seen).contains(&share),
+        "{p:?}: the relay dropped {dropped} of {seen} frames, want {:?} %",
+        loss_window(seen)
     );
-    // What the path lost before the relay, and 0.8 % or more of the rest:
-    // 0.7 % at least, with room for the few other frames (the control
-    // connection's, neighbour discovery's) the relay may have dropped.
     assert!(
-        packets >= 40_000 && 1000 * lost >= 7 * packets,
+        lost + OTHER_FRAMES_LOST >= dropped,
         "the engine lost {lost} of {packets} datagrams, the relay dropped {dropped}"
     );
     assert!(ooo > 0, "2 % reordering shows as out of order");

@@ -6,6 +6,8 @@
 mod common;
 
 mod driver;
+mod driver_measure;
+mod driver_stall;
 mod host_limits;
 mod impair;
 mod link_relay;

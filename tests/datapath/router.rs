@@ -84,10 +84,15 @@ fn slow_path_forwards_both_families_through_its_process() {
 /// A datagram leaving with TTL / hop limit 2 arrives (r1 takes one); with 1,
 /// r1 answers ICMP time exceeded, which the sender's socket reports, and does
 /// not forward it: a third datagram (TTL 2) sent after it, on the same path,
-/// arrives right after the first.
+/// arrives right after the first. Each is sent once, once a ping has crossed
+/// r1 (a slow path's TUN takes nothing the kernel redirects to it until the
+/// kernel has seen its reader attach).
 fn ttl_drops_by_exactly_one(datapath: &str, tag: &str) {
     let (_g, lab) = lab_with(datapath, tag);
     for (dst, v6) in [(RIGHT_V4, false), (RIGHT_V6, true)] {
+        eventually(&format!("a ping through r1 to {dst}"), || {
+            ping_from(&lab, "left", &[dst])
+        });
         let ns = format!("{lab}-right");
         let (tx, rx) = std::sync::mpsc::channel();
         let server = std::thread::spawn(move || {
