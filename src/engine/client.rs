@@ -660,6 +660,42 @@ mod tests {
         }
     }
 
+    /// A server's UDP port standing in for one whose first reply was lost:
+    /// it answers no hello until the second, then every one (a reply lost on
+    /// the way costs another second, never the test), until `done`. With
+    /// `data`, it sends a datagram of test data every 10 ms meanwhile, as a
+    /// server under -R does. Returns the hellos it heard.
+    fn losing_the_first_reply(
+        server: std::net::UdpSocket,
+        data: bool,
+        done: Arc<AtomicBool>,
+    ) -> std::thread::JoinHandle<usize> {
+        std::thread::spawn(move || {
+            server
+                .set_read_timeout(Some(Duration::from_millis(10)))
+                .unwrap();
+            let (mut buf, mut hellos, mut client) = ([0u8; 64], 0, None);
+            while !done.load(Ordering::Relaxed) {
+                match server.recv_from(&mut buf) {
+                    Ok((n, from)) => {
+                        assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
+                        hellos += 1;
+                        client = Some(from);
+                        if hellos >= 2 {
+                            server.send_to(&protocol::UDP_CONNECT_REPLY, from).unwrap();
+                        }
+                    }
+                    Err(_) => {
+                        if let Some(to) = client.filter(|_| data) {
+                            server.send_to(&[0u8; 100], to).unwrap();
+                        }
+                    }
+                }
+            }
+            hellos
+        })
+    }
+
     /// With -R a server whose reply was lost is already sending: its data
     /// must not keep the client from saying hello again (it did: every read
     /// returned data, no timeout fired, and the client gave up after 10 s).
@@ -667,25 +703,13 @@ mod tests {
     fn a_hello_is_said_again_while_the_servers_data_arrives() {
         let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let o = udp_options(&server);
-        let t = std::thread::spawn(move || {
-            let mut buf = [0u8; 64];
-            let (n, from) = server.recv_from(&mut buf).unwrap();
-            assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
-            // The reply is "lost"; data flows every 10 ms until the hello
-            // comes again, which is then answered.
-            server.set_nonblocking(true).unwrap();
-            loop {
-                server.send_to(&[0u8; 100], from).unwrap();
-                if let Ok((n, _)) = server.recv_from(&mut buf) {
-                    assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
-                    server.send_to(&protocol::UDP_CONNECT_REPLY, from).unwrap();
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        });
-        open_udp_stream(&o).expect("the hello said again is answered");
-        t.join().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let t = losing_the_first_reply(server, true, done.clone());
+        let opened = open_udp_stream(&o);
+        done.store(true, Ordering::Relaxed);
+        let hellos = t.join().unwrap();
+        opened.expect("the hello said again is answered");
+        assert!(hellos >= 2, "{hellos} hellos");
     }
 
     /// A hello or its reply lost on the way (a lossy link) costs a second, not
@@ -694,22 +718,18 @@ mod tests {
     fn a_lost_udp_hello_is_said_again() {
         let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let o = udp_options(&server);
-        let t = std::thread::spawn(move || {
-            let mut buf = [0u8; 64];
-            // The first hello is "lost": read and not answered.
-            let (n, _) = server.recv_from(&mut buf).unwrap();
-            assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
-            let (n, from) = server.recv_from(&mut buf).unwrap();
-            assert_eq!(&buf[..n], &protocol::UDP_CONNECT_MSG);
-            server.send_to(&protocol::UDP_CONNECT_REPLY, from).unwrap();
-        });
+        let done = Arc::new(AtomicBool::new(false));
+        let t = losing_the_first_reply(server, false, done.clone());
         let started = std::time::Instant::now();
-        open_udp_stream(&o).expect("the second hello is answered");
-        t.join().unwrap();
+        let opened = open_udp_stream(&o);
+        let waited = started.elapsed();
+        done.store(true, Ordering::Relaxed);
+        let hellos = t.join().unwrap();
+        opened.expect("the second hello is answered");
+        assert!(hellos >= 2, "{hellos} hellos");
         // Said again only once the first went unanswered for an interval (a
         // timer never fires early); answered within the client's patience, or
         // open_udp_stream would have failed.
-        let waited = started.elapsed();
         assert!(waited >= HELLO_INTERVAL, "{waited:?}");
     }
 }

@@ -154,14 +154,29 @@ fn filler(len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// How long to wait before `sent` more bytes are allowed at `rate` bit/s.
+/// How long to wait before `sent` more bytes are allowed at the plan's rate,
+/// by the stream's clock.
 fn pace(plan: &StreamPlan, sent: u64) -> Option<Duration> {
-    if plan.rate == 0 {
+    pace_at(plan.rate, sent, plan.start.elapsed())
+}
+
+/// How long after `elapsed` (since the stream's start) `sent` bytes are due at
+/// `rate` bit/s; None when they are due already, or the rate is unlimited (0).
+/// A sender that waits for this never gets ahead of the rate, and one that
+/// fell behind is let through at once, until it has caught up.
+fn pace_at(rate: u64, sent: u64, elapsed: Duration) -> Option<Duration> {
+    if rate == 0 {
         return None;
     }
-    let due = Duration::from_secs_f64(sent as f64 * 8.0 / plan.rate as f64);
-    let now = plan.start.elapsed();
-    (due > now).then(|| due - now)
+    let due = Duration::from_secs_f64(sent as f64 * 8.0 / rate as f64);
+    (due > elapsed).then(|| due - elapsed)
+}
+
+/// Datagrams of `len` bytes that `rate` bit/s allows by `elapsed` since the
+/// stream's start, counted from the first: a sender that sends no more than
+/// this never gets ahead of the rate, and one that fell behind catches up.
+fn datagrams_due(rate: u64, len: usize, elapsed: Duration) -> u64 {
+    (elapsed.as_secs_f64() * rate as f64 / 8.0 / len as f64) as u64
 }
 
 fn over_limit(plan: &StreamPlan, n: u64) -> bool {
@@ -336,8 +351,7 @@ fn udp_send(
         let n = if plan.rate == 0 {
             cap
         } else {
-            let allowed =
-                (plan.start.elapsed().as_secs_f64() * plan.rate as f64 / 8.0 / len as f64) as u64;
+            let allowed = datagrams_due(plan.rate, len, plan.start.elapsed());
             let n = allowed.saturating_sub(counter).min(cap as u64) as usize;
             if n == 0 {
                 std::thread::sleep(
@@ -567,27 +581,73 @@ mod tests {
 
     #[test]
     fn pacing_waits_for_the_rate() {
-        let plan = StreamPlan {
-            id: 1,
-            sending: true,
-            protocol: Protocol::Tcp,
-            len: 1000,
-            rate: 8_000_000,
-            wide_counters: false,
-            streams: 1,
-            start: Instant::now(),
-            omit: Duration::ZERO,
-            byte_limit: None,
-        };
-        // 1 MB at 8 Mbit/s is due after one second.
-        let w = pace(&plan, 1_000_000).unwrap();
-        assert!(
-            w > Duration::from_millis(900) && w <= Duration::from_secs(1),
-            "{w:?}"
+        let ms = Duration::from_millis;
+        // 1 MB at 8 Mbit/s is due one second after the start.
+        assert_eq!(pace_at(8_000_000, 1_000_000, ms(250)), Some(ms(750)));
+        assert_eq!(
+            pace_at(8_000_000, 1_000_000, Duration::ZERO),
+            Some(ms(1000))
         );
-        assert_eq!(pace(&plan, 0), None);
-        let unlimited = StreamPlan { rate: 0, ..plan };
-        assert_eq!(pace(&unlimited, u64::MAX / 16), None);
+        assert_eq!(pace_at(8_000_000, 1_000_000, ms(1000)), None);
+        // Behind the schedule (a stall): due at once, until caught up.
+        assert_eq!(pace_at(8_000_000, 1_000_000, ms(3000)), None);
+        assert_eq!(pace_at(8_000_000, 0, Duration::ZERO), None);
+        // Unlimited.
+        assert_eq!(pace_at(0, u64::MAX / 16, Duration::ZERO), None);
+    }
+
+    /// A TCP sender writing a block whenever `pace_at` lets it, on a clock
+    /// that ticks by 100 us, stalled from 1 s to 1.4 s: by every tick it has
+    /// written no more than the rate allows plus the block in hand; before
+    /// the stall and at the end no less than the rate less one block (after
+    /// the stall it caught up).
+    #[test]
+    fn a_paced_writer_keeps_the_rate_and_catches_up_after_a_stall() {
+        const RATE: u64 = 80_000_000;
+        const BLOCK: u64 = 128 * 1024;
+        let step = Duration::from_micros(100);
+        let stall = Duration::from_secs(1)..Duration::from_millis(1400);
+        // What the rate allows by `t`, and a byte: a due time is rounded to
+        // the nanosecond.
+        let allowed = |t: Duration| t.as_secs_f64() * RATE as f64 / 8.0 + 1.0;
+        let mut sent = 0u64;
+        let mut t = Duration::ZERO;
+        let mut before_stall = 0;
+        while t < Duration::from_secs(3) {
+            if t == stall.start {
+                before_stall = sent;
+            }
+            if !stall.contains(&t) && pace_at(RATE, sent, t).is_none() {
+                sent += BLOCK;
+            }
+            assert!(sent as f64 <= allowed(t) + BLOCK as f64, "{sent} at {t:?}");
+            t += step;
+        }
+        assert!(before_stall as f64 >= allowed(stall.start) - 1.0 - BLOCK as f64);
+        assert!(
+            sent as f64 >= allowed(t) - 1.0 - BLOCK as f64,
+            "{sent} by {t:?}"
+        );
+    }
+
+    /// The UDP sender's allowance: every datagram the rate allows by then,
+    /// counted from the start, none before its time.
+    #[test]
+    fn datagrams_are_due_at_the_rate_from_the_start() {
+        let ms = Duration::from_millis;
+        // 80 Mbit/s of 1000-byte datagrams: 10 per millisecond.
+        assert_eq!(datagrams_due(80_000_000, 1000, Duration::ZERO), 0);
+        assert_eq!(
+            datagrams_due(80_000_000, 1000, Duration::from_micros(99)),
+            0
+        );
+        assert_eq!(
+            datagrams_due(80_000_000, 1000, Duration::from_micros(100)),
+            1
+        );
+        assert_eq!(datagrams_due(80_000_000, 1000, ms(1000)), 10_000);
+        // After a stall, all that fell due meanwhile: the sender catches up.
+        assert_eq!(datagrams_due(80_000_000, 1000, ms(3000)), 30_000);
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //!   bounds and within 20 ms of ours;
 //! - a 20 Mbit/s link with a 200-frame queue under one TCP upload: the forward
 //!   delay reaches what the queue holds at that rate (200 frames of 1538 bytes
-//!   on the wire: 123 ms) and its median stays within it, the way back has no
-//!   queue, and `--expect` reads it;
+//!   on the wire: 123 ms) and its median stays within it, the way back and
+//!   the idle lab have none (far less than it), and `--expect` reads it;
 //! - `[[assert]]` entries hold latency figures in `tunbench test`.
 
 use crate::common::*;
@@ -171,9 +171,12 @@ fn a_full_queue_shows_as_delay_under_load_one_way() {
     eprintln!(
         "least idle RTT {idle:.3} ms; under load one way out p99 {p99:.1} ms, median {median:.1} ms, back median {back:.2} ms; predicted {predicted:.1} ms"
     );
+    // No queue on an idle lab, nor on the way back under load: far less
+    // than the forward queue's delay, which a stalled probe or responder
+    // (only ever adding delay) cannot blur into it.
     assert!(
-        idle < 1.0,
-        "least idle RTT {idle} ms: a queue on an idle lab"
+        idle < predicted / 10.0,
+        "least idle RTT {idle} ms: a queue on an idle lab (the full queue's {predicted:.1} ms)"
     );
     // Stalls only add delay: the queue filled if even the p99 reaches it ...
     assert!(
@@ -185,7 +188,10 @@ fn a_full_queue_shows_as_delay_under_load_one_way() {
         median <= predicted * 1.2,
         "median {median:.1} ms beyond the queue's {predicted:.1} ms"
     );
-    assert!(back < 5.0, "the way back has no queue: median {back} ms");
+    assert!(
+        back < predicted / 4.0,
+        "the way back has no queue: median {back} ms (the full queue's {predicted:.1} ms)"
+    );
     assert!(o.status.success(), "the expectation held: {}", text(&o));
     // The saved results, checked again: a latency ceiling the queue breaks
     // fails with the figure, and so does a cell measured without latency.

@@ -11,3 +11,4 @@ mod latency;
 mod measure;
 mod measure_external;
 mod server_input;
+mod shaped;

@@ -289,8 +289,20 @@ fn wait_readable(sock: &UdpSocket, timeout: Duration) -> io::Result<bool> {
 }
 
 /// Probes `target` at `rate` per second until `stop` is set, then waits out the
-/// echoes still on their way. Runs in the calling thread's namespace.
+/// echoes still on their way (`grace`). Runs in the calling thread's namespace.
 pub fn probe(target: SocketAddr, rate: f64, stop: &AtomicBool) -> io::Result<Phase> {
+    probe_until(target, rate, |_| stop.load(Ordering::Relaxed), grace)
+}
+
+/// Probes `target` at `rate` per second until `stop` holds of the probes so
+/// far, then waits for echoes as long after the stop as `drain` says of the
+/// probes seen by then.
+fn probe_until(
+    target: SocketAddr,
+    rate: f64,
+    mut stop: impl FnMut(&Probes) -> bool,
+    drain: impl Fn(&Probes) -> Duration,
+) -> io::Result<Phase> {
     let local: SocketAddr = match target {
         SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
         SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
@@ -306,7 +318,7 @@ pub fn probe(target: SocketAddr, rate: f64, stop: &AtomicBool) -> io::Result<Pha
     let mut stopped_at: Option<u64> = None;
     loop {
         let now = now_ns();
-        if stopped_at.is_none() && stop.load(Ordering::Relaxed) {
+        if stopped_at.is_none() && stop(prober.probes()) {
             stopped_at = Some(now);
         }
         let until = match stopped_at {
@@ -318,7 +330,7 @@ pub fn probe(target: SocketAddr, rate: f64, stop: &AtomicBool) -> io::Result<Pha
                 prober.next_due_ns()
             }
             Some(at) => {
-                let end = at + grace_of(&prober);
+                let end = at + drain(prober.probes()).as_nanos() as u64;
                 if now >= end {
                     break;
                 }
@@ -348,30 +360,38 @@ pub fn probe(target: SocketAddr, rate: f64, stop: &AtomicBool) -> io::Result<Pha
     })
 }
 
-fn grace_of(p: &Prober) -> u64 {
-    grace(p.probes()).as_nanos() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
 
-    /// How long each test probes: the length of the measurement, as
-    /// `--duration` is; no check below depends on how many probes fit in it.
-    const WINDOW: Duration = Duration::from_millis(300);
+    /// Probes each test sends: a phase ends once this many are out.
+    const PROBES: u64 = 5;
+    /// How long an echo may take at most before a test gives up on it: a
+    /// bound for a stalled machine, never waited out when every echo came.
+    const ECHO_BOUND: Duration = Duration::from_secs(10);
 
-    /// Probes `at` at `rate` for the window; the phase and the wall time the
-    /// prober ran, an upper bound on what its schedule allowed it to send.
-    fn probe_for(at: SocketAddr, rate: f64) -> (Phase, Duration) {
-        let halt = Arc::new(AtomicBool::new(false));
-        let h = halt.clone();
+    /// `PROBES` probes to `at` at `rate`, the phase ending once every one has
+    /// its echo (or `ECHO_BOUND` after the last), or after the product's
+    /// grace when `answered` is false (nobody answers); the phase and the
+    /// wall time the prober ran, an upper bound on what its schedule allowed
+    /// it to send.
+    fn probe_for(at: SocketAddr, rate: f64, answered: bool) -> (Phase, Duration) {
         let t0 = std::time::Instant::now();
-        let client = std::thread::spawn(move || probe(at, rate, &h));
-        std::thread::sleep(WINDOW);
-        halt.store(true, Ordering::Relaxed);
-        let phase = client.join().unwrap().unwrap();
-        (phase, t0.elapsed())
+        let all_out = |p: &Probes| p.sent >= PROBES;
+        let phase = if answered {
+            let drain = |p: &Probes| {
+                if p.samples.len() as u64 >= p.sent {
+                    Duration::ZERO
+                } else {
+                    ECHO_BOUND
+                }
+            };
+            probe_until(at, rate, all_out, drain)
+        } else {
+            probe_until(at, rate, all_out, grace)
+        };
+        (phase.unwrap(), t0.elapsed())
     }
 
     /// An echo responder on `sock` until the returned guard drops.
@@ -403,17 +423,20 @@ mod tests {
         let echo = bind_echo(Some("127.0.0.1".parse().unwrap()), 0).unwrap();
         let at = echo.local_addr().unwrap();
         let _r = responder(echo);
-        let (phase, ran) = probe_for(at, 200.0);
+        let (phase, ran) = probe_for(at, 200.0, true);
         let l = phase.probes.latency(200.0, phase.start_ns, true).unwrap();
-        assert!(l.sent >= 1, "{l:?}");
+        assert_eq!(l.sent, PROBES, "{l:?}");
         assert!(
             l.sent as f64 <= ran.as_secs_f64() * 200.0 + 1.0,
             "{} sent in {ran:?} at 200/s",
             l.sent
         );
         assert_eq!(l.received, l.sent, "{l:?}");
+        // The responder's stamps lie between the probe's send and its echo's
+        // arrival, within what mapping a kernel stamp onto the monotonic clock
+        // can be off by (half of a reading under 10 us wide).
         let (f, r) = (l.forward_ms.clone().unwrap(), l.reverse_ms.clone().unwrap());
-        assert!(f.min >= 0.0 && r.min >= 0.0, "{l:?}");
+        assert!(f.min >= -0.005 && r.min >= -0.005, "{l:?}");
         // Per probe, forward + reverse <= round trip: so is each median.
         assert!(f.median <= l.rtt_ms.median + 1e-3, "{l:?}");
         assert!(r.median <= l.rtt_ms.median + 1e-3, "{l:?}");
@@ -429,21 +452,22 @@ mod tests {
         let port = echo.local_addr().unwrap().port();
         let _r = responder(echo);
         let at: SocketAddr = ("127.0.0.2".parse::<IpAddr>().unwrap(), port).into();
-        let (phase, _) = probe_for(at, 200.0);
+        let (phase, _) = probe_for(at, 200.0, true);
         let l = phase.probes.latency(200.0, phase.start_ns, true).unwrap();
-        assert!(l.sent >= 1, "{l:?}");
+        assert_eq!(l.sent, PROBES, "{l:?}");
         assert_eq!(l.received, l.sent, "{l:?}");
     }
 
-    /// Nothing listening: every probe is lost, and the loop still ends.
+    /// Nobody answering (a socket bound and never read, so no other test
+    /// can take its port): every probe is lost, and the loop still ends.
     #[test]
     fn probes_to_nobody_are_all_lost() {
-        let free = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let at = free.local_addr().unwrap();
-        drop(free);
-        let (phase, _) = probe_for(at, 100.0);
+        let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let at = silent.local_addr().unwrap();
+        let (phase, _) = probe_for(at, 100.0, false);
+        drop(silent);
         let l = phase.probes.latency(100.0, phase.start_ns, true).unwrap();
-        assert!(l.sent >= 1 && l.received == 0, "{l:?}");
+        assert!(l.sent == PROBES && l.received == 0, "{l:?}");
         assert_eq!(l.lost_percent, 100.0);
     }
 }
