@@ -26,6 +26,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("swanctl", "strongswan-swanctl"),
     ("sshd", "openssh-server"),
     ("ssh-keygen", "openssh-client"),
+    ("ssh", "openssh-client"),
 ];
 
 /// `name`, once it is known to be on PATH. A missing program fails the test
