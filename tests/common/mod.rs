@@ -283,6 +283,16 @@ pub fn up_named(file: &Path, lab: &str) -> LabGuard {
     g
 }
 
+/// Whether process `pid` has ended: gone, or a zombie that whoever adopted it
+/// has not reaped yet.
+pub fn process_ended(pid: i64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty()
+        || stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
+
 /// Waits for `f` to hold (stats files are rewritten every second).
 pub fn eventually(what: &str, f: impl FnMut() -> bool) {
     wait_until(what, BOUND, f)

@@ -181,10 +181,7 @@ fn ikev2_carries_tcp_and_udp_both_ways_as_esp_in_udp() {
     assert_gone(&lab);
     assert_eq!(charons_of(&lab), Vec::<i32>::new(), "charon left behind");
     for pid in charons {
-        assert!(
-            !Path::new(&format!("/proc/{pid}")).exists(),
-            "charon {pid} still runs"
-        );
+        assert!(process_ended(pid.into()), "charon {pid} still runs");
     }
 }
 
