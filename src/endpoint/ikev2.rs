@@ -268,9 +268,10 @@ impl End<'_> {
             ])?;
             if !ok {
                 return Err(self.failure(format!(
-                    "no IKE and child SA with {} at {} ({})",
+                    "no IKE and child SA with {} at {} within {secs} s, the rest of the tunnel's timeout of {} s ({})",
                     self.peer_node,
                     self.peer_endpoint,
+                    self.timeout.as_secs(),
                     out.lines().last().unwrap_or("").trim()
                 )));
             }

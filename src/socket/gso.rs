@@ -358,45 +358,85 @@ mod tests {
         assert!(segments_per_message(1448) * 1448 <= MAX_UDP_PAYLOAD);
     }
 
+    /// How long one read waits for the next datagram: only a bound, since a
+    /// datagram on loopback is either there at once or lost.
+    const READ_BOUND: Duration = Duration::from_secs(10);
+
     fn pair() -> (Socket, Socket) {
         let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let rx = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
         rx.bind(&SockAddr::from(any)).unwrap();
-        rx.set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
+        rx.set_read_timeout(Some(READ_BOUND)).unwrap();
         set_buffers(&rx, 4 << 20);
         let tx = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
         tx.connect(&rx.local_addr().unwrap()).unwrap();
         (tx, rx)
     }
 
-    /// Sends `n` numbered datagrams of `len` bytes and returns what arrives, in order.
+    /// Datagrams the kernel dropped at `sock` (its receive buffer full), from
+    /// SO_MEMINFO.
+    fn socket_drops(sock: &Socket) -> u32 {
+        const SK_MEMINFO_DROPS: usize = 8;
+        let mut info = [0u32; 9];
+        let mut len = std::mem::size_of_val(&info) as libc::socklen_t;
+        // SAFETY: a buffer of `len` bytes and its length, as getsockopt wants.
+        let r = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_MEMINFO,
+                info.as_mut_ptr() as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        assert_eq!(r, 0, "SO_MEMINFO: {}", io::Error::last_os_error());
+        info[SK_MEMINFO_DROPS]
+    }
+
+    /// Reads from `rx` until `got` holds `n` datagrams, failing with what is
+    /// missing (and whether the socket dropped any) when one does not come.
+    fn drain(rx: &Socket, r: &mut RecvBatch, got: &mut Vec<Vec<u8>>, n: usize) {
+        while got.len() < n {
+            if let Err(e) = r.recv(rx) {
+                panic!(
+                    "{} of {n} datagrams arrived; the next did not within {READ_BOUND:?} ({e}); \
+                     the receiving socket dropped {}",
+                    got.len(),
+                    socket_drops(rx)
+                );
+            }
+            got.extend(r.datagrams().map(|d| d.to_vec()));
+        }
+    }
+
+    /// Sends `n` numbered datagrams of `len` bytes, one batch at a time, each
+    /// read back before the next is sent (so no more than a batch waits in the
+    /// kernel), and returns what arrived, in order.
     fn roundtrip(len: usize, n: usize, gso: bool, gro: bool) -> (bool, Vec<Vec<u8>>) {
         let (tx, rx) = pair();
         let gro = gro && enable_gro(&rx);
         let mut b = SendBatch::new(&tx, len, gso, &vec![0xab; len]);
         let used_gso = b.gso();
-        let mut next = 0usize;
-        while next < n {
-            let k = b.capacity().min(n - next);
-            for i in 0..k {
-                b.datagram_mut(i)[..4].copy_from_slice(&((next + i) as u32).to_be_bytes());
-            }
-            next += b.send(&tx, k).unwrap();
-        }
         let mut r = RecvBatch::new(len.max(2048), gro);
         let mut got = Vec::new();
         while got.len() < n {
-            match r.recv(&rx) {
-                Ok(_) => got.extend(r.datagrams().map(|d| d.to_vec())),
-                Err(_) => break,
+            let k = b.capacity().min(n - got.len());
+            for i in 0..k {
+                b.datagram_mut(i)[..4].copy_from_slice(&((got.len() + i) as u32).to_be_bytes());
             }
+            let want = got.len() + b.send(&tx, k).unwrap();
+            drain(&rx, &mut r, &mut got, want);
         }
+        assert_eq!(
+            socket_drops(&rx),
+            0,
+            "the receiving socket dropped datagrams"
+        );
         (used_gso, got)
     }
 
     fn check(got: &[Vec<u8>], len: usize, n: usize) {
-        assert_eq!(got.len(), n);
+        assert_eq!(got.len(), n, "datagrams arrived");
         for (i, d) in got.iter().enumerate() {
             assert_eq!(d.len(), len, "datagram {i}");
             assert_eq!(&d[..4], &(i as u32).to_be_bytes(), "datagram {i}");
@@ -442,10 +482,7 @@ mod tests {
         assert!(sent >= 1);
         let mut r = RecvBatch::new(2048, enable_gro(&rx));
         let mut got = Vec::new();
-        while got.len() < sent {
-            r.recv(&rx).unwrap();
-            got.extend(r.datagrams().map(|d| d.to_vec()));
-        }
+        drain(&rx, &mut r, &mut got, sent);
         check(&got, 1448, sent);
     }
 }

@@ -26,6 +26,7 @@ pub const PACKAGES: &[(&str, &str)] = &[
     ("swanctl", "strongswan-swanctl"),
     ("sshd", "openssh-server"),
     ("ssh-keygen", "openssh-client"),
+    ("ssh", "openssh-client"),
 ];
 
 /// `name`, once it is known to be on PATH. A missing program fails the test
@@ -282,6 +283,16 @@ pub fn up_named(file: &Path, lab: &str) -> LabGuard {
     g
 }
 
+/// Whether process `pid` has ended: gone, or a zombie that whoever adopted it
+/// has not reaped yet.
+pub fn process_ended(pid: i64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.is_empty()
+        || stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
+
 /// Waits for `f` to hold (stats files are rewritten every second).
 pub fn eventually(what: &str, f: impl FnMut() -> bool) {
     wait_until(what, BOUND, f)
@@ -303,7 +314,7 @@ pub fn capture_one_on(
     mut poke: impl FnMut(),
 ) {
     use std::process::Stdio;
-    let mut cap = Command::new("ip")
+    let cap = Command::new("ip")
         .args([
             "netns",
             "exec",
@@ -317,17 +328,55 @@ pub fn capture_one_on(
         .arg(pcap)
         .args(["-f", filter])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("tshark");
-    // tshark needs a moment before it captures.
+    let mut cap = KillOnDrop(cap);
+    wait_until_capturing(&mut cap.0);
+    wait_until(
+        &format!("tshark captured a packet for {filter}"),
+        BOUND,
+        || {
+            let done = cap.0.try_wait().unwrap().is_some();
+            if !done {
+                poke();
+            }
+            done
+        },
+    );
+}
+
+/// How long tshark may take to start capturing: its start-up (thousands of
+/// dissectors, Lua) is seconds of CPU, stretched many times on a loaded core.
+const TSHARK_START_BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits for tshark (`cap`, its stderr piped) to say "Capture started": its
+/// filter is live from then on, so what is sent after is captured. The rest
+/// of its stderr is drained, so tshark never blocks on a full pipe.
+pub fn wait_until_capturing(cap: &mut std::process::Child) {
+    use std::io::BufRead;
+    let err = cap.stderr.take().expect("tshark's stderr piped");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines() {
+            let Ok(l) = l else { break };
+            // Once the test stopped listening, the rest is only drained.
+            let _ = tx.send(l);
+        }
+    });
     let t0 = std::time::Instant::now();
-    while cap.try_wait().unwrap().is_none() {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(20),
-            "tshark captured nothing for {filter}"
-        );
-        poke();
+    let mut said = Vec::new();
+    loop {
+        let left = TSHARK_START_BOUND.saturating_sub(t0.elapsed());
+        match lines.recv_timeout(left) {
+            // "Capturing on 'eth0'" comes first; the filter is live at "Capture started".
+            Ok(l) if l.contains("Capture started") => return,
+            Ok(l) => said.push(l),
+            Err(e) => panic!(
+                "tshark did not say \"Capture started\" within {TSHARK_START_BOUND:?} ({e}); it said:\n{}",
+                said.join("\n")
+            ),
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{BufRead, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 pub struct Pty {
@@ -123,8 +123,20 @@ impl AtTerminal {
         if let Some(mut o) = self.child.stdout.take() {
             let _ = std::io::Read::read_to_string(&mut o, &mut out);
         }
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
-            self.stderr.push(l);
+        // Every line up to the end of the pipe, which the reader thread's end
+        // (dropping its sender) marks.
+        let t0 = Instant::now();
+        loop {
+            let left = super::wait::BOUND.saturating_sub(t0.elapsed());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => self.stderr.push(l),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "tunbench's stderr did not end within {:?} of its exit; so far:\n{}",
+                    super::wait::BOUND,
+                    self.stderr.join("\n")
+                ),
+            }
         }
         (status, out, self.stderr.join("\n"))
     }

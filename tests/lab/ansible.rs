@@ -106,6 +106,32 @@ impl Sshd {
     }
 }
 
+/// The directory of the controller's ssh master connections (one per host,
+/// kept open across the playbook's tasks): each is told to exit on drop, so
+/// none outlives the test.
+struct SshMasters(PathBuf);
+
+impl SshMasters {
+    fn new(dir: &Path) -> SshMasters {
+        program("ssh");
+        let path = dir.join("cp");
+        std::fs::create_dir(&path).expect("a directory for ssh's control sockets");
+        SshMasters(path)
+    }
+}
+
+impl Drop for SshMasters {
+    fn drop(&mut self) {
+        for socket in std::fs::read_dir(&self.0).into_iter().flatten().flatten() {
+            let _ = Command::new("ssh")
+                .args(["-F", "/dev/null", "-O", "exit", "-o"])
+                .arg(format!("ControlPath={}", socket.path().display()))
+                .arg("master")
+                .output();
+        }
+    }
+}
+
 /// The network namespace of host `h`, as /proc/PID/ns/net names it.
 fn netns_id(h: &Host) -> String {
     let o = h
@@ -174,6 +200,7 @@ fn run_playbook(
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
     let ansible = repo().join("deploy/ansible");
+    let masters = SshMasters::new(keys.dir.path());
     let mut playbook = controller[0].command(ansible_playbook().to_str().unwrap());
     playbook
         .arg("-i")
@@ -185,8 +212,13 @@ fn run_playbook(
         .env("ANSIBLE_HOME", keys.dir.path().join("ansible"))
         .env("ANSIBLE_LOCAL_TEMP", keys.dir.path().join("ansible-tmp"))
         .env("ANSIBLE_REMOTE_TMP", "/run/ansible-tmp")
-        // One ssh connection per call, none kept open after the playbook.
-        .env("ANSIBLE_SSH_ARGS", "-o ControlMaster=no")
+        // One ssh connection per host for all its tasks (a new one per task
+        // costs a key exchange and a login each), closed by `masters`.
+        .env(
+            "ANSIBLE_SSH_ARGS",
+            "-o ControlMaster=auto -o ControlPersist=120s",
+        )
+        .env("ANSIBLE_SSH_CONTROL_PATH_DIR", &masters.0)
         .env("ANSIBLE_PIPELINING", "true")
         .env("ANSIBLE_TIMEOUT", "10")
         .env("ANSIBLE_NOCOLOR", "1");
@@ -195,6 +227,7 @@ fn run_playbook(
         playbook.output()
     })
     .expect("running ansible-playbook");
+    drop(masters);
     let report = std::fs::read_to_string(results.join("report.txt")).ok();
     for (h, name) in targets.iter().zip(HOSTS) {
         assert!(h.namespaces().is_empty(), "{name}: {:?}", h.namespaces());
@@ -229,7 +262,9 @@ fn recap<'a>(out: &'a str, name: &str) -> &'a str {
 #[test]
 fn the_playbook_brings_home_split_up_on_three_hosts_probes_across_and_takes_it_down() {
     let lab = lab_name("an");
-    let (out, report) = run_playbook(&lab, serde_json::json!({}), |_| {});
+    // Cells of 1 s: the report's contents are asserted, not its figures.
+    let vars = serde_json::json!({ "tunbench_run_args": ["--duration", "1"] });
+    let (out, report) = run_playbook(&lab, vars, |_| {});
     let log = text(&out);
     assert!(out.status.success(), "{log}");
     for name in HOSTS {
@@ -280,6 +315,8 @@ fn a_failing_probe_fails_the_playbook_and_still_takes_every_part_down() {
         "tunbench_probes": [{ "host": "pc", "node": "pc", "to": "198.18.99.99" }],
         "tunbench_probe_tries": 1,
         "tunbench_measure": false,
+        // The hosts have them: the first test runs that step.
+        "tunbench_runtime_packages": [],
     });
     let (out, report) = run_playbook(&lab, probes, |_| {});
     assert!(report.is_none(), "nothing measured after a failed probe");
@@ -324,8 +361,14 @@ fn kill_part(h: &Host, lab: &str) -> usize {
 #[test]
 fn killing_one_hosts_part_in_the_middle_of_a_run_leaves_nothing_after_cleanup() {
     let lab = lab_name("ak");
-    // Runs long enough to be killed in the middle of.
-    let vars = serde_json::json!({ "tunbench_run_args": ["--duration", "20"] });
+    // Runs long enough to be killed in the middle of; the router's run then
+    // gives up on the server's part after 3 s. The hosts have the runtime
+    // packages: the first test runs that step.
+    let vars = serde_json::json!({
+        "tunbench_run_args": ["--duration", "20"],
+        "tunbench_wait": 3,
+        "tunbench_runtime_packages": [],
+    });
     let (out, _) = run_playbook(&lab, vars, |targets| {
         let (pc, server) = (&targets[0], &targets[2]);
         let pc_net = vec![netns_id(pc)];

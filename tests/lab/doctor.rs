@@ -336,28 +336,39 @@ fn doctor_json_lists_every_feature_and_program_once() {
 
 /// Doctor with a /run/netns of its own (an empty directory of the test's,
 /// bound over it in a private mount namespace): any namespace it named would
-/// be left there. The host's interfaces are compared before and after.
+/// be left there. It runs in a network namespace of the test's, whose
+/// interfaces are compared before and after (the host's own list is not: other
+/// tests may change it meanwhile).
 #[test]
-fn doctor_leaves_no_named_namespace_and_no_host_interface() {
-    let links = || String::from_utf8_lossy(&ip(&["-o", "link"]).stdout).to_string();
-    // /run/netns exists once any namespace is named.
-    let _made = Scratch::new("r");
+fn doctor_leaves_no_named_namespace_and_no_interface() {
+    let home = Scratch::new("r");
+    let links = || home.ip(&["-o", "link"]);
     let before = links();
+    assert!(before.0, "ip -o link: {}", before.1);
     let dir = tempfile::tempdir().unwrap();
-    let o = doctor_with_run_netns(dir.path());
+    let o = doctor_with_run_netns(dir.path(), &home);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
     assert!(left.is_empty(), "doctor named namespaces: {left:?}");
-    assert_eq!(links(), before, "the host's interfaces changed");
+    assert_eq!(
+        links(),
+        before,
+        "the interfaces of doctor's namespace changed"
+    );
 }
 
-fn doctor_with_run_netns(dir: &std::path::Path) -> Output {
+/// `tunbench doctor` in `home`'s network namespace, with `dir` as its
+/// /run/netns.
+fn doctor_with_run_netns(dir: &std::path::Path, home: &Scratch) -> Output {
+    use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     let source = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let net = std::fs::File::open(format!("/run/netns/{}", home.0)).expect("the namespace's file");
+    let net_fd = net.as_raw_fd();
     let mut cmd = Command::new(bin());
     cmd.arg("doctor").stdin(Stdio::null());
     // SAFETY: only async-signal-safe syscalls between fork and exec, on
@@ -365,6 +376,9 @@ fn doctor_with_run_netns(dir: &std::path::Path) -> Output {
     unsafe {
         cmd.pre_exec(move || {
             let fail = || Err(std::io::Error::last_os_error());
+            if libc::setns(net_fd, libc::CLONE_NEWNET) != 0 {
+                return fail();
+            }
             if libc::unshare(libc::CLONE_NEWNS) != 0 {
                 return fail();
             }
@@ -392,5 +406,7 @@ fn doctor_with_run_netns(dir: &std::path::Path) -> Output {
             Ok(())
         });
     }
-    cmd.output().expect("running tunbench doctor")
+    let o = cmd.output().expect("running tunbench doctor");
+    drop(net);
+    o
 }

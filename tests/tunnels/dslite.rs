@@ -283,23 +283,6 @@ fn kernel_b4_clamps_the_mss_to_the_softwire() {
     );
 }
 
-/// tshark says "Capture started" on stderr once its capture is live.
-fn wait_until_capturing(cap: &mut std::process::Child) {
-    use std::io::BufRead;
-    let err = cap.stderr.take().expect("tshark's stderr");
-    let mut lines = std::io::BufReader::new(err).lines();
-    for l in lines.by_ref() {
-        match l {
-            // "Capturing on 'a1'" comes first; the filter is live at "Capture started".
-            Ok(l) if l.contains("Capture started") => break,
-            Ok(_) => continue,
-            Err(_) => break,
-        }
-    }
-    // Drain the rest so tshark never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-}
-
 const IP_MTU: libc::c_int = 14;
 
 /// A UDP socket with path MTU discovery set to `mode` (IP_PMTUDISC_DO: DF set
@@ -454,11 +437,15 @@ fn df_clear_through_b4(
     let _g = up_softwire(&file, &lab, [aftr, b4])?;
     let ns = format!("{lab}-inet");
     let (tx, rx) = std::sync::mpsc::channel();
+    let (sent, was_sent) = std::sync::mpsc::channel::<()>();
     let server = std::thread::spawn(move || {
         netns::namespace::enter(&ns).unwrap();
         let s = std::net::UdpSocket::bind("0.0.0.0:7002").unwrap();
         s.set_read_timeout(Some(BOUND)).unwrap();
         tx.send(()).unwrap();
+        // The bound counts from the send, not from tshark's start-up before it
+        // (the socket holds the datagram meanwhile).
+        let _ = was_sent.recv();
         let mut buf = [0u8; 4000];
         match s.recv_from(&mut buf) {
             Ok((n, from)) => {
@@ -504,6 +491,7 @@ fn df_clear_through_b4(
         let s = udp_with_pmtu("198.18.40.2:0", libc::IP_PMTUDISC_DONT);
         s.send_to(&[7u8; 1472], "198.18.30.10:7002").unwrap();
     });
+    drop(sent);
     let got = server.join().unwrap();
     let out = cap.wait_with_output().unwrap();
     Some((got, String::from_utf8_lossy(&out.stdout).into_owned()))
@@ -621,12 +609,7 @@ fn down_stops_userspace_datapaths_and_leaves_nothing() {
     assert_eq!(pids.len(), 3, "one datapath per userspace endpoint: {st}");
     drop(g);
     for p in pids {
-        // Gone, or a zombie waiting for whoever adopted it to reap it.
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-        assert!(
-            stat.is_empty() || stat.contains(") Z "),
-            "datapath {p} still running: {stat}"
-        );
+        assert!(process_ended(p), "datapath {p} still running");
     }
     assert_gone(&lab);
 }
