@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pty;
+pub mod shaped;
 pub mod traffic;
 pub mod wait;
 

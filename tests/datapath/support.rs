@@ -1,6 +1,7 @@
 //! What several tests of this area share: one engine test's JSON, a rate
 //! measured until it lies within the bounds its limit sets, and stats files waited for.
 
+pub use crate::common::shaped::{START_LAG, shaped_most, tbf_bucket};
 use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
@@ -167,12 +168,6 @@ pub fn assert_rate(
     rate_reached(what, least, most, measure).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// How much later than the sender's the receiver's clock may start: it starts
-/// once the TEST_START message has reached it, the sender's as it sends it;
-/// traffic that passed meanwhile is counted in less time. Far longer than a
-/// wake-up takes, even on a loaded machine.
-pub const START_LAG: f64 = 0.1;
-
 /// The most a userspace ceiling of `limit` bit/s (a device model's, a host's
 /// or a termination's) lets through, as [`receiver_rate`] measures it over
 /// `secs` with `streams` streams: its rate, since a packet's turn follows the
@@ -180,26 +175,6 @@ pub const START_LAG: f64 = 0.1;
 /// packet of each stream, which passes at once.
 pub fn ceiling_most(limit: f64, secs: f64, streams: u32) -> f64 {
     limit * (1.0 + START_LAG / secs) + f64::from(streams) * 1500.0 * 8.0 / secs
-}
-
-/// The bucket of a link's TBF shaped to `rate` bit/s, in bits charged on the
-/// wire: 10 ms of the rate, at least two frames of a 1500-byte MTU
-/// (topology::impair::shaping_lines).
-pub fn tbf_bucket(rate: f64) -> f64 {
-    (rate / 8.0 / 100.0).max(2.0 * 1518.0) * 8.0
-}
-
-/// The most wire bit/s a shaper of `rate` with a bucket of `bucket` bits lets
-/// a receiver count over `secs` of its own clock. Over any span a token
-/// bucket passes at most its rate times the span plus the bucket (full at the
-/// start, and again after any pause; a relay that paces each frame after the
-/// one before has a bucket of one frame), so dropping the first interval would
-/// not take the bucket out of the bound. A read later than an arrival only
-/// moves bytes later, so load cannot raise the count; but the sender starts
-/// up to `START_LAG` before the receiver's clock, and what passed meanwhile
-/// is counted too.
-pub fn shaped_most(rate: f64, bucket: f64, secs: f64) -> f64 {
-    rate * (1.0 + START_LAG / secs) + bucket / secs
 }
 
 /// A datapath's stats file (rewritten every second) as written after this

@@ -25,7 +25,7 @@ use crate::support::*;
 
 /// Ethernet beyond the IP packet: preamble and SFD 8, header 14, FCS 4,
 /// inter-frame gap 12.
-pub const ETHERNET: f64 = 38.0;
+pub use crate::common::shaped::ETHERNET_BEYOND_IP as ETHERNET;
 /// The largest IP packet: the links' MTU.
 const MTU: f64 = 1500.0;
 

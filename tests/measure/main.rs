@@ -11,4 +11,3 @@ mod latency;
 mod measure;
 mod measure_external;
 mod server_input;
-mod shaped;

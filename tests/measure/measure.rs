@@ -4,8 +4,8 @@
 //! (tests/fixtures/measure/shaped-pair.toml, or a router model's ceiling) and
 //! the figures are held to that.
 
+use crate::common::shaped;
 use crate::common::*;
-use crate::shaped;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use tunbench::vocab::Family;
@@ -508,4 +508,12 @@ fn through_a_pipe_one_progress_line_per_finished_cell() {
     // No terminal, so none of the terminal's redraws.
     assert!(!stderr.contains('\r'), "{stderr:?}");
     assert!(!stderr.contains("\x1b["), "{stderr:?}");
+}
+
+#[test]
+fn goodput_is_the_payloads_share_of_the_wire() {
+    // 1448 of 1538 bytes, and 1448 of 1514.
+    assert_eq!(shaped::tcp_goodput(1538e6, Family::Ipv4), 1448e6);
+    assert_eq!(shaped::udp_goodput(1514e6, 1448.0, Family::Ipv4), 1448e6);
+    assert_eq!(shaped::tcp_goodput(1538e6, Family::Ipv6), 1428e6);
 }

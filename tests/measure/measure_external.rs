@@ -9,8 +9,8 @@
 //! server's.
 
 use crate::common::pty::AtTerminal;
+use crate::common::shaped;
 use crate::common::*;
-use crate::shaped;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
