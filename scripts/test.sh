@@ -15,19 +15,21 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 cargo test --release --workspace --no-run
-# The API's documentation builds without a warning (broken links, bare URLs),
-# beside the tests: it builds in its own profile while they mostly wait.
-doc_log=$(mktemp)
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet >"$doc_log" 2>&1 &
-doc=$!
+# Beside the tests, which mostly wait: the API's documentation builds without
+# a warning (broken links, bare URLs), in its own profile, and then the
+# doctests run, which nextest does not.
+side_log=$(mktemp)
+(
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet ||
+    { echo "test: the API documentation has warnings" >&2; exit 1; }
+  cargo test --release --workspace --doc --quiet
+) >"$side_log" 2>&1 &
+side=$!
 status=0
 cargo nextest run --release --workspace "$@" || status=$?
-if ! wait "$doc"; then
-  echo "test: the API documentation has warnings:" >&2
-  cat "$doc_log" >&2
+if ! wait "$side"; then
+  cat "$side_log" >&2
   status=1
 fi
-rm -f "$doc_log"
-# nextest runs no doctests.
-cargo test --release --workspace --doc --quiet || status=1
+rm -f "$side_log"
 exit "$status"
