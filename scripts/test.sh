@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # What the labs run, what building needs, and what only the tests use; the
 # checkers' virtualenv installs while the tests build.
+# shellcheck disable=SC2034 # read by setup.sh, sourced next
 SETUP_CHECKERS=background
 . scripts/setup.sh --build --tests
 if ! cargo nextest --version >/dev/null 2>&1; then
@@ -17,18 +18,19 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 cargo test --release --workspace --no-run
+# shellcheck disable=SC2154 # both set by setup.sh
 if ! wait "$setup_checkers_pid"; then
   cat "$setup_checkers_log" >&2
   echo "test: installing the checkers' virtualenv failed" >&2
   exit 1
 fi
 rm -f "$setup_checkers_log"
-# Beside the tests, which mostly wait: the API's documentation builds without
-# a warning (broken links, bare URLs), in its own profile, and then the
-# doctests run, which nextest does not.
+# Beside the tests: the API's documentation builds without a warning (broken
+# links, bare URLs), on the release build's build scripts and proc macros,
+# and then the doctests run, which nextest does not.
 side_log=$(mktemp)
 (
-  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet ||
+  RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace --quiet ||
     { echo "test: the API documentation has warnings" >&2; exit 1; }
   cargo test --release --workspace --doc --quiet
 ) >"$side_log" 2>&1 &
