@@ -25,21 +25,13 @@ if ! wait "$setup_checkers_pid"; then
   exit 1
 fi
 rm -f "$setup_checkers_log"
-# Beside the tests: the API's documentation builds without a warning (broken
-# links, bare URLs), on the release build's build scripts and proc macros,
-# and then the doctests run, which nextest does not.
-side_log=$(mktemp)
-(
-  RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace --quiet ||
-    { echo "test: the API documentation has warnings" >&2; exit 1; }
-  cargo test --release --workspace --doc --quiet
-) >"$side_log" 2>&1 &
-side=$!
+# The API's documentation builds without a warning (broken links, bare URLs),
+# on the release build's build scripts and proc macros, and the doctests run
+# (nextest runs none). Before the tests, not beside them: cargo would hold
+# nextest's build behind the same target directory's lock.
 status=0
+RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace --quiet ||
+  { echo "test: the API documentation has warnings" >&2; status=1; }
+cargo test --release --workspace --doc --quiet || status=1
 cargo nextest run --release --workspace "$@" || status=$?
-if ! wait "$side"; then
-  cat "$side_log" >&2
-  status=1
-fi
-rm -f "$side_log"
 exit "$status"
