@@ -166,16 +166,18 @@ setup_checkers() {
   "$venv/bin/pip" install --quiet --disable-pip-version-check $pins
   echo "$pins" >"$venv/pins.txt"
 }
-# SETUP_CHECKERS=background (test.sh): pip's half a minute of downloads runs
-# beside the build; the caller waits for $setup_checkers_pid, whose output is
-# in $setup_checkers_log. SETUP_CHECKERS=later: the caller runs it itself.
+# SETUP_CHECKERS=background (test.sh): pip's half a minute runs beside the
+# build, at a lower priority, so that it takes what CPU the build leaves; the
+# caller waits for $setup_checkers_pid, whose output is in
+# $setup_checkers_log. SETUP_CHECKERS=later: the caller runs it itself.
 if $setup_tests; then
   case "${SETUP_CHECKERS:-now}" in
     now) setup_checkers ;;
     background)
       # shellcheck disable=SC2034 # both are the sourcing script's to read
       setup_checkers_log=$(mktemp)
-      setup_checkers >"$setup_checkers_log" 2>&1 &
+      (renice -n 10 -p "$BASHPID" >/dev/null; setup_checkers) \
+        >"$setup_checkers_log" 2>&1 &
       # shellcheck disable=SC2034
       setup_checkers_pid=$!
       ;;
