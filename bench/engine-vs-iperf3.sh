@@ -10,7 +10,7 @@
 #   - TCP: neither sets SO_SNDBUF / SO_RCVBUF, so both get the kernel's autotuning,
 #     bounded by net.ipv4.tcp_rmem / tcp_wmem (iperf3 runs without -w, as tunbench's
 #     TCP streams set no buffer).
-#   - UDP: tunbench asks for UDP_BUF (32 MiB, UDP_SOCKET_BUFFER in src/socket/gso.rs)
+#   - UDP: tunbench asks for UDP_BUF (32 MiB, UDP_SOCKET_BUFFER in core/src/socket/gso.rs)
 #     each way on both ends with SO_RCVBUFFORCE / SO_SNDBUFFORCE; iperf3 gets
 #     -w UDP_BUF, which sets SO_SNDBUF and SO_RCVBUF on both ends (the server takes the
 #     client's -w). Those are capped by net.core.rmem_max / wmem_max, which on this

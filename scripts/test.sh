@@ -24,7 +24,7 @@ fi
 # the CPU and on every core.
 suite=(--bins --test '*')
 unit=(--lib)
-for crate in tunbench tunbench-netns; do
+for crate in tunbench tunbench-core tunbench-netns; do
   unit+=(--config "profile.release.package.$crate.opt-level=0"
     --config "profile.release.package.$crate.codegen-units=16")
 done

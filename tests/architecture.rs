@@ -1,7 +1,9 @@
-//! The layering of src/, kept: every top-level module of the library is one
-//! layer, and a module may use `crate::X` only for an X of its own layer or
-//! one below it. The order is written once, here (CONTRIBUTING.md's Layout
-//! section describes the same folders).
+//! The layering of the library, kept: every top-level module is one layer,
+//! and a module may use `crate::X` only for an X of its own layer or one
+//! below it. The layers up to `endpoint` are the crate tunbench-core
+//! (core/src/), which the tunbench crate (src/) re-exports under the same
+//! names. The order is written once, here (CONTRIBUTING.md's Layout section
+//! describes the same folders).
 //!
 //! Unit tests at the end of a file (`#[cfg(test)] mod tests`) and files that
 //! are only compiled for tests may reach anywhere: a topology test may bring
@@ -86,12 +88,29 @@ const LAYERS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The highest layer of tunbench-core: everything a datapath process runs
+/// and a lab is planned from, built at full optimisation on its own.
+const CORE_TOP: &str = "endpoint";
+
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|(m, _)| *m == module)
 }
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+fn in_core(module: &str) -> bool {
+    layer_of(module).is_some_and(|l| Some(l) <= layer_of(CORE_TOP))
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The two crates' source folders, relative to the repository.
+const ROOTS: [&str; 2] = ["core/src", "src"];
+
+/// Where a layer's folder (or file) sits, relative to the repository.
+fn layer_path(module: &str) -> String {
+    let root = if in_core(module) { ROOTS[0] } else { ROOTS[1] };
+    format!("{root}/{module}")
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -165,9 +184,13 @@ fn crate_modules(code: &str) -> Vec<String> {
 }
 
 /// (file, its layer, the module it uses, that module's layer) for every use
-/// of a higher layer.
+/// of a higher layer, in both crates.
 fn upward_uses() -> Vec<String> {
-    let root = src();
+    ROOTS.iter().flat_map(|r| upward_uses_in(r)).collect()
+}
+
+fn upward_uses_in(root_name: &str) -> Vec<String> {
+    let root = repo().join(root_name);
     let mut files = Vec::new();
     rust_files(&root, &mut files);
     files.sort();
@@ -199,21 +222,28 @@ fn upward_uses() -> Vec<String> {
         let module = top.trim_end_matches(".rs");
         let Some(own) = layer_of(module) else {
             bad.push(format!(
-                "src/{}: module {module} is in no layer of tests/architecture.rs",
+                "{root_name}/{}: module {module} is in no layer of tests/architecture.rs",
                 rel.display()
             ));
             continue;
         };
+        if layer_path(module) != format!("{root_name}/{module}") {
+            bad.push(format!(
+                "{root_name}/{}: layer {module} belongs in {}",
+                rel.display(),
+                layer_path(module)
+            ));
+        }
         let text = std::fs::read_to_string(f).unwrap();
         for used in crate_modules(&non_test_code(&text)) {
             match layer_of(&used) {
                 Some(l) if l > own => bad.push(format!(
-                    "src/{} ({module}, layer {own}) uses crate::{used} (layer {l})",
+                    "{root_name}/{} ({module}, layer {own}) uses crate::{used} (layer {l})",
                     rel.display()
                 )),
                 Some(_) => {}
                 None => bad.push(format!(
-                    "src/{} uses crate::{used}, which is in no layer",
+                    "{root_name}/{} uses crate::{used}, which is in no layer",
                     rel.display()
                 )),
             }
@@ -262,11 +292,11 @@ fn pure_layers_keep_no_global_state() {
     let mut bad = Vec::new();
     for layer in PURE {
         let mut files = Vec::new();
-        let dir = src().join(layer);
+        let dir = repo().join(layer_path(layer));
         if dir.is_dir() {
             rust_files(&dir, &mut files);
         } else {
-            files.push(src().join(format!("{layer}.rs")));
+            files.push(repo().join(format!("{}.rs", layer_path(layer))));
         }
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap();
@@ -297,18 +327,56 @@ fn the_checker_sees_global_state() {
     ));
 }
 
-#[test]
-fn every_layer_is_a_module_of_the_library() {
-    // rustfmt sorts the `pub mod` lines, so the order is kept here, not there.
-    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
-    let mut declared: Vec<&str> = lib
+/// The `pub mod NAME;` lines of a crate root, sorted.
+fn declared_modules(lib: &str) -> Vec<String> {
+    let lib = std::fs::read_to_string(repo().join(lib)).unwrap();
+    let mut declared: Vec<String> = lib
         .lines()
         .filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';'))
+        .map(String::from)
         .collect();
     declared.sort();
-    let mut layers: Vec<&str> = LAYERS.iter().map(|(m, _)| *m).collect();
+    declared
+}
+
+/// The layers of one crate, sorted.
+fn layers_where(core: bool) -> Vec<String> {
+    let mut layers: Vec<String> = LAYERS
+        .iter()
+        .filter(|(m, _)| in_core(m) == core)
+        .map(|(m, _)| m.to_string())
+        .collect();
     layers.sort();
-    assert_eq!(declared, layers, "src/lib.rs declares exactly the layers");
+    layers
+}
+
+#[test]
+fn every_layer_is_a_module_of_one_crate_and_the_library_shows_them_all() {
+    // rustfmt sorts the `pub mod` lines, so the order is kept here, not there.
+    let core = layers_where(true);
+    assert_eq!(
+        declared_modules("core/src/lib.rs"),
+        core,
+        "core/src/lib.rs declares exactly the layers up to {CORE_TOP}"
+    );
+    assert_eq!(
+        declared_modules("src/lib.rs"),
+        layers_where(false),
+        "src/lib.rs declares exactly the layers above {CORE_TOP}"
+    );
+    let lib = std::fs::read_to_string(repo().join("src/lib.rs")).unwrap();
+    let reexport = lib
+        .split("pub use tunbench_core::{")
+        .nth(1)
+        .and_then(|r| r.split('}').next())
+        .expect("src/lib.rs re-exports tunbench_core's layers");
+    let mut reexported: Vec<String> = reexport
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    reexported.sort();
+    assert_eq!(reexported, core, "src/lib.rs re-exports every core layer");
 }
 
 #[test]
@@ -328,15 +396,13 @@ fn the_checker_sees_an_upward_use() {
 fn layout_lines() -> Vec<String> {
     LAYERS
         .iter()
-        .map(|(m, what)| format!("- `src/{m}/`: {what}."))
+        .map(|(m, what)| format!("- `{}/`: {what}.", layer_path(m)))
         .collect()
 }
 
 #[test]
 fn readmes_layout_lists_the_layers_in_order() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONTRIBUTING.md"))
-            .unwrap();
+    let readme = std::fs::read_to_string(repo().join("CONTRIBUTING.md")).unwrap();
     let layout = readme
         .split("\n## Layout\n")
         .nth(1)
@@ -344,7 +410,7 @@ fn readmes_layout_lists_the_layers_in_order() {
     let layout = layout.split("\n## ").next().unwrap();
     let listed: Vec<&str> = layout
         .lines()
-        .filter(|l| l.starts_with("- `src/"))
+        .filter(|l| l.starts_with("- `src/") || l.starts_with("- `core/src/"))
         .collect();
     let want = layout_lines();
     assert_eq!(
@@ -361,7 +427,7 @@ const MAX_FILE_LINES: usize = 800;
 
 /// Files allowed over MAX_FILE_LINES: each is one table or one wire format.
 const LONG_FILES: &[(&str, &str)] = &[(
-    "src/wire/ipv4.rs",
+    "core/src/wire/ipv4.rs",
     "one wire format: the IPv4 header's view, parse, emit, checksums and golden bytes",
 )];
 
@@ -411,11 +477,12 @@ fn fn_name(code: &str) -> Option<String> {
     )
 }
 
-/// Every .rs file of src/ and netns/src/ with what it holds.
+/// Every .rs file of src/, core/src/ and netns/src/ with what it holds.
 fn sources() -> Vec<(PathBuf, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = repo();
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("core/src"), &mut files);
     rust_files(&root.join("netns/src"), &mut files);
     files.sort();
     files

@@ -259,7 +259,7 @@ pub struct PathResult {
 }
 
 /// What a tunnel adds to each packet that crosses it, as tunbench states it
-/// (src/codec/overhead.rs); a range where options vary it per packet.
+/// (core/src/codec/overhead.rs); a range where options vary it per packet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TunnelCost {
     /// The tunnel's name in the topology.

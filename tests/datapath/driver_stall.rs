@@ -409,7 +409,7 @@ fn a_burst_of_one_tcp_flow_goes_into_the_tun_as_one_super_packet() {
 }
 
 /// tun-rs coalesces into a buffer only within its capacity
-/// (src/driver/tun_rs_backend.rs, `Writer`).
+/// (core/src/driver/tun_rs_backend.rs, `Writer`).
 #[test]
 fn a_burst_of_one_tcp_flow_goes_into_the_tun_as_one_super_packet_on_tun_rs() {
     a_burst_goes_into_the_tun_whole(TunBackend::TunRs, "dpgrors");

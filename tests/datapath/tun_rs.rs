@@ -1,4 +1,4 @@
-//! The tun-rs TUN backend (TUNBENCH_TUN=tun-rs, src/driver/tun_rs_backend.rs),
+//! The tun-rs TUN backend (TUNBENCH_TUN=tun-rs, core/src/driver/tun_rs_backend.rs),
 //! as root in namespaces: the shipped WireGuard and DS-Lite labs come up with
 //! their datapaths on tun-rs with offloads on, and TCP (and UDP) moves through
 //! them both ways, through tun-rs's GSO split and GRO table, judged by what

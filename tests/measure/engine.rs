@@ -52,7 +52,7 @@ fn paced_most(rate: f64, streams: u32, secs: f64) -> f64 {
 /// rate allows over the time they ran (at most the client's whole run), and
 /// the receivers got no more than was sent. How close to the rate a sender
 /// keeps, and how it catches up after a stall, is the pacer's own tests'
-/// (src/engine/stream.rs, on a made-up clock): on an unshaped path the
+/// (core/src/engine/stream.rs, on a made-up clock): on an unshaped path the
 /// figure is this machine's, a benchmark's (docs/benchmarks/engine-vs-iperf3.md).
 #[test]
 fn tcp_and_udp_pacing_hold_the_rate() {

@@ -78,10 +78,7 @@ mod tests {
 
     fn home_split() -> Topology {
         crate::topology::load(
-            Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/topologies/home-split.toml"
-            )),
+            Path::new(repo_file!("topologies/home-split.toml")),
             KernelFacts::FULL,
         )
         .unwrap()

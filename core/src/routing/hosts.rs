@@ -59,7 +59,7 @@ mod tests {
     use std::path::Path;
 
     fn load(file: &str) -> crate::topology::Topology {
-        let path = format!("{}/topologies/{file}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}{file}", repo_file!("topologies/"));
         crate::topology::load(Path::new(&path), KernelFacts::FULL).unwrap()
     }
 

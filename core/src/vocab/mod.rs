@@ -108,7 +108,7 @@ impl Cell {
     }
 
     /// The same for a key already split at its dots; `written` names it.
-    pub(crate) fn parts_problem(parts: &[&str], written: &str) -> String {
+    pub fn parts_problem(parts: &[&str], written: &str) -> String {
         if parts.len() != 3 && parts.len() != 4 {
             format!("'{written}' is not a cell")
         } else if !matches!(parts[0], "ipv4" | "ipv6") {

@@ -319,10 +319,7 @@ mod tests {
     #[test]
     fn router_plan_reads_like_ip_commands() {
         let t = load(
-            Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/topologies/router.toml"
-            )),
+            Path::new(repo_file!("topologies/router.toml")),
             KernelFacts::FULL,
         )
         .unwrap();
@@ -362,10 +359,7 @@ mod tests {
     #[test]
     fn external_nodes_get_nothing_and_host_links_take_the_host_interface() {
         let t = load(
-            Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/topologies/nvr500-real.toml"
-            )),
+            Path::new(repo_file!("topologies/nvr500-real.toml")),
             KernelFacts::FULL,
         )
         .unwrap();
@@ -446,10 +440,7 @@ mtu = 1400
     #[test]
     fn prefix_replaces_lab_name_in_namespaces() {
         let t = load(
-            Path::new(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/topologies/two-hosts.toml"
-            )),
+            Path::new(repo_file!("topologies/two-hosts.toml")),
             KernelFacts::FULL,
         )
         .unwrap();

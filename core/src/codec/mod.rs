@@ -1,7 +1,7 @@
 //! Codecs: the sans-IO packet logic of every userspace datapath (bytes in, a
 //! verdict out, the way boringtun's `TunnResult` works): one per tunnel kind,
 //! the router's slow path with its device model, and the link shapers. This
-//! module is the contract between them and the shared driver (src/driver/),
+//! module is the contract between them and the shared driver (core/src/driver/),
 //! which never looks inside a packet; a codec never does IO.
 
 pub mod device_model;

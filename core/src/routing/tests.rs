@@ -285,11 +285,7 @@ fn setting_conf_all_hop_limit_is_refused_with_what_to_set_instead() {
 /// its address behind it, 198.18.94.10, never from its LAN2 address.
 #[test]
 fn a_tunnel_end_refuses_sources_outside_its_peers_allowed_ips() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/topologies/nvr500-home.toml"
-    ))
-    .unwrap();
+    let text = std::fs::read_to_string(repo_file!("topologies/nvr500-home.toml")).unwrap();
     let t = parse_str(&text, Path::new("home.toml")).unwrap_or_else(|e| panic!("{e}"));
     let r = super::Router::new(&t);
     let n = |name: &str| t.node_index(name).unwrap();

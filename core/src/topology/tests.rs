@@ -72,13 +72,7 @@ fn link_mtu_defaults_and_bridge_name() {
 
 #[test]
 fn switch_segments_join_all_ports() {
-    let t = parse(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/topologies/nvr500-home.toml"
-        ))
-        .unwrap(),
-    );
+    let t = parse(&std::fs::read_to_string(repo_file!("topologies/nvr500-home.toml")).unwrap());
     let segs = t.segments();
     let sw = t.node_index("sw").unwrap();
     let lan2 = segs
@@ -395,10 +389,7 @@ fn a_hub_that_says_it_does_not_forward_is_refused_where_it_says_so() {
 
 /// The shipped softwire with its datapath said at the tunnel (or not at all).
 fn softwire(datapath: Option<&str>) -> String {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/dslite.toml"),
-    )
-    .unwrap();
+    let text = std::fs::read_to_string(Path::new(repo_file!("topologies/dslite.toml"))).unwrap();
     let at = "kind = \"dslite\"\n";
     match datapath {
         None => text,

@@ -13,12 +13,15 @@ use std::path::{Path, PathBuf};
 
 /// Profiles looked up by bare name (`profile = "nvr500"`).
 pub const BUILT_IN: &[(&str, &str)] = &[
-    ("nvr500", include_str!("../../profiles/nvr500.toml")),
+    ("nvr500", include_str!("../../../profiles/nvr500.toml")),
     (
         "nvr500-study-server",
-        include_str!("../../profiles/nvr500-study-server.toml"),
+        include_str!("../../../profiles/nvr500-study-server.toml"),
     ),
-    ("openwrt-b4", include_str!("../../profiles/openwrt-b4.toml")),
+    (
+        "openwrt-b4",
+        include_str!("../../../profiles/openwrt-b4.toml"),
+    ),
 ];
 
 /// The tunnel kinds a router profile may give termination ceilings for: those

@@ -439,7 +439,7 @@ mod tests {
     #[test]
     fn aftr_ruleset_keys_nat_by_softwire() {
         let t = crate::topology::parse_str(
-            include_str!("../../tests/fixtures/dslite/two-b4.toml"),
+            include_str!("../../../tests/fixtures/dslite/two-b4.toml"),
             std::path::Path::new("two-b4.toml"),
         )
         .unwrap();
@@ -458,7 +458,7 @@ mod tests {
     #[test]
     fn kernel_endpoints_route_through_the_mtu_gate() {
         let t = crate::topology::parse_str(
-            include_str!("../../tests/fixtures/dslite/two-b4.toml"),
+            include_str!("../../../tests/fixtures/dslite/two-b4.toml"),
             std::path::Path::new("two-b4.toml"),
         )
         .unwrap();
