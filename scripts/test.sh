@@ -20,34 +20,25 @@ fi
 # Two builds. The end-to-end tests and the binary they run carry traffic, so
 # they are the optimised release the main job runs. The libraries' unit tests
 # check logic (parsers, codecs, plans, models), never speed: they compile the
-# library a second time, unoptimised and in 16 codegen units, for a quarter of
-# the CPU and on every core.
+# libraries a second time, unoptimised and in 16 codegen units, for a quarter
+# of the CPU and on every core.
 suite=(--bins --test '*')
 unit=(--lib)
 for crate in tunbench tunbench-core tunbench-netns; do
   unit+=(--config "profile.release.package.$crate.opt-level=0"
     --config "profile.release.package.$crate.codegen-units=16")
 done
-# The API's documentation builds without a warning (broken links, bare URLs).
-# It builds beside the release build, in the dev profile's directory (cargo
-# locks a profile's directory for a whole build), at a lower priority: it
-# takes what CPU the release build leaves, mostly while the library compiles
-# alone on one core.
-doc_log=$(mktemp)
-(renice -n 10 -p "$BASHPID" >/dev/null
-  RUSTDOCFLAGS="-D warnings" exec cargo doc --no-deps --workspace --quiet) \
-  >"$doc_log" 2>&1 &
-doc_pid=$!
-trap 'kill "$doc_pid" 2>/dev/null || true' EXIT
 status=0
 cargo test --release --workspace --no-run "${suite[@]}"
-cargo test --release --workspace --no-run "${unit[@]}"
-if ! wait "$doc_pid"; then
-  cat "$doc_log" >&2
+# The API's documentation builds without a warning (broken links, bare URLs).
+# In the release profile's directory, after the build: cargo checks every
+# dependency again for it, and there the build scripts and proc-macros are
+# the release build's own.
+if ! RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --workspace --quiet; then
   echo "test: the API documentation has warnings" >&2
   status=1
 fi
-rm -f "$doc_log"
+cargo test --release --workspace --no-run "${unit[@]}"
 # shellcheck disable=SC2154 # both set by setup.sh
 if ! wait "$setup_checkers_pid"; then
   cat "$setup_checkers_log" >&2
