@@ -274,6 +274,13 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
     let keep: BTreeSet<&str> = kept.iter().map(|l| l.ns.as_str()).collect();
     namespaces.retain(|ns| !keep.contains(ns.as_str()));
     for ns in namespaces {
+        // Its VXLAN devices first: see remove_all_in.
+        if namespace::exists(&ns) && !namespace::is_placeholder(&ns) {
+            if let Err(e) = apply::vxlan::remove_all_in(&ns).await {
+                r.problems
+                    .push(format!("removing the VXLAN devices of {ns}: {e}"));
+            }
+        }
         match namespace::delete(&ns) {
             Ok(true) => {
                 r.namespaces.push(ns);

@@ -349,6 +349,7 @@ fn carried_and_removed(under: Underlay) {
         .unwrap();
     assert!(!o.status.success(), "MTU {} was accepted", mtu + 1);
 
+    again_at_once_while_the_old_namespace_lives(a, b, under);
     for me in [a, b] {
         let r = on(me, &Work::Down(LAB.into()));
         assert_eq!(
@@ -366,6 +367,36 @@ fn carried_and_removed(under: Underlay) {
         assert_nothing_on(me);
     }
     assert_nothing_here();
+}
+
+/// `down` and at once `up` again on `me`, while a process holds the old
+/// node namespace open, as the kernel does for a while after deleting one:
+/// its VXLAN device must be gone with `down` (had it stayed in that
+/// namespace, its VNI and port would still be taken, EEXIST).
+fn again_at_once_while_the_old_namespace_lives(me: &Host, far: &Host, under: Underlay) {
+    let hold = format!("exec 3</run/netns/{NODE_NS} && echo held && exec sleep 120");
+    let mut holder = me
+        .command("bash")
+        .args(["-c", &hold])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting the holder");
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "held", "the holder did not open {NODE_NS}");
+    let r = on(me, &Work::Down(LAB.into()));
+    assert_eq!(
+        r["problems"],
+        serde_json::json!([]),
+        "down on {}: {r}",
+        me.name
+    );
+    let err = on(me, &Work::Up(part(me, far, 1, under)));
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(err.is_null(), "up again on {}: {err}", me.name);
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod links;
 mod messages;
 mod namespaces;
 mod requests;
-mod vxlan;
+pub(crate) mod vxlan;
 
 pub(crate) use messages::{seg6_encap_message, seg6local_message};
 pub(crate) use vxlan::preflight as vxlan_preflight;

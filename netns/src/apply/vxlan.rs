@@ -12,7 +12,7 @@ use crate::netlink::{errno, reason};
 use crate::ops::{Op, Plan, vxlan_overhead};
 use crate::state::HostNetns;
 use futures::TryStreamExt;
-use netlink_packet_route::link::LinkAttribute;
+use netlink_packet_route::link::{InfoKind, LinkAttribute, LinkInfo};
 use rtnetlink::{LinkMessageBuilder, LinkVxlan};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -52,6 +52,42 @@ pub(super) async fn make(host: &Host, ns: &Ns, op: &Op, index: u32) -> Result<()
         .execute()
         .await
         .map_err(|e| refusal(e, *vni, *port))
+}
+
+/// Deletes every VXLAN device of namespace `ns`, one request each; how many.
+/// Deleting a namespace frees its devices later, from the kernel's work
+/// queue, and until then each VXLAN device keeps its VNI and UDP port taken
+/// in the host's namespace: an `up` right after `down` would be refused them
+/// (EEXIST) on a loaded machine. A device deleted by its own request is gone
+/// when the request returns.
+pub(crate) async fn remove_all_in(ns: &str) -> std::io::Result<usize> {
+    let handle = crate::socket::handle_in(ns)?;
+    let links: Vec<_> = handle
+        .link()
+        .get()
+        .execute()
+        .try_collect()
+        .await
+        .map_err(|e| std::io::Error::other(reason(e)))?;
+    let mut removed = 0;
+    for l in links.iter().filter(|l| is_vxlan(l)) {
+        match handle.link().del(l.header.index).execute().await {
+            Ok(()) => removed += 1,
+            // Gone meanwhile: what was asked.
+            Err(e) if errno(&e) == Some(libc::ENODEV) => {}
+            Err(e) => return Err(std::io::Error::other(reason(e))),
+        }
+    }
+    Ok(removed)
+}
+
+fn is_vxlan(l: &netlink_packet_route::link::LinkMessage) -> bool {
+    l.attributes.iter().any(|a| match a {
+        LinkAttribute::LinkInfo(infos) => infos
+            .iter()
+            .any(|i| matches!(i, LinkInfo::Kind(InfoKind::Vxlan))),
+        _ => false,
+    })
 }
 
 /// Refuse a plan's VXLAN links that cannot work, before anything is made:
