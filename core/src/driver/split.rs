@@ -134,9 +134,10 @@ mod tests {
                 1000,
             )
         };
-        // 19 frames keep the class busy to 19 ms; 4 more would start at 19
-        // to 22 ms, the last two past the 20 ms the queue allows.
-        assert_eq!(codec.handle_tun(&mut read(19), t0), Verdict::ToTun);
+        // 19 frames keep the class busy to 19 ms (they leave whole at 18, as
+        // the last starts); 4 more would start at 19 to 22 ms, the last two
+        // past the 20 ms the queue allows.
+        assert_eq!(codec.handle_tun(&mut read(19), t0), Verdict::Queued);
         let four = read(4);
         assert_eq!(codec.handle_tun(&mut four.clone(), t0), Verdict::Split);
         let mut local = Local::new();
@@ -157,7 +158,7 @@ mod tests {
         splits.settle(7, null.as_fd(), &mut local);
         assert!(splits.pieces.is_empty());
         assert_eq!(local.drops_of(DropReason::QueueFull), 2);
-        // The queued two come out at 19 and 20 ms, in order.
+        // The 19 come out at 18 ms, the queued two at 19 and 20, in order.
         let polled: Vec<usize> = (0..=21)
             .flat_map(|ms| {
                 std::iter::from_fn(|| codec.poll(t0 + Duration::from_millis(ms)))
@@ -165,6 +166,6 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        assert_eq!(polled, [19, 20]);
+        assert_eq!(polled, [18, 19, 20]);
     }
 }

@@ -12,14 +12,16 @@
 //!
 //! A packet's cost is given by the caller in bits (a device model meters
 //! transport payload; a link meters the frame). A super-packet is offered
-//! whole with the frames it carries and metered as those frames (the `pace` module).
+//! whole with the frames it carries and metered as those frames (the `pace`
+//! module); it leaves whole when its last frame would, so what the shaper
+//! lets out never runs ahead of its frames one at a time.
 
 pub mod link;
 mod pace;
 
 use pace::{Admission, Frames, Pace, QueueLimit};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
@@ -53,15 +55,18 @@ struct Flow {
 
 /// A held packet, ordered by its time, then by arrival.
 struct Held<K> {
+    /// When it leaves the stage it waits in: in stage 1 its first frame's
+    /// start there (it moves on frame by frame), in stage 2 its last frame's
+    /// start in either stage, whichever is later.
     at: Instant,
+    /// Its last frame's start in stage 1: it leaves stage 2 no sooner.
+    ready: Instant,
     seq: u64,
     class: usize,
     flow: Option<K>,
     frames: Frames,
     /// Its frames counted in its flow's queue (it had to wait for the flow).
     flow_frames: u32,
-    /// Its frames counted in its class's queue (it had to wait for the class).
-    class_frames: u32,
     packet: Vec<u8>,
 }
 
@@ -80,6 +85,14 @@ impl<K> Ord for Held<K> {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.at, self.seq).cmp(&(o.at, o.seq))
     }
+}
+
+/// A packet that had to wait for its class: its frames stay counted in the
+/// class's queue until its first frame starts, whenever it leaves.
+struct ClassWait {
+    first: Instant,
+    frames: Frames,
+    counted: u32,
 }
 
 /// Counters in frames (a super-packet counts the frames it carries), for
@@ -102,6 +115,8 @@ pub struct Shaper<K: Hash + Eq + Clone> {
     /// Per class, how many of its packets are in `out` (due or not): while any
     /// is, a new packet of the class joins them instead of passing.
     waiting: Vec<u32>,
+    /// Per class, in the order their first frames start.
+    class_waits: Vec<VecDeque<ClassWait>>,
     limit: QueueLimit,
     seq: u64,
     counts: ShaperCounts,
@@ -128,6 +143,7 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
             flow_stage: BinaryHeap::new(),
             out: BinaryHeap::new(),
             waiting: vec![0; limits_len],
+            class_waits: (0..limits_len).map(|_| VecDeque::new()).collect(),
             limit: QueueLimit {
                 packets: queue_packets.max(1),
                 max_wait,
@@ -183,7 +199,9 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         };
         // Stage-1 packets due by now enter stage 2 before this one.
         self.advance(now);
-        let mut at = now;
+        // When its first frame reaches stage 2, and the earliest it may
+        // leave: when its last frame has left stage 1.
+        let (mut at, mut ready) = (now, now);
         if let Some(rate) = limits.flow_bps {
             let key = (class, flow.clone());
             if !self.flows.contains_key(&key) && self.flows.len() >= MAX_FLOWS {
@@ -210,18 +228,20 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
             });
             fl.last_seen = now;
             let flow_frames = fl.pace.take(start, now, f, rate);
+            let leave = f.last_start(start, rate);
             if start > now {
-                self.hold_for_flow(start, class, flow, f, flow_frames, packet);
+                let times = (start, leave);
+                self.hold_for_flow(times, class, flow, f, flow_frames, packet);
                 return Some(Offer::Queued);
             }
-            at = start;
+            (at, ready) = (start, leave);
         } else if matches!(
             self.class_admission(class, at, now, f),
             Some(Admission::Partial(_))
         ) {
             return None;
         }
-        Some(self.pass_or_hold(class, at, now, f, packet))
+        Some(self.pass_or_hold(class, (at, ready), now, f, packet))
     }
 
     fn dropped(&mut self, f: Frames) -> Offer {
@@ -229,9 +249,11 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         Offer::Dropped
     }
 
+    /// Holds a packet in stage 1 until its first frame starts (`times.0`);
+    /// its last starts at `times.1`.
     fn hold_for_flow(
         &mut self,
-        start: Instant,
+        (at, ready): (Instant, Instant),
         class: usize,
         flow: K,
         frames: Frames,
@@ -240,13 +262,13 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
     ) {
         self.seq += 1;
         self.flow_stage.push(Reverse(Held {
-            at: start,
+            at,
+            ready,
             seq: self.seq,
             class,
             flow: Some(flow),
             frames,
             flow_frames,
-            class_frames: 0,
             packet: std::mem::take(packet),
         }));
         self.counts.queued += u64::from(frames.n);
@@ -265,19 +287,21 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         Some(self.classes[class].admit(at, now, f, rate, self.limit))
     }
 
-    /// A packet offered now reaching stage 2 at `at`, after `class_admission`
-    /// said it is not `Partial`: passed, held or dropped.
+    /// A packet offered now reaching stage 2 at `times.0` and done with stage
+    /// 1 at `times.1`, after `class_admission` said it is not `Partial`:
+    /// passed, held or dropped.
     fn pass_or_hold(
         &mut self,
         class: usize,
-        at: Instant,
+        (at, ready): (Instant, Instant),
         now: Instant,
         f: Frames,
         packet: &mut Vec<u8>,
     ) -> Offer {
-        let Some((leave, class_frames)) = self.enter_class(class, at, now, f) else {
+        let Some(leave) = self.enter_class(class, at, now, f) else {
             return self.dropped(f);
         };
+        let leave = leave.max(ready);
         // Within its ceilings now, and none of its class is held: it may
         // leave at once. A packet of the class still held, even one whose
         // time has come, has not been sent yet (the datapath hands the due
@@ -292,21 +316,21 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         self.waiting[class] += 1;
         self.out.push(Reverse(Held {
             at: leave,
+            ready,
             seq: self.seq,
             class,
             flow: None,
             frames: f,
             flow_frames: 0,
-            class_frames,
             packet: std::mem::take(packet),
         }));
         self.counts.queued += u64::from(f.n);
         Offer::Queued
     }
 
-    /// A packet reaching stage 2 at `at`: when it may leave and its frames
-    /// counted in the class's queue, or None when the queue is full for its
-    /// first frame. One the queue would take only in part, taken whole here:
+    /// A packet reaching stage 2 at `at`: when its last frame starts there,
+    /// or None when the queue is full for its first frame. One the queue
+    /// would take only in part, taken whole here:
     /// a packet already held through its flow's stage cannot be cut any more
     /// (a difference of one super-packet's frames, where a flow ceiling and an
     /// aggregate one both bind).
@@ -316,20 +340,41 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         at: Instant,
         now: Instant,
         f: Frames,
-    ) -> Option<(Instant, u32)> {
+    ) -> Option<Instant> {
         let Some(rate) = self.limits[class].aggregate_bps else {
-            return Some((at, 0));
+            return Some(at);
         };
         let c = &mut self.classes[class];
-        let leave = match c.admit(at, now, f, rate, self.limit) {
+        let first = match c.admit(at, now, f, rate, self.limit) {
             Admission::Drop => return None,
-            Admission::Take(leave) | Admission::Partial(leave) => leave,
+            Admission::Take(first) | Admission::Partial(first) => first,
         };
-        Some((leave, c.take(leave, now, f, rate)))
+        let counted = c.take(first, now, f, rate);
+        if counted > 0 {
+            self.class_waits[class].push_back(ClassWait {
+                first,
+                frames: f,
+                counted,
+            });
+        }
+        Some(f.last_start(first, rate))
+    }
+
+    /// Ends the wait, in their classes' queues, of the packets whose first
+    /// frame has started by `now`.
+    fn end_class_waits(&mut self, now: Instant) {
+        for (class, waits) in self.class_waits.iter_mut().enumerate() {
+            while waits.front().is_some_and(|w| w.first <= now) {
+                let Some(w) = waits.pop_front() else { break };
+                let rate = self.limits[class].aggregate_bps.unwrap_or(f64::INFINITY);
+                self.classes[class].release(w.counted, w.first, w.frames, rate);
+            }
+        }
     }
 
     /// Moves stage-1 packets whose flow turn has come into stage 2.
     fn advance(&mut self, now: Instant) {
+        self.end_class_waits(now);
         while self.flow_stage.peek().is_some_and(|h| h.0.at <= now) {
             let Reverse(mut h) = self.flow_stage.pop().unwrap();
             let rate = self.limits[h.class].flow_bps.unwrap_or(f64::INFINITY);
@@ -342,9 +387,8 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
             }
             match self.enter_class(h.class, h.at, now, h.frames) {
                 None => self.counts.dropped += u64::from(h.frames.n),
-                Some((leave, class_frames)) => {
-                    h.class_frames = class_frames;
-                    h.at = leave;
+                Some(leave) => {
+                    h.at = leave.max(h.ready);
                     self.waiting[h.class] += 1;
                     self.out.push(Reverse(h));
                 }
@@ -360,10 +404,6 @@ impl<K: Hash + Eq + Clone> Shaper<K> {
         }
         let Reverse(h) = self.out.pop().unwrap();
         self.waiting[h.class] = self.waiting[h.class].saturating_sub(1);
-        if h.class_frames > 0 {
-            let rate = self.limits[h.class].aggregate_bps.unwrap_or(f64::INFINITY);
-            self.classes[h.class].release(h.class_frames, h.at, h.frames, rate);
-        }
         Some(h.packet)
     }
 
@@ -537,6 +577,85 @@ mod tests {
             assert_eq!(s.offer(t0, 0, 0, BITS, &mut vec![1]), Offer::Queued);
             assert_eq!(s.offer(late, 1, 0, BITS, &mut vec![9]), Offer::Pass);
         }
+    }
+
+    #[test]
+    fn a_super_packet_never_runs_ahead_of_its_frames_one_at_a_time() {
+        // 12 Mbit/s: a 1500-byte frame a millisecond. However the stages
+        // bind, what has left by any time is at most the rate since the first
+        // frame's start and one frame: physics for a serial link.
+        let t0 = Instant::now();
+        let ms = Duration::from_millis(1);
+        for (aggregate_bps, flow_bps) in [
+            (Some(12e6), None),
+            (None, Some(12e6)),
+            (Some(12e6), Some(24e6)),
+        ] {
+            let l = Limits {
+                aggregate_bps,
+                flow_bps,
+            };
+            let mut s: Shaper<u8> = Shaper::new(vec![l], 100, Duration::ZERO, t0);
+            let mut out = Vec::new();
+            for (i, n) in [(0u8, 4u32), (1, 1), (2, 3)] {
+                let mut p = vec![i];
+                let o = s.offer_frames(t0, 0, 0, n, BITS * f64::from(n), &mut p);
+                if o == Some(Offer::Pass) {
+                    out.push((t0, n));
+                }
+            }
+            let mut t = t0;
+            while t <= t0 + 20 * ms {
+                while let Some(p) = s.poll(t) {
+                    out.push((t, [4, 1, 3][p[0] as usize]));
+                }
+                t += Duration::from_micros(50);
+            }
+            let mut sent = 0;
+            for (at, n) in &out {
+                sent += n;
+                let allowed = at.duration_since(t0).as_secs_f64() * 1000.0 + 1.0;
+                assert!(
+                    f64::from(sent) <= allowed + 1e-9,
+                    "{l:?}: {sent} frames out by {at:?}: {out:?}"
+                );
+            }
+            assert_eq!(sent, 8, "{l:?}: every frame out: {out:?}");
+            // The four frames leave as the fourth would start; the last
+            // packet as its third frame would, at 7 ms.
+            assert_eq!(out[0], (t0 + 3 * ms, 4), "{l:?}");
+            assert!(
+                out[2].0 >= t0 + 7 * ms && out[2].0 < t0 + 7 * ms + Duration::from_micros(100),
+                "{l:?}: {out:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_held_super_packet_counts_in_its_queue_as_its_frames_would() {
+        // 12 Mbit/s, a frame a millisecond; a queue of 4 frames. One frame
+        // leaves at once, then four start at 1, 2, 3 and 4 ms and leave
+        // together at 4. At 2.5 ms two of them have started: two wait, so two
+        // more frames fit, and a third does not, as with frames one by one.
+        let t0 = Instant::now();
+        let l = Limits {
+            aggregate_bps: Some(12e6),
+            flow_bps: None,
+        };
+        let mut s: Shaper<u8> = Shaper::new(vec![l], 4, Duration::ZERO, t0);
+        assert_eq!(s.offer(t0, 0, 0, BITS, &mut vec![0]), Offer::Pass);
+        let four = s.offer_frames(t0, 0, 0, 4, 4.0 * BITS, &mut vec![1]);
+        assert_eq!(four, Some(Offer::Queued));
+        let later = t0 + Duration::from_micros(2500);
+        let outcomes: Vec<Offer> = (2..5)
+            .map(|i| s.offer(later, 0, 0, BITS, &mut vec![i]))
+            .collect();
+        assert_eq!(outcomes, [Offer::Queued, Offer::Queued, Offer::Dropped]);
+        assert_eq!(s.poll(later), None, "the four leave at 4 ms");
+        let ms = Duration::from_millis(1);
+        assert_eq!(s.poll(t0 + 4 * ms), Some(vec![1]));
+        assert_eq!(s.poll(t0 + 6 * ms), Some(vec![2]));
+        assert_eq!(s.poll(t0 + 6 * ms), Some(vec![3]));
     }
 
     #[test]

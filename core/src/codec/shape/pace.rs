@@ -70,6 +70,14 @@ impl Frames {
     fn step(&self, bps: f64) -> Duration {
         bits_time(self.bits / f64::from(self.n.max(1)), bps)
     }
+
+    /// When its last frame starts, its first starting at `start`: the packet
+    /// leaves whole then, so no byte of it is out sooner than the frames one
+    /// at a time would be (a burst of all of them at `start` would pass up to
+    /// a whole super-packet more than the rate in any span).
+    pub(super) fn last_start(&self, start: Instant, bps: f64) -> Instant {
+        start + self.step(bps) * (self.n.max(1) - 1)
+    }
 }
 
 /// A stage's queue limits: a queue takes a frame while it holds fewer than

@@ -132,13 +132,15 @@ fn a_super_packet_goes_back_whole_with_its_header_byte_for_byte() {
 }
 
 #[test]
-fn a_super_packet_under_a_model_passes_as_its_first_frame_would_and_holds_the_rest_back() {
-    // 8 Mbit/s: a 1000-byte payload takes 1 ms.
+fn a_super_packet_under_a_model_leaves_whole_when_its_last_frame_would() {
+    // 8 Mbit/s: a 1000-byte payload takes 1 ms. Four frames one at a time
+    // leave at 0, 1, 2 and 3 ms; whole, they all leave at 3 ms: never ahead
+    // of what a serial link of the ceiling's rate could carry.
     let m = model(8_000_000, 64);
     let t0 = Instant::now();
     let mut whole = SlowPath::with_model(&m, t0);
     let mut apart = SlowPath::with_model(&m, t0);
-    assert_eq!(whole.handle_tun(&mut tso(4, 1000), t0), Verdict::ToTun);
+    assert_eq!(whole.handle_tun(&mut tso(4, 1000), t0), Verdict::Queued);
     let v: Vec<Verdict> = frames_of(4, 1000)
         .iter_mut()
         .map(|f| apart.handle_tun(f, t0))
@@ -146,6 +148,10 @@ fn a_super_packet_under_a_model_passes_as_its_first_frame_would_and_holds_the_re
     assert_eq!(v[0], Verdict::ToTun);
     assert!(v[1..].iter().all(|v| *v == Verdict::Queued), "{v:?}");
     assert_eq!(whole.counts(), apart.counts());
+    assert_eq!(whole.deadline(), Some(t0 + 3 * MS));
+    assert!(whole.poll(t0 + 3 * MS - Duration::from_micros(1)).is_none());
+    let out = whole.poll(t0 + 3 * MS).map(|(_, p)| frames(&p));
+    assert_eq!(out, Some(Ok(4)), "the four frames, at 3 ms");
     // A packet behind them leaves at 4 ms either way, not before.
     for s in [&mut whole, &mut apart] {
         let mut next = framed(&ZERO_HDR, &v4_tcp(1000));
