@@ -104,16 +104,9 @@ pub(super) fn idle_probes(
     std::thread::scope(|s| {
         s.spawn(|| {
             netns::namespace::enter(&ns).with_context(|| format!("entering namespace {ns}"))?;
-            let end = Instant::now() + Duration::from_secs_f64(seconds);
-            let (_, phase) = while_probing(Some((at, rate)), || {
-                while Instant::now() < end && !cancel.load(Ordering::Relaxed) {
-                    std::thread::sleep(
-                        end.saturating_duration_since(Instant::now())
-                            .min(Duration::from_millis(50)),
-                    );
-                }
-            });
-            phase.ok_or_else(|| anyhow!("the probes to {at} could not run"))
+            let seconds = Duration::from_secs_f64(seconds);
+            crate::engine::latency::sockets::probe_for(at, rate, seconds, cancel)
+                .with_context(|| format!("probing {at}"))
         })
         .join()
         .map_err(|_| anyhow!("the probe thread panicked"))?

@@ -294,6 +294,22 @@ pub fn probe(target: SocketAddr, rate: f64, stop: &AtomicBool) -> io::Result<Pha
     probe_until(target, rate, |_| stop.load(Ordering::Relaxed), grace)
 }
 
+/// Probes `target` at `rate` per second for `seconds` of its own schedule
+/// (stopping early on `cancel`), then waits out the echoes still on their
+/// way (`grace`): at most `seconds` x `rate` + 1 probes, however late its
+/// thread is woken. Runs in the calling thread's namespace.
+pub fn probe_for(
+    target: SocketAddr,
+    rate: f64,
+    seconds: Duration,
+    cancel: &AtomicBool,
+) -> io::Result<Phase> {
+    // Taken before the prober's start: no probe is due after it.
+    let end = now_ns() + seconds.as_nanos() as u64;
+    let over = |_: &Probes| now_ns() >= end || cancel.load(Ordering::Relaxed);
+    probe_until(target, rate, over, grace)
+}
+
 /// Probes `target` at `rate` per second until `stop` holds of the probes so
 /// far, then waits for echoes as long after the stop as `drain` says of the
 /// probes seen by then.
