@@ -3,7 +3,7 @@
 //! measured and held to its expression, a tunnel's overhead captured on the
 //! wire. Each gives whether it passed and what it found, in words.
 
-use super::capture::Capture;
+use super::capture::{Arrived, Capture};
 use super::probe::{self, Echo, Mtu};
 use crate::lab::Running;
 use crate::measure::results::Results;
@@ -282,18 +282,33 @@ fn target(t: &Topology, from: usize, to: &AssertTarget, family: Family) -> Optio
 /// bytes more) that `cap` has seen since it was last read. The echo was
 /// answered, so its request crossed the interface; a loaded machine may still
 /// be queueing the copy, so this waits for it, up to 2 s.
-fn encapsulated(cap: &Capture, inner: usize) -> Option<usize> {
+/// The longest packet on `cap` that can carry an inner one of `inner` bytes
+/// (at most 200 more); Err says what was seen instead. The echo was answered,
+/// so its request crossed the interface already: the wait is a bound.
+fn encapsulated(cap: &mut Capture, inner: usize) -> Result<usize, String> {
     let started = std::time::Instant::now();
-    let mut seen = Vec::new();
+    let mut seen = Arrived::default();
     loop {
-        seen.extend(cap.arrived());
+        let a = cap.arrived();
+        seen.lengths.extend(a.lengths);
+        seen.undescribed += a.undescribed;
         let outer = seen
+            .lengths
             .iter()
             .copied()
             .filter(|&l| l > inner && l <= inner + 200)
             .max();
-        if outer.is_some() || started.elapsed() > Duration::from_secs(2) {
-            return outer;
+        if let Some(outer) = outer {
+            return Ok(outer);
+        }
+        if started.elapsed() > Duration::from_secs(2) {
+            return Err(match seen.undescribed {
+                0 => format!("packets of {:?} bytes", seen.lengths),
+                n => format!(
+                    "packets of {:?} bytes and {n} super-packet(s) this kernel cannot describe",
+                    seen.lengths
+                ),
+            });
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -302,6 +317,13 @@ fn encapsulated(cap: &Capture, inner: usize) -> Option<usize> {
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
+
+/// Waits of the tries of one measured echo of the `overhead` check.
+const MEASURED_ECHO_WAITS: [Duration; 3] = [
+    Duration::from_secs(2),
+    Duration::from_secs(2),
+    Duration::from_secs(2),
+];
 
 /// Echoes of four inner sizes in a row (every ESP padding length) from the
 /// tunnel's first peer to a neighbour's inner address, each outer packet
@@ -338,7 +360,7 @@ fn overhead(
         .context("no interface holds the far peer's endpoint")?;
     let (near_node, far_node) = (&t.nodes[near.node].name, &t.nodes[far.node].name);
     let cap_iface = iface.clone();
-    let cap = netns::namespace::run_in(&r.naming.namespace(far_node), move || {
+    let mut cap = netns::namespace::run_in(&r.naming.namespace(far_node), move || {
         Capture::on(&cap_iface)
     })
     .with_context(|| format!("capturing on {far_node}:{iface}"))?;
@@ -346,18 +368,25 @@ fn overhead(
         probe::DfPinger::new(inner.is_ipv4())
     })
     .with_context(|| format!("an ICMP socket in {near_node}"))?;
+    // The first echo waits for neighbours and handshakes; the measured ones
+    // are retried only after long silences, so a request and its retry
+    // seldom leave together as one super-packet.
+    prober.echo_until_heard(inner, 1000)?;
     let mut seen: Vec<usize> = Vec::new();
     for n in 1000..1004u32 {
         cap.arrived();
-        let e = prober.echo_until_heard(inner, n)?;
+        let e = prober.echo_with_waits(inner, n, &MEASURED_ECHO_WAITS)?;
         if !matches!(e, Echo::Reply(_)) {
             return Ok((
                 false,
                 format!("no reply from {inner} through {tunnel} to a {n}-byte echo"),
             ));
         }
-        let outer = encapsulated(&cap, n as usize)
-            .with_context(|| format!("no encapsulated packet seen on {far_node}:{iface}"))?;
+        let outer = encapsulated(&mut cap, n as usize).map_err(|seen| {
+            anyhow::anyhow!(
+                "no encapsulated packet of a {n}-byte echo seen on {far_node}:{iface}, only {seen}"
+            )
+        })?;
         seen.push(outer - n as usize);
     }
     let (min, max) = (

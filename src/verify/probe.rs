@@ -109,8 +109,19 @@ impl DfPinger {
     /// Echoes of `size` bytes, one per wait of [`REACH_TRIES`], until one
     /// meets anything but silence.
     pub fn echo_until_heard(&mut self, dst: IpAddr, size: u32) -> io::Result<Echo> {
+        self.echo_with_waits(dst, size, &REACH_TRIES)
+    }
+
+    /// Echoes of `size` bytes, one per wait of `waits`, until one meets
+    /// anything but silence.
+    pub fn echo_with_waits(
+        &mut self,
+        dst: IpAddr,
+        size: u32,
+        waits: &[Duration],
+    ) -> io::Result<Echo> {
         let mut last = Echo::Silent;
-        for wait in REACH_TRIES {
+        for &wait in waits {
             last = self.echo(dst, size, wait)?;
             if last != Echo::Silent {
                 break;

@@ -185,6 +185,16 @@ impl<'a> Segmenter<'a> {
         self.gso_size
     }
 
+    /// Bytes of segment `i` (0-based) as the wire carries it: the headers and
+    /// its share of the payload; 0 past the last segment.
+    pub fn segment_len(&self, i: usize) -> usize {
+        let start = self.hdr_len + i * self.gso_size;
+        match self.packet.len().checked_sub(start) {
+            Some(rest) if i < self.count => self.hdr_len + rest.min(self.gso_size),
+            _ => 0,
+        }
+    }
+
     /// Bytes of the super-packet.
     pub fn len(&self) -> usize {
         self.packet.len()
@@ -389,8 +399,14 @@ mod tests {
         for v6 in [false, true] {
             let payload = pattern(1400 * 10 + 7);
             let mut read = uso_read(v6, &payload, 1400);
+            let lens: Vec<usize> = match split_tun_read(&mut read.clone()) {
+                Ok(TunRead::Gso(s)) => (0..=s.count()).map(|i| s.segment_len(i)).collect(),
+                other => panic!("not a super-packet: {other:?}"),
+            };
             let segs = segments(&mut read);
             assert_eq!(segs.len(), 11);
+            let cut: Vec<usize> = segs.iter().map(Vec::len).chain([0]).collect();
+            assert_eq!(lens, cut, "segment_len, then 0 past the last");
             let ip_len = if v6 { 40 } else { 20 };
             let mut joined = Vec::new();
             for (i, s) in segs.iter().enumerate() {
