@@ -86,6 +86,21 @@ impl Sshd {
         // sshd's privilege separation directory, in the host's own /run.
         let o = h.command("mkdir").args(["-p", "/run/sshd"]).output();
         assert!(o.expect("running mkdir").status.success());
+        // Root's home on the host is empty, as on a fresh machine: bash
+        // reads ~/.bashrc for every command ssh runs, and this machine's own
+        // may start anything (a version manager costs 0.2 CPU-s a command).
+        let o = h
+            .command("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                "mode=700",
+                "tunbench-emulated-home",
+                "/root",
+            ])
+            .output();
+        assert!(o.expect("running mount").status.success());
         // sshd re-executes itself, so it needs its absolute path.
         program("sshd");
         let child = h

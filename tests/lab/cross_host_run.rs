@@ -20,6 +20,17 @@ pub(crate) fn short_home_split(dir: &std::path::Path) -> String {
         "runs = 1\nduration = 2\nfamilies = [\"ipv4\"]\nprotocols = [\"tcp\"]\n",
     );
     assert_eq!(short.matches("protocols = [\"tcp\"]").count(), 2, "{short}");
+    // Both links shaped: the tests judge what was measured, not how fast, and
+    // a path at full speed costs both cores for every second it is measured.
+    let short = short.replace(
+        "ipv6 = \"2001:2:0:11::250/64\" }\n",
+        "ipv6 = \"2001:2:0:11::250/64\" }\nimpairments = { rate = \"50M\" }\n",
+    );
+    let short = short.replace(
+        "ipv6 = \"2001:2:0:1::10/64\" }\n",
+        "ipv6 = \"2001:2:0:1::10/64\" }\nimpairments = { rate = \"50M\" }\n",
+    );
+    assert_eq!(short.matches("rate = \"50M\"").count(), 2, "{short}");
     let path = dir.join("home-split.toml");
     std::fs::write(&path, short).unwrap();
     path.to_str().unwrap().to_string()

@@ -12,7 +12,9 @@
 //! held by the host's mount namespace, after it exits. The hosts' underlay
 //! is a Linux bridge in a namespace of its own (held the same way), each host
 //! joined to it by a veth `u0` with MTU 1500 (or the one asked for) and
-//! addresses of 198.18.230.0/24 and 2001:2:0:230::/64.
+//! addresses of 198.18.230.0/24 and 2001:2:0:230::/64, sending at most
+//! [`UNDERLAY_RATE`]: no test judges the underlay's speed, and a measurement
+//! across an unshaped veth costs both cores for every second it runs.
 //!
 //! Dropping `Hosts` kills the holders: with no process left in a host's
 //! mount namespace, its bind mounts go, and with them every namespace (and
@@ -33,6 +35,9 @@ pub const UNDERLAY_MTU: u32 = 1500;
 
 /// The underlay interface of every host.
 pub const UNDERLAY_IF: &str = "u0";
+
+/// Each host's sending rate on the underlay (a token bucket on `u0`).
+pub const UNDERLAY_RATE: &str = "100mbit";
 
 /// A process that holds a network and a mount namespace open.
 struct Holder(Child);
@@ -216,6 +221,22 @@ impl Hosts {
             let addr6 = format!("{}/64", h.underlay6);
             h.ip(&["addr", "add", &addr6, "dev", UNDERLAY_IF, "nodad"]);
             h.ip(&["link", "set", UNDERLAY_IF, "up"]);
+            let shape = [
+                "qdisc",
+                "add",
+                "dev",
+                UNDERLAY_IF,
+                "root",
+                "tbf",
+                "rate",
+                UNDERLAY_RATE,
+                "burst",
+                "32kb",
+                "latency",
+                "50ms",
+            ];
+            let o = h.command("tc").args(shape).output().expect("running tc");
+            ok(&h.name, &o, &shape);
         }
     }
 }
