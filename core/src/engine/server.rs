@@ -282,9 +282,7 @@ fn serve_connection(
             *guard = Some(Busy { cookie, data: tx });
             drop(guard);
             let _done = DoneGuard(done_tx);
-            let taken = SlotGuard(slot);
-            let outcome = run_test(conn, cookie, rx, opts, port);
-            drop(taken);
+            let outcome = run_test(conn, cookie, rx, SlotGuard(slot), opts, port);
             report(outcome);
         }
     }
@@ -321,6 +319,63 @@ mod tests {
         assert!(r.is_err());
         assert!(slot.lock().unwrap_or_else(|e| e.into_inner()).is_none());
         assert!(done_rx.try_recv().is_ok(), "a one-off server hears of it");
+    }
+
+    /// A refused test frees the slot before the client hears of it: a client
+    /// that tries again at once finds the server free, however late the
+    /// server's thread runs on after its write. Here the test holds the slot's
+    /// lock, so the server cannot free it: the refusal must wait.
+    #[test]
+    fn a_refused_client_hears_so_only_once_the_slot_is_free() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (server_end, mut client) = pair(&l);
+        let slot: Arc<Mutex<Option<Busy>>> = Arc::new(Mutex::new(None));
+        let opts = ServerOptions {
+            limits: ServerLimits {
+                max_streams: 4,
+                ..ServerLimits::default()
+            },
+            ..ServerOptions::default()
+        };
+        let (done_tx, _done_rx) = mpsc::channel();
+        let s = slot.clone();
+        let server = std::thread::spawn(move || {
+            serve_connection(
+                server_end,
+                [3; COOKIE_LEN],
+                1,
+                s,
+                Arc::new(|_| {}),
+                &opts,
+                5201,
+                done_tx,
+            );
+        });
+        client
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let mut state = [0u8; 1];
+        client.read_exact(&mut state).unwrap();
+        assert_eq!(state[0], State::ParamExchange.byte());
+        let held = slot.lock().unwrap();
+        let params = serde_json::json!({"tcp": true, "parallel": 5, "time": 1});
+        client.write_all(&protocol::frame_json(&params)).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let early = client.read(&mut state);
+        assert!(
+            early.is_err(),
+            "the client heard {early:?} while the server still held the slot"
+        );
+        drop(held);
+        client
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        client.read_exact(&mut state).unwrap();
+        assert_eq!(state[0], State::ServerError.byte());
+        assert!(slot.lock().unwrap().is_none(), "the slot is free");
+        server.join().unwrap();
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::super::protocol::{self, COOKIE_LEN, State};
 use super::super::report::TestReport;
 use super::super::stream::{self, RunningStreams, StreamOutcome, StreamPlan, StreamShared};
 use super::data_streams::accept_streams;
-use super::{ServerOptions, TestOutcome};
+use super::{ServerOptions, SlotGuard, TestOutcome};
 use socket2::Socket;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -20,11 +20,13 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// Serves the test whose control connection `ctl` sent `cookie`; its data
-/// connections come through `data`.
+/// connections come through `data`. `slot` is freed as the test ends, before
+/// the client hears that it has.
 pub(super) fn run_test(
     ctl: TcpStream,
     cookie: [u8; COOKIE_LEN],
     data: Receiver<(u64, TcpStream)>,
+    slot: SlotGuard,
     opts: &ServerOptions,
     port: u16,
 ) -> TestOutcome {
@@ -40,6 +42,7 @@ pub(super) fn run_test(
     ctl.set_read_timeout(Some(Duration::from_millis(20)))
         .map_err(|e| e.to_string())?;
     let mut t = ServerTest::new(ctl, data, opts, port, peer, local);
+    t.slot = Some(slot);
     t.session.handle_input(Instant::now(), &cookie);
     let mut buf = [0u8; 65536];
     let report = loop {
@@ -58,6 +61,8 @@ pub(super) fn run_test(
 /// One test under way on the server.
 struct ServerTest<'a> {
     ctl: TcpStream,
+    /// The server's one test slot, held until the test ends.
+    slot: Option<SlotGuard>,
     data: Receiver<(u64, TcpStream)>,
     opts: &'a ServerOptions,
     port: u16,
@@ -95,6 +100,7 @@ impl<'a> ServerTest<'a> {
                 opts.limits.clone(),
             ),
             ctl,
+            slot: None,
             data,
             opts,
             port,
@@ -114,7 +120,17 @@ impl<'a> ServerTest<'a> {
     /// Does everything the session asks for now; the report once the results
     /// are exchanged, an error when the test ends without one.
     fn act_on_session(&mut self) -> Result<Option<TestReport>, String> {
-        while let Some(a) = self.session.poll_action() {
+        let actions: Vec<ServerAction> =
+            std::iter::from_fn(|| self.session.poll_action()).collect();
+        // The slot is free before the client hears that the test is over:
+        // a client that starts its next test at once is not turned away as
+        // busy by a server thread that has not yet come back from its write.
+        let ends =
+            |a: &ServerAction| matches!(a, ServerAction::Finished(_) | ServerAction::Fail(_));
+        if actions.iter().any(ends) {
+            self.slot = None;
+        }
+        for a in actions {
             match a {
                 ServerAction::Send(b) => {
                     // A client that stops reading must not hold the server: the
@@ -158,6 +174,7 @@ impl<'a> ServerTest<'a> {
         match accept_streams(&p, &self.data, ctl, opts, self.port, &mut announce) {
             Ok(v) => self.sockets = v,
             Err(e) => {
+                self.slot = None;
                 send_server_error(ctl, opts);
                 break_with(&mut self.session);
                 return Err(e);
@@ -185,6 +202,7 @@ impl<'a> ServerTest<'a> {
                 Ok(h) => self.running.push((id, sending, sh, h)),
                 Err(e) => {
                     stream::stop_running(&mut self.running, &self.keep_open);
+                    self.slot = None;
                     send_server_error(&self.ctl, self.opts);
                     return Err(format!(
                         "test from {}: starting stream {id}: {e}",
