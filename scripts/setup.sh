@@ -108,6 +108,13 @@ want tests 'python3 -c "import ensurepip, venv"' python3-venv
 # and reaches them with ssh; ansible-core comes from PyPI into the virtualenv.
 want tests '[ -x /usr/sbin/sshd ]' openssh-server
 want tests 'have ssh && have ssh-keygen' openssh-client
+# The stock-kernel tests boot Debian's own kernel (with the seg6, WireGuard,
+# xfrm, vlan, netem and cake a machine's kernel may lack) under qemu, with an
+# initramfs of busybox (static: it runs before any library is there).
+want tests 'have qemu-system-x86_64' qemu-system-x86
+want tests 'ls /boot/vmlinuz-*-amd64' linux-image-amd64
+# shellcheck disable=SC2016 # want evaluates it
+want tests '[ "$(dpkg-query -W -f="\${Status}" busybox-static)" = "install ok installed" ]' busybox-static
 
 if $setup_list; then
   printf '%s\n' "${setup_listed[@]}" | awk '!seen[$0]++'

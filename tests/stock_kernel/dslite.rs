@@ -1,0 +1,1 @@
+//! The kernel DS-Lite softwire on a freshly booted stock kernel.
