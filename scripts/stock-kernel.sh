@@ -103,7 +103,7 @@ if [ "$kvm" = probe ]; then
     rm -f "$probe"
   fi
 fi
-if [ "$kvm" = 1 ]; then accel=(-enable-kvm -cpu host); how=KVM; else accel=(-accel tcg -cpu max); how="emulation (no KVM)"; fi
+if [ "$kvm" = 1 ]; then accel=(-enable-kvm -cpu host); how=KVM; else accel=(-accel "tcg${TUNBENCH_VM_TCG:-}" -cpu "${TUNBENCH_VM_CPU_MODEL:-max}"); how="emulation (no KVM)"; fi
 echo "stock-kernel: booting $release under $how, $cpus CPUs, $memory" >&2
 status=0
 timeout --kill-after=10 "$limit" "${qemu_base[@]}" "${accel[@]}" -serial stdio \

@@ -5,7 +5,7 @@
 
 use crate::apply::{self, ApplyError, Cancel, Progress};
 use crate::host;
-use crate::ops::{HostAttach, Plan};
+use crate::ops::{HostAttach, Op, Plan};
 use crate::process::{self, ProcessId};
 use crate::state::{
     HostLinkRecord, HostNetns, LabLock, LabState, NodeRecord, Status, host_links, now_unix,
@@ -190,7 +190,24 @@ fn building_record(
         processes: Vec::new(),
         host_netns,
         host_links,
+        machine_wide: machine_wide_sysctls(plan),
     }
+}
+
+/// "key=value" of each machine-wide sysctl the plan's namespaces write, once.
+fn machine_wide_sysctls(plan: &Plan) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for op in &plan.ops {
+        if let Op::Namespace { sysctls, .. } = op {
+            for (k, v) in sysctls {
+                let kv = format!("{k}={v}");
+                if crate::sysctl::machine_wide(k).is_some() && !out.contains(&kv) {
+                    out.push(kv);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// `up` failed: remove everything built so far, and say whether that worked.
@@ -228,6 +245,8 @@ pub struct Removed {
     pub problems: Vec<String>,
     /// Host interfaces moved back into the host with their state restored.
     pub returned: Vec<String>,
+    /// Machine-wide settings the lab made that stay: "key=value: why".
+    pub left_set: Vec<String>,
 }
 
 /// Remove what the lab owns: the processes its record names, every process inside
@@ -257,6 +276,14 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
         owned.extend(s.builder.filter(|b| b.pid != std::process::id() as i32));
         r.processes += process::stop_all(&owned, Duration::from_secs(2));
         namespaces = recorded_namespaces(lab, s, &mut r).await;
+        r.left_set = s
+            .machine_wide
+            .iter()
+            .map(|kv| {
+                let key = kv.split('=').next().unwrap_or(kv);
+                format!("{kv} stays: {}", crate::sysctl::machine_wide(key).unwrap_or("machine-wide"))
+            })
+            .collect();
     }
     for ns in marked(Some(lab)).await {
         if !namespaces.contains(&ns) {

@@ -6,6 +6,7 @@ pub mod features;
 pub mod host;
 pub mod inspect;
 pub mod lab;
+pub mod module;
 pub mod namespace;
 mod netlink;
 pub mod nft;

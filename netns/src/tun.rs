@@ -72,15 +72,27 @@ fn context(what: String) -> impl FnOnce(io::Error) -> io::Error {
 /// Opens the clone device and binds the descriptor to TUN `name` with `flags`
 /// (creating the device if it does not exist). The descriptor is a queue of the
 /// device until it is closed.
+/// /dev/net/tun, with the tun module loaded first where the file is not there
+/// (a system without udev's static nodes makes it only with the module).
+fn open_clone_device() -> io::Result<File> {
+    let open = || OpenOptions::new().read(true).write(true).open(CLONE_DEVICE);
+    match open() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match crate::module::load("tun") {
+            Ok(()) => open(),
+            Err(why) => Err(io::Error::new(
+                e.kind(),
+                format!("{e}, and loading the tun module failed: {why}"),
+            )),
+        },
+        other => other,
+    }
+}
+
 pub fn open_queue(name: &str, flags: libc::c_short) -> io::Result<File> {
     let mut req = ifreq(name, flags)?;
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(CLONE_DEVICE)
-        .map_err(context(format!(
-            "opening {CLONE_DEVICE} for TUN device {name}"
-        )))?;
+    let f = open_clone_device().map_err(context(format!(
+        "opening {CLONE_DEVICE} for TUN device {name}"
+    )))?;
     // SAFETY: TUNSETIFF reads and writes one struct ifreq, which `req` is (40 bytes).
     let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::TUNSETIFF, &mut req as *mut IfReq) };
     if r < 0 {

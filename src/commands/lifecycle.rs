@@ -235,6 +235,7 @@ pub fn down(a: DownArgs) -> Result<i32> {
             r.processes,
             returned(&r)
         );
+        left_set(&r);
     } else {
         println!("lab {name} is not up; nothing to remove");
     }
@@ -269,6 +270,7 @@ pub fn clean(a: CleanArgs) -> Result<i32> {
             r.processes,
             returned(r)
         );
+        left_set(r);
     }
     if !any {
         println!("nothing to clean");
@@ -282,6 +284,13 @@ fn returned(r: &netns::Removed) -> String {
         String::new()
     } else {
         format!(", gave back host interfaces {}", r.returned.join(", "))
+    }
+}
+
+/// The machine-wide settings a lab made that outlive it, one a line.
+fn left_set(r: &netns::Removed) {
+    for s in &r.left_set {
+        println!("  left set on this machine: {s}");
     }
 }
 

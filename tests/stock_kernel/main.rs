@@ -10,3 +10,8 @@ mod common;
 
 mod dslite;
 mod kernel;
+
+// The DS-Lite tests of the tunnels binary; the stock-kernel profile runs
+// those of the kernel datapath, which a kernel without seg6 only refuses.
+#[path = "../tunnels/dslite.rs"]
+mod dslite_tunnels;

@@ -74,6 +74,10 @@ pub struct LabState {
     /// back in the host.
     #[serde(default)]
     pub host_links: Vec<HostLinkRecord>,
+    /// Machine-wide sysctls the lab's namespaces set ("key=value"), which
+    /// stay after `down` (crate::sysctl::MACHINE_WIDE).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub machine_wide: Vec<String>,
 }
 
 impl LabState {
@@ -316,6 +320,7 @@ mod tests {
             }],
             host_netns: None,
             host_links: Vec::new(),
+            machine_wide: Vec::new(),
         };
         let j = serde_json::to_string(&s).unwrap();
         assert!(j.contains("\"status\":\"building\""), "{j}");
@@ -388,6 +393,7 @@ mod tests {
             processes: Vec::new(),
             host_netns: None,
             host_links: Vec::new(),
+            machine_wide: Vec::new(),
         }
     }
 
