@@ -3,7 +3,8 @@
 //! below it. The layers up to `endpoint` are the crate tunbench-core
 //! (core/src/), which the tunbench crate (src/) re-exports under the same
 //! names. The order is written once, here (CONTRIBUTING.md's Layout section
-//! describes the same folders).
+//! describes the same folders). Inside the topology layer, each tunnel kind
+//! is a file of its own that uses no other kind.
 //!
 //! Unit tests at the end of a file (`#[cfg(test)] mod tests`) and files that
 //! are only compiled for tests may reach anywhere: a topology test may bring
@@ -152,11 +153,17 @@ fn test_only_children(text: &str) -> Vec<String> {
 /// The top-level modules a piece of code names as `crate::X` (also inside
 /// `use crate::{X, Y::z}`).
 fn crate_modules(code: &str) -> Vec<String> {
+    modules_after(code, "crate::")
+}
+
+/// The modules a piece of code names right after `prefix` (`crate::`,
+/// `super::`, `tunnel::`), also inside `prefix{X, Y::z}`.
+fn modules_after(code: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = code;
-    while let Some(i) = rest.find("crate::") {
+    while let Some(i) = rest.find(prefix) {
         let before = rest[..i].chars().next_back();
-        rest = &rest[i + "crate::".len()..];
+        rest = &rest[i + prefix.len()..];
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue; // `tunbench_crate::` or similar
         }
@@ -390,6 +397,78 @@ fn the_checker_sees_an_upward_use() {
         m.insert(name.clone(), layer_of(&name).is_some());
     }
     assert!(m.values().all(|known| *known), "{m:?}");
+}
+
+/// The tunnels' folder: one file per kind, and the modules the kinds share.
+/// A kind uses the shared modules and the folder's mod.rs (Tunnel,
+/// TunnelKind, Datapath), never another kind; a shared module uses no kind.
+const TUNNEL_DIR: &str = "core/src/topology/tunnel";
+const TUNNEL_KINDS: &[&str] = &["dslite", "esp", "ikev2", "l2tp", "wireguard"];
+const TUNNEL_SHARED: &[&str] = &["ends", "implementation", "keys", "overlay", "termination"];
+
+/// The kinds a file of the tunnels' folder uses, `own` (its own) aside.
+fn kinds_used(own: &str, code: &str) -> Vec<String> {
+    let mut used: Vec<String> = ["super::", "tunnel::"]
+        .iter()
+        .flat_map(|prefix| modules_after(code, prefix))
+        .filter(|m| m != own && TUNNEL_KINDS.contains(&m.as_str()))
+        .collect();
+    used.sort();
+    used.dedup();
+    used
+}
+
+/// Why a file of the tunnels' folder breaks its rule, one line each.
+fn tunnel_file_problems(path: &Path) -> Vec<String> {
+    let name = path.file_name().unwrap().to_string_lossy();
+    let Some(own) = name.strip_suffix(".rs") else {
+        return vec![format!(
+            "{TUNNEL_DIR}/{name}: a kind or a shared module is one .rs file"
+        )];
+    };
+    if own == "mod" {
+        return Vec::new(); // the tunnel itself: it names every kind
+    }
+    if !TUNNEL_KINDS.contains(&own) && !TUNNEL_SHARED.contains(&own) {
+        return vec![format!(
+            "{TUNNEL_DIR}/{name}: neither a kind nor a shared module; list it in TUNNEL_KINDS or TUNNEL_SHARED"
+        )];
+    }
+    let code = non_test_code(&std::fs::read_to_string(path).unwrap());
+    kinds_used(own, &code)
+        .into_iter()
+        .map(|kind| {
+            format!(
+                "{TUNNEL_DIR}/{name} uses the kind {kind}; what both need belongs in a shared module ({})",
+                TUNNEL_SHARED.join(", ")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn no_tunnel_kind_uses_another() {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(repo().join(TUNNEL_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    let mut bad: Vec<String> = paths.iter().flat_map(|p| tunnel_file_problems(p)).collect();
+    for m in TUNNEL_KINDS.iter().chain(TUNNEL_SHARED) {
+        if !paths.contains(&repo().join(TUNNEL_DIR).join(format!("{m}.rs"))) {
+            bad.push(format!("{TUNNEL_DIR}/{m}.rs is listed here but missing"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn the_checker_sees_a_kind_using_another() {
+    // Every form of path must be found, or the test above proves nothing.
+    let code = "use super::ends::Peer;\nuse super::{Tunnel, esp::RawEsp};\n/// like super::dslite\nfn f() { crate::topology::tunnel::wireguard::resolve(); super::l2tp::x(); }\nuse crate::topology::tunnel::{ikev2, keys};\n#[cfg(test)]\nmod tests { use super::super::dslite::x; }\n";
+    let found = kinds_used("l2tp", &non_test_code(code));
+    assert_eq!(found, ["esp", "ikev2", "wireguard"]);
+    assert!(kinds_used("esp", "use super::esp_helper::x;").is_empty());
 }
 
 /// CONTRIBUTING.md's Layout section as it must read: one line per layer, lowest first.

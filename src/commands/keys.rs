@@ -3,8 +3,8 @@
 //! needs to peer with the lab's peers, in the form `wg setconf` reads.
 
 use crate::topology::Topology;
+use crate::topology::tunnel::overlay::Overlay;
 use crate::topology::tunnel::{Tunnel, TunnelKind};
-use crate::topology::wireguard::Wireguard;
 use crate::vocab::keys::{public_of, to_base64};
 use anyhow::{Context, Result};
 use std::fmt::Write;
@@ -70,7 +70,7 @@ pub fn keys(a: KeysArgs) -> Result<i32> {
 pub fn wireguard_text(
     t: &Topology,
     tun: &Tunnel,
-    w: &Wireguard,
+    w: &Overlay,
     public: &[[u8; 32]],
     preshared: Option<&[u8; 32]>,
 ) -> String {

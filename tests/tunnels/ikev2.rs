@@ -240,7 +240,7 @@ fn an_unreachable_peer_fails_up_within_the_timeout_with_charons_log() {
     assert!(!o.status.success(), "{out}");
     // timeout = 8: the end's wait for the SA is bounded by the tunnel's own
     // timeout, and it says so; ignoring it, it would be the default's.
-    const _: () = assert!(tunbench::topology::ikev2::DEFAULT_TIMEOUT != 8);
+    const _: () = assert!(tunbench::topology::tunnel::ikev2::DEFAULT_TIMEOUT != 8);
     assert!(
         out.contains("the rest of the tunnel's timeout of 8 s"),
         "not the tunnel's timeout of 8 s: {out}"

@@ -12,10 +12,11 @@ use crate::endpoint::{Who, serve_with};
 use crate::keys::LabKeys;
 use crate::plan::datapath::Job;
 use crate::topology::Topology;
-use crate::topology::esp::{EspTunnel, Sas};
-use crate::topology::l2tp::L2tpTunnel;
+use crate::topology::tunnel::esp::EspTunnel;
+use crate::topology::tunnel::keys::Sas;
+use crate::topology::tunnel::l2tp::L2tpTunnel;
+use crate::topology::tunnel::overlay::Overlay;
 use crate::topology::tunnel::{Role, Tunnel};
-use crate::topology::wireguard::Wireguard;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 
@@ -24,7 +25,7 @@ fn sa_config(
     lab: &str,
     t: &Topology,
     tun: &Tunnel,
-    w: &Wireguard,
+    w: &Overlay,
     sas: &Sas,
     i: usize,
 ) -> Result<EspConfig> {
@@ -44,7 +45,7 @@ fn sa_config(
 }
 
 /// End `i`'s socket: UDP on its peer port, or raw protocol 50 (port 0).
-fn transport(w: &Wireguard, i: usize) -> Transport {
+fn transport(w: &Overlay, i: usize) -> Transport {
     let p = &w.peers[i];
     if p.port == 0 {
         Transport::RawIp {
@@ -63,7 +64,7 @@ struct End<'a> {
     lab: &'a str,
     t: &'a Topology,
     tun: &'a Tunnel,
-    w: &'a Wireguard,
+    w: &'a Overlay,
     i: usize,
 }
 

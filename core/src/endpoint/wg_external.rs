@@ -14,7 +14,8 @@ use crate::endpoint::external::{PrivateRun, find_program, isolate, stop};
 use crate::endpoint::wireguard::PeerSetup;
 use crate::endpoint::{stopping, write_json};
 use crate::topology::tunnel::Tunnel;
-use crate::topology::wireguard::{Implementation, Wireguard};
+use crate::topology::tunnel::implementation::Implementation;
+use crate::topology::tunnel::overlay::Overlay;
 use crate::vocab::keys::to_base64;
 use anyhow::{Context, Result, bail};
 use std::io::{Read, Write};
@@ -141,7 +142,7 @@ fn now_unix() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Result<Command> {
+fn command(imp: Implementation, exe: &Path, dev: &str, w: &Overlay) -> Result<Command> {
     let mut cmd = Command::new(exe);
     match imp {
         Implementation::WireguardGo => {
@@ -172,7 +173,7 @@ fn command(imp: Implementation, exe: &Path, dev: &str, w: &Wireguard) -> Result<
 pub fn run(
     imp: Implementation,
     tun: &Tunnel,
-    w: &Wireguard,
+    w: &Overlay,
     setup: &PeerSetup,
     stats_path: &Path,
     each: &mut dyn FnMut(Vec<PeerStatus>),

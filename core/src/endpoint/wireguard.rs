@@ -14,7 +14,8 @@ use crate::keys::LabKeys;
 use crate::plan::datapath::Job;
 use crate::topology::Topology;
 use crate::topology::tunnel::Tunnel;
-use crate::topology::wireguard::{Implementation, Wireguard};
+use crate::topology::tunnel::implementation::Implementation;
+use crate::topology::tunnel::overlay::Overlay;
 use crate::vocab::keys::{public_of, to_base64};
 use anyhow::{Context, Result};
 use boringtun::x25519::{PublicKey, StaticSecret};
@@ -80,7 +81,7 @@ pub struct PeerSetup {
 pub fn setup(
     t: &Topology,
     tun: &Tunnel,
-    w: &Wireguard,
+    w: &Overlay,
     i: usize,
     keys: &LabKeys,
 ) -> Result<PeerSetup> {
@@ -111,7 +112,7 @@ pub fn setup(
     })
 }
 
-pub fn run(lab: &str, t: &Topology, tun: &Tunnel, w: &Wireguard, i: usize) -> Result<()> {
+pub fn run(lab: &str, t: &Topology, tun: &Tunnel, w: &Overlay, i: usize) -> Result<()> {
     let node = t.nodes[w.peers[i].node].name.clone();
     let keys = LabKeys::load(lab)?;
     let s = setup(t, tun, w, i, &keys)?;

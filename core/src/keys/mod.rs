@@ -46,8 +46,8 @@ pub struct EndCertificate {
 /// "sa_key of end NODE" for each end of an ESP tunnel the file gives none.
 fn missing_sa_keys(
     t: &crate::topology::Topology,
-    o: &crate::topology::wireguard::Wireguard,
-    sas: &crate::topology::esp::Sas,
+    o: &crate::topology::tunnel::overlay::Overlay,
+    sas: &crate::topology::tunnel::keys::Sas,
 ) -> Vec<String> {
     o.peers
         .iter()
@@ -71,11 +71,11 @@ impl LabKeys {
     /// Keys for every WireGuard tunnel of `t`: the topology's, else new ones.
     pub fn make(t: &crate::topology::Topology) -> std::io::Result<LabKeys> {
         use crate::topology::tunnel::TunnelKind;
-        use crate::topology::wireguard::Preshared;
+        use crate::topology::tunnel::keys::Preshared;
         let mut keys = LabKeys::default();
         for tun in &t.tunnels {
             if let TunnelKind::Ikev2(e) = &tun.kind {
-                use crate::topology::ikev2::{Auth, Psk};
+                use crate::topology::tunnel::ikev2::{Auth, Psk};
                 let mut tk = TunnelKeys::default();
                 match e.auth {
                     Auth::Psk => {
@@ -154,7 +154,7 @@ impl LabKeys {
     /// tunnel's keys must all be in the file. Empty on one machine.
     pub fn made_across_hosts(t: &crate::topology::Topology) -> Vec<String> {
         use crate::topology::tunnel::TunnelKind;
-        use crate::topology::wireguard::Preshared;
+        use crate::topology::tunnel::keys::Preshared;
         let Some(pl) = &t.placement else {
             return Vec::new();
         };

@@ -79,7 +79,7 @@ pub fn termination<'t>(
     role: Role,
 ) -> Option<&'t crate::codec::profile::TerminationModel> {
     let node = tun.endpoints().into_iter().find(|(r, _, _)| *r == role)?.1;
-    crate::topology::termination::of(tun, role, &t.nodes[node])
+    crate::topology::tunnel::termination::of(tun, role, &t.nodes[node])
 }
 
 /// Every datapath process a lab runs: (job, node name).

@@ -6,7 +6,8 @@
 //! routes the softwire's IPv4 into it.
 
 use crate::topology::Topology;
-use crate::topology::tunnel::{AFTR_SOFTWIRE_V4, B4_SOFTWIRE_V4, Datapath, Dslite, Role, Tunnel};
+use crate::topology::tunnel::dslite::{AFTR_SOFTWIRE_V4, B4_SOFTWIRE_V4, Dslite};
+use crate::topology::tunnel::{Datapath, Role, Tunnel};
 use ipnetwork::IpNetwork;
 use netns::Op;
 use std::fmt::Write;

@@ -7,8 +7,8 @@
 //! ESP ends are made alike; IKEv2 ends need nothing here.
 
 use crate::topology::Topology;
+use crate::topology::tunnel::implementation::Implementation;
 use crate::topology::tunnel::{Tunnel, TunnelKind};
-use crate::topology::wireguard::Implementation;
 use netns::Op;
 
 pub fn ops(_t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op> {

@@ -148,7 +148,7 @@ fn termination_at<'n>(tun: &Tunnel, index: usize, node: &'n Node) -> Option<&'n 
         }
     }
     node.terminations
-        .get(crate::topology::termination::kind_name(tun))
+        .get(crate::topology::tunnel::termination::kind_name(tun))
 }
 
 /// A termination ceiling `c` of `node` on `traffic` going `way`, kept in

@@ -15,8 +15,9 @@ mod walk;
 mod tests;
 
 use crate::topology::resolved::Topology;
-use crate::topology::tunnel::{B4, Tunnel, TunnelKind};
-use crate::topology::wireguard::Wireguard;
+use crate::topology::tunnel::dslite::B4;
+use crate::topology::tunnel::overlay::Overlay;
+use crate::topology::tunnel::{Tunnel, TunnelKind};
 use ipnetwork::IpNetwork;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -86,7 +87,7 @@ pub struct Router<'t> {
     /// Connected prefixes of each node: (prefix, device). Addresses on lo are local only.
     connected: Vec<Vec<(IpNetwork, String)>>,
     /// The WireGuard tunnels each node is a peer of: (tunnel, its kind, peer index).
-    wireguard: Vec<Vec<(&'t Tunnel, &'t Wireguard, usize)>>,
+    wireguard: Vec<Vec<(&'t Tunnel, &'t Overlay, usize)>>,
     /// The softwires whose B4 each node is: (tunnel name, B4).
     softwires: Vec<Vec<(&'t str, &'t B4)>>,
 }

@@ -3,8 +3,9 @@
 //! (to the AFTR, with its NAT44).
 
 use super::{Arrival, Router};
-use crate::topology::tunnel::{B4, Tunnel, TunnelKind};
-use crate::topology::wireguard::Wireguard;
+use crate::topology::tunnel::dslite::B4;
+use crate::topology::tunnel::overlay::Overlay;
+use crate::topology::tunnel::{Tunnel, TunnelKind};
 use std::net::IpAddr;
 
 /// Next-hop interfaces named like this stand for a softwire, not a device.
@@ -27,7 +28,7 @@ pub(super) struct Nat {
 
 impl<'t> Router<'t> {
     /// The WireGuard tunnels `node` is a peer of: (tunnel, its kind, peer index).
-    pub(super) fn wireguard_peers(&self, node: usize) -> &[(&'t Tunnel, &'t Wireguard, usize)] {
+    pub(super) fn wireguard_peers(&self, node: usize) -> &[(&'t Tunnel, &'t Overlay, usize)] {
         &self.wireguard[node]
     }
 

@@ -3,13 +3,9 @@
 
 pub mod assertion;
 mod device;
-pub mod dslite;
-pub mod esp;
 pub mod hosts;
-pub mod ikev2;
 pub mod impair;
 pub mod kernel;
-pub mod l2tp;
 pub mod locate;
 pub mod profile_file;
 pub mod raw;
@@ -17,10 +13,8 @@ pub mod reference;
 mod resolve;
 pub mod resolved;
 pub mod scenario;
-pub mod termination;
 pub mod tunnel;
 mod validate;
-pub mod wireguard;
 
 #[cfg(test)]
 mod tests;

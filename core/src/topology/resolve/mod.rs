@@ -84,7 +84,7 @@ pub fn resolve(
         &mut p,
     );
     hubs_forward(raw, &mut nodes, &tunnels, &root, &mut p);
-    super::termination::settle(&mut nodes, &mut tunnels, &mut p);
+    super::tunnel::termination::settle(&mut nodes, &mut tunnels, &mut p);
     let reference = raw.reference.as_ref().map(|r| {
         super::reference::resolve(
             r,

@@ -11,10 +11,13 @@
 //! table 220, so `up` makes no device for it: the inner addresses go on the
 //! node's `lo` as host addresses (this kernel has no dummy interfaces).
 
-use super::resolved::{NodeKind, Topology};
-use super::wireguard::{Peer, Preshared, Wireguard};
-use super::{KeyPath, Problem, int_in};
+use super::ends::{NodeLookup, Peer, RawEnd, two_ends};
+use super::keys::{ESP_PORT, Preshared};
+use super::overlay::{self, Overlay};
+use super::{Tunnel, TunnelKind};
 use crate::codec::overhead::Encapsulation;
+use crate::topology::resolved::{NodeKind, Topology};
+use crate::topology::{KeyPath, Problem, int_in};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 
@@ -48,7 +51,7 @@ pub struct RawIkev2 {
     #[serde(default)]
     pub timeout: Option<i64>,
     #[serde(default)]
-    pub ends: Vec<super::esp::RawEnd>,
+    pub ends: Vec<RawEnd>,
 }
 
 /// Where the pre-shared key comes from. Never serialized as the key itself:
@@ -83,7 +86,7 @@ pub enum Auth {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Ikev2Tunnel {
     /// The two ends, as peers of an overlay; inner addresses as host prefixes.
-    pub overlay: Wireguard,
+    pub overlay: Overlay,
     pub auth: Auth,
     /// The pre-shared key (`auth = "psk"`).
     pub psk: Psk,
@@ -121,7 +124,7 @@ pub fn resolve(
     name: &str,
     r: &RawIkev2,
     at: &KeyPath,
-    node: &super::wireguard::NodeLookup<'_>,
+    node: &NodeLookup<'_>,
     p: &mut Vec<Problem>,
 ) -> Option<Ikev2Tunnel> {
     let before = p.len();
@@ -151,7 +154,7 @@ pub fn resolve(
         return None;
     }
     Some(Ikev2Tunnel {
-        overlay: Wireguard {
+        overlay: Overlay {
             mtu: LIBIPSEC_MTU,
             keepalive: None,
             preshared: Preshared::None,
@@ -205,18 +208,10 @@ fn ends(
     name: &str,
     r: &RawIkev2,
     at: &KeyPath,
-    node: &super::wireguard::NodeLookup<'_>,
+    node: &NodeLookup<'_>,
     p: &mut Vec<Problem>,
 ) -> Vec<Peer> {
-    let mut peers = super::esp::two_ends(
-        name,
-        "an IKEv2 tunnel",
-        &r.ends,
-        crate::topology::esp::ESP_PORT,
-        at,
-        node,
-        p,
-    );
+    let mut peers = two_ends(name, "an IKEv2 tunnel", &r.ends, ESP_PORT, at, node, p);
     for (i, re) in r.ends.iter().enumerate() {
         if re.spi.is_some() || re.tunnel_id.is_some() || re.session_id.is_some() {
             p.push(Problem::new(
@@ -237,13 +232,8 @@ fn ends(
 
 /// Checks that need the whole topology, and strongSwan's presence: a lab with
 /// an IKEv2 tunnel cannot come up without it.
-pub fn validate(
-    t: &Topology,
-    tunnel: &super::tunnel::Tunnel,
-    e: &Ikev2Tunnel,
-    p: &mut Vec<Problem>,
-) {
-    super::wireguard::validate(t, &tunnel.name, &e.overlay, "lo", p);
+pub fn validate(t: &Topology, tunnel: &Tunnel, e: &Ikev2Tunnel, p: &mut Vec<Problem>) {
+    overlay::validate(t, &tunnel.name, &e.overlay, "lo", p);
     if let Err(missing) = crate::vocab::programs::Install::find(e.auth == Auth::Cert) {
         p.push(Problem::new(&tunnel.at.key("kind"), missing));
     }
@@ -258,19 +248,16 @@ pub fn validate(
                 continue;
             }
             let clash = match &other.kind {
-                super::tunnel::TunnelKind::Ikev2(o) => {
-                    o.overlay.peers.iter().any(|q| q.node == peer.node)
-                }
+                TunnelKind::Ikev2(o) => o.overlay.peers.iter().any(|q| q.node == peer.node),
                 // ESP or L2TP/IPsec over UDP, or anything else on 4500 or 500.
                 _ => other.overlay().is_some_and(|o| {
-                    o.peers.iter().any(|q| {
-                        q.node == peer.node && [super::esp::ESP_PORT, 500].contains(&q.port)
-                    })
+                    o.peers
+                        .iter()
+                        .any(|q| q.node == peer.node && [ESP_PORT, 500].contains(&q.port))
                 }),
             };
             // Between two IKEv2 tunnels, said once.
-            let once = !matches!(other.kind, super::tunnel::TunnelKind::Ikev2(_))
-                || tunnel.name < other.name;
+            let once = !matches!(other.kind, TunnelKind::Ikev2(_)) || tunnel.name < other.name;
             if clash && once {
                 p.push(Problem::new(
                     &peer.at.key("node"),
@@ -309,11 +296,11 @@ ends = [
 ]
 "#
         );
-        let raw: super::super::raw::RawTopology = toml::from_str(&text).unwrap();
-        let (t, problems) = super::super::resolve::resolve(
+        let raw: crate::topology::raw::RawTopology = toml::from_str(&text).unwrap();
+        let (t, problems) = crate::topology::resolve::resolve(
             &raw,
             Path::new(""),
-            super::super::kernel::KernelFacts::FULL,
+            crate::topology::kernel::KernelFacts::FULL,
         );
         assert!(problems.is_empty(), "{problems:?}");
         t
@@ -321,7 +308,7 @@ ends = [
 
     fn ikev2(t: &Topology) -> &Ikev2Tunnel {
         match &t.tunnels[0].kind {
-            super::super::tunnel::TunnelKind::Ikev2(e) => e,
+            TunnelKind::Ikev2(e) => e,
             k => panic!("{k:?}"),
         }
     }

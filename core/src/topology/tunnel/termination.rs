@@ -3,11 +3,12 @@
 //! which end applies which ceilings, the softwire datapath they need, and
 //! what the router's forwarding ceilings must then leave alone. Pure.
 
-use super::Problem;
-use super::resolved::Node;
-use super::tunnel::{Datapath, Role, Tunnel, TunnelKind};
-use super::wireguard::Implementation;
+use super::implementation::Implementation;
+use super::overlay::Overlay;
+use super::{Datapath, Role, Tunnel, TunnelKind};
 use crate::codec::profile::TerminationModel;
+use crate::topology::Problem;
+use crate::topology::resolved::Node;
 use ipnetwork::IpNetwork;
 
 /// The kind's name as `[tunnels.X] kind` and `[terminations.KIND]` write it.
@@ -117,6 +118,6 @@ pub fn settle(nodes: &mut [Node], tunnels: &mut [Tunnel], p: &mut Vec<Problem>) 
     }
 }
 
-fn tun_overlay(t: &Tunnel) -> &super::wireguard::Wireguard {
+fn tun_overlay(t: &Tunnel) -> &Overlay {
     t.overlay().expect("a point-to-point kind has an overlay")
 }

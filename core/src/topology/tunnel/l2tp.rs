@@ -4,10 +4,11 @@
 //! L2TP datagrams travel in ESP transport mode (RFC 3193, L2TP/IPsec) in UDP
 //! 4500 or raw. Its ends are described like ESP's.
 
-use super::esp::{RawEnd, Sas, overlay, sa_keys, sa_settings, spis, two_ends};
-use super::wireguard::Wireguard;
-use super::{KeyPath, Problem, int_in};
+use super::ends::{NodeLookup, RawEnd, two_ends};
+use super::keys::{ESP_PORT, Sas, sa_keys, sa_settings, spis};
+use super::overlay::{Overlay, point_to_point};
 use crate::codec::overhead::Encapsulation;
+use crate::topology::{KeyPath, Problem, int_in};
 use crate::wire::l2tp::PORT as L2TP_PORT;
 use serde::Deserialize;
 
@@ -38,7 +39,7 @@ pub struct RawL2tp {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct L2tpTunnel {
-    pub overlay: Wireguard,
+    pub overlay: Overlay,
     pub sequence: bool,
     /// The (tunnel id, session id) each end receives with.
     pub ids: Vec<(u16, u16)>,
@@ -64,7 +65,7 @@ pub fn resolve(
     name: &str,
     l: &RawL2tp,
     at: &KeyPath,
-    node: &super::wireguard::NodeLookup<'_>,
+    node: &NodeLookup<'_>,
     p: &mut Vec<Problem>,
 ) -> Option<L2tpTunnel> {
     let before = p.len();
@@ -97,7 +98,7 @@ pub fn resolve(
     let (udp, window) = sa_settings(l.encap.as_deref(), l.window, at, p);
     let port = match (ipsec, udp) {
         (false, _) => L2TP_PORT,
-        (true, true) => super::esp::ESP_PORT,
+        (true, true) => ESP_PORT,
         (true, false) => 0,
     };
     let peers = two_ends(name, "an L2TP tunnel", &l.ends, port, at, node, p);
@@ -128,7 +129,7 @@ pub fn resolve(
     } else {
         Encapsulation::L2tp { sequence }
     };
-    let overlay = overlay(peers, enc, l.mtu, l.queues, at, p);
+    let overlay = point_to_point(peers, enc, l.mtu, l.queues, at, p);
     if p.len() > before {
         return None;
     }

@@ -2,11 +2,11 @@
 //! from each B4 to one AFTR with its NAT44 pool, as written (raw), resolved
 //! and checked.
 
-use super::kernel::{KernelFacts, SEG6};
-use super::resolved::{NodeKind, Topology};
-use super::tunnel::{Datapath, Tunnel};
-use super::wireguard::NodeLookup;
-use super::{KeyPath, Problem, int_in};
+use super::ends::NodeLookup;
+use super::{Datapath, Tunnel};
+use crate::topology::kernel::{KernelFacts, SEG6};
+use crate::topology::resolved::{NodeKind, Topology};
+use crate::topology::{KeyPath, Problem, int_in};
 use ipnetwork::{IpNetwork, Ipv4Network};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -54,7 +54,7 @@ pub struct RawAftr {
     /// an AFTR tunbench builds; optional for an external one, whose NAT is its
     /// own business).
     #[serde(default)]
-    pub pool: Option<super::raw::OneOrMany>,
+    pub pool: Option<crate::topology::raw::OneOrMany>,
     #[serde(default)]
     pub datapath: Option<String>,
     /// NAT mappings one B4 may hold at once in the userspace AFTR (RFC 6888

@@ -1,27 +1,33 @@
-//! `[tunnels.NAME]`: tunnels between lab nodes, as written (raw), resolved, and
-//! checked: `dslite` (RFC 6333 softwires), `wireguard`, `esp`, `l2tp` and
-//! `ikev2`; each kind is one variant of `RawTunnel` and of `TunnelKind`, with
-//! its own file.
+//! `[tunnels.NAME]`: tunnels between lab nodes, as written, resolved, checked.
+//! One file per kind (dslite, wireguard, esp, l2tp, ikev2), using no other
+//! kind: what kinds share is in `ends`, `overlay`, `keys`, `implementation`.
+
+pub mod dslite;
+pub mod ends;
+pub mod esp;
+pub mod ikev2;
+pub mod implementation;
+pub mod keys;
+pub mod l2tp;
+pub mod overlay;
+pub mod termination;
+pub mod wireguard;
 
 use super::kernel::KernelFacts;
 use super::resolved::Topology;
 use super::{KeyPath, Problem, valid_name};
+use dslite::{Dslite, RawDslite};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-
-pub use super::dslite::{
-    AFTR_SOFTWIRE_V4, Aftr, B4, B4_SOFTWIRE_V4, DSLITE_DEFAULT_MTU, DSLITE_OVERHEAD, Dslite,
-    RawAftr, RawB4, RawB4s, RawDslite,
-};
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum RawTunnel {
     Dslite(RawDslite),
-    Wireguard(super::wireguard::RawWireguard),
-    Esp(super::esp::RawEsp),
-    L2tp(super::l2tp::RawL2tp),
-    Ikev2(super::ikev2::RawIkev2),
+    Wireguard(wireguard::RawWireguard),
+    Esp(esp::RawEsp),
+    L2tp(l2tp::RawL2tp),
+    Ikev2(ikev2::RawIkev2),
 }
 
 pub const KNOWN_KINDS: &str = "\"dslite\", \"wireguard\", \"esp\", \"l2tp\", \"ikev2\"";
@@ -58,10 +64,10 @@ pub struct Tunnel {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum TunnelKind {
     Dslite(Dslite),
-    Wireguard(super::wireguard::Wireguard),
-    Esp(super::esp::EspTunnel),
-    L2tp(super::l2tp::L2tpTunnel),
-    Ikev2(super::ikev2::Ikev2Tunnel),
+    Wireguard(overlay::Overlay),
+    Esp(esp::EspTunnel),
+    L2tp(l2tp::L2tpTunnel),
+    Ikev2(ikev2::Ikev2Tunnel),
 }
 
 /// A tunnel's per-packet cost and what fits through it, for status and
@@ -105,7 +111,7 @@ pub enum Role {
     Aftr,
     /// The B4 at this index of `Dslite::b4s`.
     B4(usize),
-    /// The WireGuard peer at this index of `Wireguard::peers`.
+    /// The WireGuard peer at this index of `Overlay::peers`.
     Peer(usize),
 }
 
@@ -138,7 +144,7 @@ impl Tunnel {
             TunnelKind::Esp(_) => "esp",
             TunnelKind::L2tp(_) => "l2tp",
             // charon's kernel-libipsec makes and names it.
-            TunnelKind::Ikev2(_) => return super::ikev2::LIBIPSEC_TUN.to_string(),
+            TunnelKind::Ikev2(_) => return ikev2::LIBIPSEC_TUN.to_string(),
         };
         let mut s = format!("{prefix}-{}", self.name);
         s.truncate(15);
@@ -147,7 +153,7 @@ impl Tunnel {
 
     /// The peers of a point-to-point kind (WireGuard, ESP): their nodes,
     /// underlay endpoints, inner addresses and the networks behind them.
-    pub fn overlay(&self) -> Option<&super::wireguard::Wireguard> {
+    pub fn overlay(&self) -> Option<&overlay::Overlay> {
         match &self.kind {
             TunnelKind::Wireguard(w) => Some(w),
             TunnelKind::Esp(e) => Some(&e.overlay),
@@ -269,17 +275,14 @@ pub fn resolve(
             i
         };
         let kind = match rt {
-            RawTunnel::Esp(e) => super::esp::resolve(name, e, &at, &node, p).map(TunnelKind::Esp),
-            RawTunnel::L2tp(l) => {
-                super::l2tp::resolve(name, l, &at, &node, p).map(TunnelKind::L2tp)
+            RawTunnel::Esp(e) => esp::resolve(name, e, &at, &node, p).map(TunnelKind::Esp),
+            RawTunnel::L2tp(l) => l2tp::resolve(name, l, &at, &node, p).map(TunnelKind::L2tp),
+            RawTunnel::Ikev2(e) => ikev2::resolve(name, e, &at, &node, p).map(TunnelKind::Ikev2),
+            RawTunnel::Wireguard(w) => {
+                wireguard::resolve(name, w, &at, &node, &external, p).map(TunnelKind::Wireguard)
             }
-            RawTunnel::Ikev2(e) => {
-                super::ikev2::resolve(name, e, &at, &node, p).map(TunnelKind::Ikev2)
-            }
-            RawTunnel::Wireguard(w) => super::wireguard::resolve(name, w, &at, &node, &external, p)
-                .map(TunnelKind::Wireguard),
             RawTunnel::Dslite(d) => {
-                super::dslite::resolve(d, &at, &node, &external, kernel, p).map(TunnelKind::Dslite)
+                dslite::resolve(d, &at, &node, &external, kernel, p).map(TunnelKind::Dslite)
             }
         };
         if let Some(kind) = kind {
@@ -326,18 +329,16 @@ pub(crate) fn datapath(
 
 /// Checks that need the whole topology, each kind's own.
 pub fn validate(t: &Topology, p: &mut Vec<Problem>) {
-    let mut softwires = super::dslite::Softwires::default();
+    let mut softwires = dslite::Softwires::default();
     for tun in &t.tunnels {
         match &tun.kind {
             TunnelKind::Dslite(d) => softwires.validate(t, tun, d, p),
-            TunnelKind::Wireguard(w) => {
-                super::wireguard::validate(t, &tun.name, w, &tun.tun_name(), p)
-            }
+            TunnelKind::Wireguard(w) => overlay::validate(t, &tun.name, w, &tun.tun_name(), p),
             TunnelKind::Esp(_) | TunnelKind::L2tp(_) => {
                 let o = tun.overlay().expect("an overlay");
-                super::wireguard::validate(t, &tun.name, o, &tun.tun_name(), p);
+                overlay::validate(t, &tun.name, o, &tun.tun_name(), p);
             }
-            TunnelKind::Ikev2(e) => super::ikev2::validate(t, tun, e, p),
+            TunnelKind::Ikev2(e) => ikev2::validate(t, tun, e, p),
         }
     }
 }
