@@ -98,7 +98,7 @@ if [ "$kvm" = probe ]; then
   if [ -w /dev/kvm ]; then
     probe=$work/kvm-probe.log
     (timeout 15 "${qemu_base[@]}" -enable-kvm -cpu host -serial "file:$probe" \
-      -append "$append tunbench.probe=1") >/dev/null 2>&1 || true
+      -append "$append tunbench.probe=1" || true) >/dev/null 2>&1
     grep -q "tunbench: probe booted" "$probe" 2>/dev/null && kvm=1
     rm -f "$probe"
   fi

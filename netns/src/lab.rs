@@ -281,7 +281,10 @@ pub async fn down(lab: &str) -> io::Result<Removed> {
             .iter()
             .map(|kv| {
                 let key = kv.split('=').next().unwrap_or(kv);
-                format!("{kv} stays: {}", crate::sysctl::machine_wide(key).unwrap_or("machine-wide"))
+                format!(
+                    "{kv} stays: {}",
+                    crate::sysctl::machine_wide(key).unwrap_or("machine-wide")
+                )
             })
             .collect();
     }

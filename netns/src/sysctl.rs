@@ -57,7 +57,10 @@ pub const MACHINE_WIDE: &[(&str, &str)] = &[(
 
 /// Why `key` stays set after its lab is gone, if it is machine-wide.
 pub fn machine_wide(key: &str) -> Option<&'static str> {
-    MACHINE_WIDE.iter().find(|(k, _)| *k == key).map(|(_, why)| *why)
+    MACHINE_WIDE
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, why)| *why)
 }
 
 /// The module whose loading makes `key` appear, for keys that depend on one.

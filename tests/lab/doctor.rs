@@ -72,12 +72,14 @@ fn tried_directly(ns: &Scratch) -> BTreeMap<&'static str, (bool, String)> {
     }
     m.insert("veth", veth);
     m.insert("bridge", ns.ip(&["link", "add", "dbr", "type", "bridge"]));
-    for (name, kind) in [
-        ("macvlan", &["macvlan", "mode", "bridge"][..]),
-        ("vlan", &["vlan", "id", "5"][..]),
-        ("ipvlan", &["ipvlan", "mode", "l2"][..]),
+    // ipvlan on the other end: the kernel refuses an ipvlan on a device that
+    // has a macvlan (EBUSY), which is not what doctor is asked.
+    for (name, lower, kind) in [
+        ("macvlan", "dv0", &["macvlan", "mode", "bridge"][..]),
+        ("vlan", "dv0", &["vlan", "id", "5"][..]),
+        ("ipvlan", "dv1", &["ipvlan", "mode", "l2"][..]),
     ] {
-        let mut args = vec!["link", "add", "link", "dv0", "name", name, "type"];
+        let mut args = vec!["link", "add", "link", lower, "name", name, "type"];
         args.extend(kind);
         m.insert(name, ns.ip(&args));
     }

@@ -30,14 +30,28 @@ fn fresh_boot_the_kernel_softwire_comes_up_measures_and_down_says_what_stays() {
     let lab = lab_name("skd");
     let _g = LabGuard(lab.clone());
     let run = tunbench(&[
-        "run", &file, "--name", &lab, "--scenario", "kernel", "--duration", "1", "--runs", "1",
-        "--no-latency", "--format", "json",
+        "run",
+        &file,
+        "--name",
+        &lab,
+        "--scenario",
+        "kernel",
+        "--duration",
+        "1",
+        "--runs",
+        "1",
+        "--no-latency",
+        "--format",
+        "json",
     ]);
     let out = text(&run);
     assert!(run.status.success(), "run of the kernel softwire: {out}");
     let json: serde_json::Value = serde_json::from_slice(&run.stdout).expect("run's JSON");
     let figures = json.to_string();
-    assert!(figures.contains("bits_per_second") || figures.contains("bps"), "{figures}");
+    assert!(
+        figures.contains("bits_per_second") || figures.contains("bps"),
+        "{figures}"
+    );
     assert_eq!(
         std::fs::read_to_string("/proc/sys/net/netfilter/nf_hooks_lwtunnel")
             .expect("nf_hooks_lwtunnel exists once the lab loaded conntrack")
@@ -59,13 +73,19 @@ fn the_kernel_aftr_translates_and_down_names_the_switch_it_leaves_on() {
     // no userspace datapath process runs.
     let status = tunbench(&["status", &lab]);
     let said = text(&status);
-    assert!(said.contains("swa-sw"), "status shows the kernel softwire's gate: {said}");
+    assert!(
+        said.contains("swa-sw"),
+        "status shows the kernel softwire's gate: {said}"
+    );
     let userspace: Vec<String> = std::fs::read_dir(state_dir(&lab))
         .expect("the lab's state directory")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|f| f.starts_with("datapath-"))
         .collect();
-    assert!(userspace.is_empty(), "userspace datapaths run: {userspace:?}");
+    assert!(
+        userspace.is_empty(),
+        "userspace datapaths run: {userspace:?}"
+    );
     // The server sees the client at the AFTR's NAT44 pool address.
     let ns = format!("{lab}-server");
     let listener = std::thread::spawn(move || {
@@ -75,14 +95,21 @@ fn the_kernel_aftr_translates_and_down_names_the_switch_it_leaves_on() {
             peer.ip()
         })
     });
-    eventually("the client reaches the server through the softwire and NAT44", || {
-        in_ns(&format!("{lab}-client"), || {
-            std::net::TcpStream::connect_timeout(&"198.18.52.10:7010".parse().unwrap(), BOUND)
-                .is_ok()
-        })
-    });
+    eventually(
+        "the client reaches the server through the softwire and NAT44",
+        || {
+            in_ns(&format!("{lab}-client"), || {
+                std::net::TcpStream::connect_timeout(&"198.18.52.10:7010".parse().unwrap(), BOUND)
+                    .is_ok()
+            })
+        },
+    );
     let seen = listener.join().unwrap();
-    assert_eq!(seen.to_string(), "198.18.53.1", "the server saw the client at {seen}, not the pool");
+    assert_eq!(
+        seen.to_string(),
+        "198.18.53.1",
+        "the server saw the client at {seen}, not the pool"
+    );
     let down = tunbench(&["down", &lab]);
     let said = text(&down);
     assert!(down.status.success(), "down: {said}");

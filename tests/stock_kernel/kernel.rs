@@ -28,7 +28,11 @@ pub fn stock_kernel() -> String {
     let missing: Vec<&str> = NEEDED
         .iter()
         .copied()
-        .filter(|o| !config.lines().any(|l| l == format!("{o}=y") || l == format!("{o}=m")))
+        .filter(|o| {
+            !config
+                .lines()
+                .any(|l| l == format!("{o}=y") || l == format!("{o}=m"))
+        })
         .collect();
     assert!(
         missing.is_empty(),
@@ -43,5 +47,8 @@ fn the_tests_run_on_a_stock_kernel_with_its_modules() {
     let release = stock_kernel();
     // The tests' own kernel is never the development machine's: Debian's
     // releases end in their flavour.
-    assert!(release.ends_with("-amd64") || release.ends_with("-arm64"), "{release}");
+    assert!(
+        release.ends_with("-amd64") || release.ends_with("-arm64"),
+        "{release}"
+    );
 }
