@@ -30,6 +30,32 @@ for crate in tunbench tunbench-core tunbench-netns; do
 done
 status=0
 cargo test --release --workspace --no-run "${suite[@]}"
+# The stock-kernel tests (tests/stock_kernel) run on Debian's own kernel,
+# booted in a VM (scripts/stock-kernel.sh) beside the suite: one boot for all
+# of them, nextest inside on the binaries built here, its JUnit report in
+# target/nextest/stock-kernel/junit.xml and its console in
+# target/stock-kernel/console.log. It starts as soon as the binaries are
+# built, at a lower priority than the builds that follow: the guest's CPU
+# is emulated, and what it uses is taken from them only when they wait.
+stock=target/stock-kernel
+mkdir -p "$stock"
+stock_kernel_tests() {
+  local tests
+  tests=$(cargo nextest list --release --workspace --test stock_kernel --profile stock-kernel \
+    --message-format oneline "$@" 2>/dev/null | wc -l)
+  if [ "$tests" = 0 ]; then
+    echo "test: no stock-kernel test matches; the VM is not started" >&2
+    return 0
+  fi
+  cargo nextest list --release --workspace --test stock_kernel \
+    --list-type binaries-only --message-format json >"$stock/binaries.json"
+  cargo metadata --format-version 1 --no-deps >"$stock/cargo-metadata.json"
+  bash scripts/stock-kernel.sh --timeout 900 -- cargo-nextest nextest run \
+    --binaries-metadata "$stock/binaries.json" --cargo-metadata "$stock/cargo-metadata.json" \
+    --profile stock-kernel --no-tests=warn "$@"
+}
+(renice -n 5 -p "$BASHPID" >/dev/null; stock_kernel_tests "$@") >"$stock/console.log" 2>&1 &
+stock_pid=$!
 # The API's documentation builds without a warning (broken links, bare URLs).
 # In the release profile's directory, after the build: cargo checks every
 # dependency again for it, and there the build scripts and proc-macros are
@@ -48,30 +74,6 @@ fi
 rm -f "$setup_checkers_log"
 # The doctests (nextest runs none), on the release build.
 cargo test --release --workspace --doc --quiet || status=1
-# The stock-kernel tests (tests/stock_kernel) run on Debian's own kernel,
-# booted in a VM (scripts/stock-kernel.sh) beside the suite: one boot for all
-# of them, nextest inside on the binaries built here, its JUnit report in
-# target/nextest/stock-kernel/junit.xml and its console in
-# target/stock-kernel/console.log.
-stock=target/stock-kernel
-mkdir -p "$stock"
-stock_kernel_tests() {
-  local tests
-  tests=$(cargo nextest list --release --workspace --test stock_kernel --profile stock-kernel \
-    --message-format oneline "$@" 2>/dev/null | wc -l)
-  if [ "$tests" = 0 ]; then
-    echo "test: no stock-kernel test matches; the VM is not started" >&2
-    return 0
-  fi
-  cargo nextest list --release --workspace --test stock_kernel \
-    --list-type binaries-only --message-format json >"$stock/binaries.json"
-  cargo metadata --format-version 1 --no-deps >"$stock/cargo-metadata.json"
-  bash scripts/stock-kernel.sh --timeout 900 -- cargo-nextest nextest run \
-    --binaries-metadata "$stock/binaries.json" --cargo-metadata "$stock/cargo-metadata.json" \
-    --profile stock-kernel --no-tests=warn "$@"
-}
-stock_kernel_tests "$@" >"$stock/console.log" 2>&1 &
-stock_pid=$!
 # A filter may match tests of only one of the runs.
 cargo nextest run --release --workspace "${unit[@]}" --profile unit \
   --no-tests=warn "$@" || status=$?
