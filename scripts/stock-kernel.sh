@@ -64,7 +64,7 @@ make_initramfs() {
   done
   cp scripts/stock-kernel-init.sh "$tree/init"
   chmod 755 "$tree/init"
-  (cd "$tree" && find . | cpio -o -H newc --quiet | gzip -1) >"$initramfs.new"
+  (cd "$tree" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$initramfs.new"
   mv "$initramfs.new" "$initramfs"
   rm -rf "$tree"
 }
