@@ -26,6 +26,7 @@ const TOPOLOGY_COPY: &str = "topology.toml";
 pub fn this_kernel() -> topology::kernel::KernelFacts {
     topology::kernel::KernelFacts {
         seg6_lwtunnel: netns::features::seg6_lwtunnel(),
+        xfrm_esp: netns::features::xfrm_esp(),
     }
 }
 

@@ -195,9 +195,7 @@ fn tunnel_notes(t: &Topology, specs: &[MeasureSpec], paths: &mut [PathResult]) -
                     imps.dedup();
                     format!(" ({})", imps.join("/"))
                 }
-                TunnelKind::Ikev2(_) => {
-                    " (strongSwan, kernel-libipsec: ESP always in UDP 4500)".into()
-                }
+                TunnelKind::Ikev2(e) => format!(" ({})", e.datapath.describe()),
                 TunnelKind::Dslite(d) => {
                     let mut dps: Vec<&str> = std::iter::once(&d.aftr)
                         .filter(|a| !a.external)

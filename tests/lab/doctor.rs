@@ -111,7 +111,58 @@ fn tried_directly(ns: &Scratch) -> BTreeMap<&'static str, (bool, String)> {
     m.insert("tun-uso", uso);
     m.insert("udp-gso", udp_option(ns, libc::UDP_SEGMENT, 0));
     m.insert("udp-gro", udp_option(ns, libc::UDP_GRO, 1));
+    m.insert("xfrm", xfrm(ns));
     m
+}
+
+/// An ESP tunnel-mode state with AES-GCM and its policy, as charon's
+/// kernel-netlink installs them.
+fn xfrm(ns: &Scratch) -> (bool, String) {
+    all(vec![
+        ns.ip(&[
+            "xfrm",
+            "state",
+            "add",
+            "src",
+            "198.18.255.1",
+            "dst",
+            "198.18.255.2",
+            "proto",
+            "esp",
+            "spi",
+            "0x100",
+            "reqid",
+            "1",
+            "mode",
+            "tunnel",
+            "aead",
+            "rfc4106(gcm(aes))",
+            "0x0102030405060708090a0b0c0d0e0f1011121314",
+            "128",
+        ]),
+        ns.ip(&[
+            "xfrm",
+            "policy",
+            "add",
+            "src",
+            "198.18.255.1",
+            "dst",
+            "198.18.255.2",
+            "dir",
+            "out",
+            "tmpl",
+            "src",
+            "198.18.255.1",
+            "dst",
+            "198.18.255.2",
+            "proto",
+            "esp",
+            "reqid",
+            "1",
+            "mode",
+            "tunnel",
+        ]),
+    ])
 }
 
 fn seg6(ns: &Scratch) -> (bool, String) {

@@ -1,7 +1,8 @@
 //! Tests that run on Debian's stock kernel, booted in a VM by
 //! scripts/stock-kernel.sh (scripts/test.sh runs them there, in one boot):
-//! the kernel paths tunbench has (the kernel DS-Lite softwire, VLAN and ipvlan
-//! host links, `doctor`'s verdicts) on the kernel its users run. Each test
+//! the kernel paths tunbench has (the kernel DS-Lite softwire, strongSwan's
+//! kernel ESP, VLAN and ipvlan host links, `doctor`'s verdicts) on the kernel
+//! its users run. Each test
 //! first checks that it is on such a kernel and fails, saying how to run it,
 //! where it is not.
 
@@ -9,6 +10,7 @@
 mod common;
 
 mod dslite;
+mod ikev2_kernel;
 mod kernel;
 mod main_job;
 

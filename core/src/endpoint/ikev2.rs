@@ -8,7 +8,8 @@
 //! `swanctl --list-sas`, and stops charon when it is stopped.
 //!
 //! End 0 initiates explicitly: with libipsec, trap policies (start_action =
-//! trap) drop packets instead of negotiating.
+//! trap) drop packets instead of negotiating; the kernel datapath does the
+//! same, so `up` returns with SAs on either.
 
 use crate::endpoint::external::{PrivateRun, cpu_seconds, isolate, stop};
 use crate::endpoint::strongswan::{EndAuth, EndConfig, IkeSa, Install, log_tail, parse_list_sas};
@@ -17,7 +18,7 @@ use crate::keys::LabKeys;
 use crate::plan::datapath::Job;
 use crate::topology::Topology;
 use crate::topology::tunnel::Tunnel;
-use crate::topology::tunnel::ikev2::{Auth, Ikev2Tunnel};
+use crate::topology::tunnel::ikev2::{Auth, Ikev2Tunnel, SwanDatapath};
 use anyhow::{Context, Result, bail};
 use netns::state::LabState;
 use std::net::IpAddr;
@@ -47,7 +48,14 @@ pub struct SaFile {
     pub endpoint: IpAddr,
     pub peer: IpAddr,
     pub charon_pid: u32,
+    /// Where ESP happens: "libipsec" or "kernel" (older files: libipsec).
+    #[serde(default = "libipsec")]
+    pub datapath: String,
     pub ike: Vec<IkeSa>,
+}
+
+fn libipsec() -> String {
+    SwanDatapath::Libipsec.as_str().into()
 }
 
 /// The SA file of every IKEv2 end of a lab.
@@ -61,8 +69,8 @@ pub fn sa_files_of(lab: &str) -> Vec<SaFile> {
 /// `swanctl --list-sas` for one end, indented for `tunbench status`.
 pub fn describe(f: &SaFile) -> String {
     let mut s = format!(
-        "  ikev2 {} on {} (strongSwan charon pid {}): {} <-> {}\n",
-        f.tunnel, f.node, f.charon_pid, f.endpoint, f.peer
+        "  ikev2 {} on {} (strongSwan charon pid {}, {}): {} <-> {}\n",
+        f.tunnel, f.node, f.charon_pid, f.datapath, f.endpoint, f.peer
     );
     if f.ike.is_empty() {
         s += "    no IKE SA\n";
@@ -179,6 +187,7 @@ struct End<'a> {
     timeout: Duration,
     dir: PathBuf,
     swanctl: Swanctl,
+    datapath: SwanDatapath,
 }
 
 impl End<'_> {
@@ -294,10 +303,11 @@ impl End<'_> {
         let sa_path = sa_path(self.lab, self.tunnel, &self.node);
         let started = Instant::now();
         crate::driver::process_log::line(&format!(
-            "tunbench datapath: ikev2 {} on {}: child SA INSTALLED (charon pid {})",
+            "tunbench datapath: ikev2 {} on {}: child SA INSTALLED (charon pid {}, {})",
             self.tunnel,
             self.node,
-            charon.id()
+            charon.id(),
+            self.datapath.as_str()
         ));
         loop {
             let ike = self.swanctl.list_sas();
@@ -317,6 +327,7 @@ impl End<'_> {
                     endpoint: endpoints.0,
                     peer: endpoints.1,
                     charon_pid: charon.id(),
+                    datapath: self.datapath.as_str().into(),
                     ike,
                 },
             );
@@ -394,7 +405,10 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &Ikev2Tunnel, i: usize) -> 
         },
     };
     let conf = dir.join("strongswan.conf");
-    write_private(&conf, &crate::endpoint::strongswan::strongswan_conf())?;
+    write_private(
+        &conf,
+        &crate::endpoint::strongswan::strongswan_conf(e.datapath),
+    )?;
     write_private(
         &dir.join("swanctl.conf"),
         &crate::endpoint::strongswan::swanctl_conf(&config),
@@ -408,6 +422,7 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, e: &Ikev2Tunnel, i: usize) -> 
         peer_endpoint: w.peers[j].endpoint,
         timeout: Duration::from_secs(e.timeout_secs as u64),
         dir: dir.clone(),
+        datapath: e.datapath,
         swanctl: Swanctl {
             exe: install.swanctl.clone(),
             conf,

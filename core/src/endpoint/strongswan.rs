@@ -5,32 +5,46 @@
 pub use crate::vocab::programs::Install;
 use std::path::Path;
 
+use crate::topology::tunnel::ikev2::SwanDatapath;
+
 /// charon's plugins, in load order: kernel-libipsec before kernel-netlink
 /// (else kernel-netlink tries kernel SAs and fails with "Protocol not
 /// supported"), and kernel-netlink stays loaded to install the routes into
 /// libipsec's TUN; AES-GCM and ECP groups come from the openssl plugin
 /// (libstrongswan-standard-plugins).
 const CHARON_PLUGINS: &str = "random nonce openssl aes sha1 sha2 hmac gcm pem pkcs1 pkcs8 x509 pubkey kdf kernel-libipsec kernel-netlink socket-default vici";
+/// The same without kernel-libipsec: kernel-netlink installs the SAs and
+/// policies into the kernel's xfrm, and the routes.
+const CHARON_PLUGINS_KERNEL: &str = "random nonce openssl aes sha1 sha2 hmac gcm pem pkcs1 pkcs8 x509 pubkey kdf kernel-netlink socket-default vici";
 const SWANCTL_PLUGINS: &str = "pem pkcs1 pkcs8 x509 pubkey openssl random";
 
 /// strongswan.conf for a charon whose /run is its own directory: the paths
 /// are as charon sees them (`/run/...`).
-pub fn strongswan_conf() -> String {
+pub fn strongswan_conf(datapath: SwanDatapath) -> String {
+    let (load, routes, libipsec) = match datapath {
+        SwanDatapath::Libipsec => (
+            CHARON_PLUGINS,
+            "libipsec steers traffic into its TUN only through routes (table 220).",
+            "\n    kernel-libipsec {\n      load = yes\n    }",
+        ),
+        SwanDatapath::Kernel => (
+            CHARON_PLUGINS_KERNEL,
+            "xfrm policies act on routed packets: routes (table 220) to the remote selectors.",
+            "",
+        ),
+    };
     format!(
         r#"# Written by tunbench for one IKEv2 end; charon sees this directory as /run.
 charon {{
   load_modular = no
-  load = {CHARON_PLUGINS}
-  # libipsec steers traffic into its TUN only through routes (table 220).
+  load = {load}
+  # {routes}
   install_routes = yes
   install_virtual_ip = no
   # A lab's peer answers at once or not at all: retransmit soon.
   retransmit_timeout = 1.0
   retransmit_base = 1.4
-  plugins {{
-    kernel-libipsec {{
-      load = yes
-    }}
+  plugins {{{libipsec}
     vici {{
       socket = unix:///run/charon.vici
     }}
@@ -387,12 +401,47 @@ mod tests {
         assert!(parse_list_sas("list-sa event {x {a=[1 2").len() == 1);
     }
 
+    /// charon's plugin list, the `load =` line of its section.
+    fn charon_load(conf: &str) -> Vec<String> {
+        let line = conf
+            .lines()
+            .find(|l| l.trim().starts_with("load =") && !l.contains("yes"))
+            .unwrap();
+        line.split('=')
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn each_datapath_loads_its_kernel_interface() {
+        let lib = strongswan_conf(SwanDatapath::Libipsec);
+        let kernel = strongswan_conf(SwanDatapath::Kernel);
+        let (l, k) = (charon_load(&lib), charon_load(&kernel));
+        let at = |v: &[String], p: &str| v.iter().position(|x| x == p);
+        // libipsec first, else kernel-netlink claims the SAs.
+        assert!(at(&l, "kernel-libipsec").unwrap() < at(&l, "kernel-netlink").unwrap());
+        assert!(
+            lib.contains("kernel-libipsec {\n      load = yes\n    }"),
+            "{lib}"
+        );
+        // The kernel datapath: kernel-netlink alone, and nothing of libipsec.
+        assert_eq!(at(&k, "kernel-libipsec"), None, "{kernel}");
+        assert!(at(&k, "kernel-netlink").is_some(), "{kernel}");
+        assert!(!kernel.contains("libipsec"), "{kernel}");
+        // Otherwise the same plugins, and both install routes.
+        let rest: Vec<&String> = l.iter().filter(|p| *p != "kernel-libipsec").collect();
+        assert_eq!(rest, k.iter().collect::<Vec<_>>());
+        for s in [&lib, &kernel] {
+            assert!(s.contains("install_routes = yes"), "{s}");
+            assert!(s.contains("socket = unix:///run/charon.vici"), "{s}");
+        }
+    }
+
     #[test]
     fn configs_say_what_the_recipe_says() {
-        let s = strongswan_conf();
-        let load = s.lines().find(|l| l.trim().starts_with("load =")).unwrap();
-        assert!(load.find("kernel-libipsec").unwrap() < load.find("kernel-netlink").unwrap());
-        assert!(s.contains("socket = unix:///run/charon.vici"));
         let c = EndConfig {
             name: "vpn".into(),
             local_id: "a".into(),

@@ -15,8 +15,9 @@ pub fn ops(_t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op>
     let Some(w) = tun.overlay() else {
         return Vec::new();
     };
-    // charon's kernel-libipsec makes its TUN and routes (table 220) itself;
-    // the inner addresses are on lo with the node's own.
+    // charon makes the routes (table 220) itself, into kernel-libipsec's TUN
+    // or over the underlay to the kernel's xfrm; the inner addresses are on
+    // lo with the node's own.
     if matches!(tun.kind, TunnelKind::Ikev2(_)) {
         return Vec::new();
     }

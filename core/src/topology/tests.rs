@@ -412,6 +412,7 @@ fn a_softwire_is_auto_by_default_and_auto_follows_the_kernel() {
     use tunnel::Datapath::{Kernel, Userspace};
     let without = KernelFacts {
         seg6_lwtunnel: false,
+        ..KernelFacts::FULL
     };
     for said in [None, Some("auto")] {
         let text = softwire(said);
@@ -442,6 +443,7 @@ fn a_softwire_is_auto_by_default_and_auto_follows_the_kernel() {
 fn a_kernel_softwire_on_a_kernel_without_seg6_is_refused_where_the_file_asks() {
     let without = kernel::KernelFacts {
         seg6_lwtunnel: false,
+        ..kernel::KernelFacts::FULL
     };
     let text = softwire(Some("kernel"));
     assert!(parse_str_for(&text, Path::new("t.toml"), kernel::KernelFacts::FULL).is_ok());

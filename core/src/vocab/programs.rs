@@ -69,7 +69,7 @@ impl Install {
             return Ok(install);
         }
         Err(format!(
-            "an IKEv2 tunnel runs strongSwan's charon with userspace ESP, and strongSwan is not installed: missing {}; install it with `apt-get install {packages}` (scripts/setup.sh does)",
+            "an IKEv2 tunnel runs strongSwan's charon, and strongSwan is not installed: missing {}; install it with `apt-get install {packages}` (scripts/setup.sh does)",
             missing.join(", ")
         ))
     }

@@ -15,6 +15,7 @@ mod seg6;
 mod tools;
 mod tun;
 mod udp;
+mod xfrm;
 
 pub use sandbox::in_throwaway_namespace;
 
@@ -38,6 +39,7 @@ pub enum Feature {
     TcRedirect,
     UdpGso,
     UdpGro,
+    Xfrm,
 }
 
 /// What trying a feature found.
@@ -55,7 +57,7 @@ pub enum Found {
 pub const SEE_DOCTOR: &str = "`tunbench doctor` lists what this kernel offers";
 
 impl Feature {
-    pub const ALL: [Feature; 15] = [
+    pub const ALL: [Feature; 16] = [
         Feature::Namespaces,
         Feature::Veth,
         Feature::Bridge,
@@ -71,6 +73,7 @@ impl Feature {
         Feature::TcRedirect,
         Feature::UdpGso,
         Feature::UdpGro,
+        Feature::Xfrm,
     ];
 
     /// The feature's name in `tunbench doctor` and in every refusal.
@@ -130,6 +133,11 @@ impl Feature {
                 "Linux 4.18",
             ),
             Feature::UdpGro => ("udp-gro", "UDP receive offload (UDP_GRO)", "Linux 5.0"),
+            Feature::Xfrm => (
+                "xfrm",
+                "kernel ESP: xfrm states and policies, AES-GCM (rfc4106)",
+                "CONFIG_XFRM_USER, CONFIG_INET_ESP, CONFIG_INET6_ESP, CONFIG_CRYPTO_GCM",
+            ),
         }
     }
 
@@ -172,6 +180,7 @@ impl Feature {
             Feature::TcRedirect => tools::probe_redirect(),
             Feature::UdpGso => udp::probe_gso(),
             Feature::UdpGro => udp::probe_gro(),
+            Feature::Xfrm => xfrm::probe(),
         }
     }
 
@@ -233,6 +242,12 @@ pub fn probe_all() -> Vec<(Feature, Found)> {
             })
             .collect()
     })
+}
+
+/// Whether the kernel does ESP itself (xfrm with AES-GCM): strongSwan's
+/// kernel datapath. Probed once per process.
+pub fn xfrm_esp() -> bool {
+    Feature::Xfrm.available()
 }
 
 /// Whether routes with seg6 (encap.red) and seg6local (End.DX4) encapsulation

@@ -89,6 +89,11 @@ pub(super) fn role(f: Feature) -> (bool, &'static str, String) {
             "receiving UDP: measurement streams and UDP tunnels",
             "one datagram per read, batched by recvmmsg: the same traffic for more CPU",
         ),
+        Feature::Xfrm => (
+            false,
+            "IKEv2 tunnels on strongSwan's kernel datapath (`datapath = \"kernel\"`: the kernel's ESP, installed by charon)",
+            "`validate` and `up` refuse `datapath = \"kernel\"`, naming `xfrm`; `datapath = \"libipsec\"` (the default) does ESP in charon, in userspace",
+        ),
     };
     (required, needed_by, without.to_string())
 }

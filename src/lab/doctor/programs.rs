@@ -54,7 +54,7 @@ const PROGRAMS: &[Program] = &[
         at: Located::Strongswan(|i| i.charon.clone()),
         version_args: &["--version"],
         from: "Debian's strongswan-charon, libcharon-extra-plugins and libstrongswan-standard-plugins",
-        needed_by: "IKEv2 tunnels: strongSwan's daemon, with userspace ESP (kernel-libipsec)",
+        needed_by: "IKEv2 tunnels: strongSwan's daemon, with ESP in userspace (kernel-libipsec) or the kernel's (kernel-netlink)",
         without: "`validate` and `up` refuse an IKEv2 tunnel, naming the packages",
     },
     Program {

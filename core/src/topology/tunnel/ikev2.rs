@@ -1,5 +1,8 @@
 //! `[tunnels.NAME] kind = "ikev2"`: a real IKEv2 negotiation by strongSwan's
-//! charon at both ends, with userspace ESP (kernel-libipsec) in UDP 4500.
+//! charon at both ends, with ESP on one of strongSwan's two datapaths:
+//! `libipsec` (the default: userspace ESP by kernel-libipsec, always in UDP
+//! 4500, on any kernel) or `kernel` (the kernel's xfrm states and policies,
+//! installed by kernel-netlink, plain ESP: strongSwan as it is deployed).
 //! Its two ends are described like ESP ends (node, underlay endpoint, inner
 //! addresses, networks behind), so the plan, the routing model and the reports
 //! treat it like the other point-to-point tunnels.
@@ -8,14 +11,17 @@
 //! CA made when the lab comes up (`auth = "cert"`).
 //!
 //! libipsec makes its own TUN (`ipsec0`, MTU 1400) and routes into it from
-//! table 220, so `up` makes no device for it: the inner addresses go on the
-//! node's `lo` as host addresses (this kernel has no dummy interfaces).
+//! table 220; on the kernel datapath charon routes the remote traffic
+//! selectors from table 220 over the underlay, where xfrm policies take them.
+//! Either way `up` makes no device: the inner addresses go on the node's `lo`
+//! as host addresses (the development kernel has no dummy interfaces).
 
 use super::ends::{NodeLookup, Peer, RawEnd, two_ends};
 use super::keys::{ESP_PORT, Preshared};
 use super::overlay::{self, Overlay};
 use super::{Tunnel, TunnelKind};
 use crate::codec::overhead::Encapsulation;
+use crate::topology::kernel::{KernelFacts, XFRM};
 use crate::topology::resolved::{NodeKind, Topology};
 use crate::topology::{KeyPath, Problem, int_in};
 use ipnetwork::IpNetwork;
@@ -50,8 +56,38 @@ pub struct RawIkev2 {
     /// Seconds to wait for the child SA (default 20).
     #[serde(default)]
     pub timeout: Option<i64>,
+    /// "libipsec" (default) or "kernel".
+    #[serde(default)]
+    pub datapath: Option<String>,
     #[serde(default)]
     pub ends: Vec<RawEnd>,
+}
+
+/// Where ESP happens: which of charon's kernel interfaces it loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwanDatapath {
+    /// kernel-libipsec: ESP in charon, through its TUN, always in UDP 4500.
+    Libipsec,
+    /// kernel-netlink alone: the kernel's xfrm ESP, in UDP only behind NAT.
+    Kernel,
+}
+
+impl SwanDatapath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SwanDatapath::Libipsec => "libipsec",
+            SwanDatapath::Kernel => "kernel",
+        }
+    }
+
+    /// How reports name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SwanDatapath::Libipsec => "strongSwan, kernel-libipsec: ESP always in UDP 4500",
+            SwanDatapath::Kernel => "strongSwan, kernel ESP (xfrm): protocol 50",
+        }
+    }
 }
 
 /// Where the pre-shared key comes from. Never serialized as the key itself:
@@ -93,12 +129,45 @@ pub struct Ikev2Tunnel {
     pub proposals: String,
     pub esp_proposals: String,
     pub timeout_secs: u32,
+    pub datapath: SwanDatapath,
 }
 
 impl Ikev2Tunnel {
-    /// libipsec in 5.9.8 always encapsulates ESP in UDP 4500, as if behind NAT.
+    /// libipsec in 5.9.8 always encapsulates ESP in UDP 4500, as if behind
+    /// NAT; the kernel sends plain ESP where no NAT is between the ends (a lab
+    /// with one costs 8 bytes more, UDP's).
     pub fn encapsulation(&self) -> Encapsulation {
-        Encapsulation::Esp { udp: true }
+        Encapsulation::Esp {
+            udp: self.datapath == SwanDatapath::Libipsec,
+        }
+    }
+}
+
+/// The datapath the file asks for; "kernel" is refused where the kernel has
+/// no ESP of its own.
+fn datapath(r: &RawIkev2, at: &KeyPath, kernel: KernelFacts, p: &mut Vec<Problem>) -> SwanDatapath {
+    let at = at.key("datapath");
+    match r.datapath.as_deref() {
+        None | Some("libipsec") => SwanDatapath::Libipsec,
+        Some("kernel") => {
+            if !kernel.xfrm_esp {
+                p.push(Problem::new(
+                    &at,
+                    format!(
+                        "datapath = \"kernel\" needs the kernel's ESP, and {}",
+                        XFRM.refusal("use \"libipsec\" (the default: ESP in charon, in userspace)")
+                    ),
+                ));
+            }
+            SwanDatapath::Kernel
+        }
+        Some(o) => {
+            p.push(Problem::new(
+                &at,
+                format!("datapath \"{o}\" is not one of \"libipsec\" (ESP in charon, the default), \"kernel\" (the kernel's xfrm ESP)"),
+            ));
+            SwanDatapath::Libipsec
+        }
     }
 }
 
@@ -125,9 +194,11 @@ pub fn resolve(
     r: &RawIkev2,
     at: &KeyPath,
     node: &NodeLookup<'_>,
+    kernel: KernelFacts,
     p: &mut Vec<Problem>,
 ) -> Option<Ikev2Tunnel> {
     let before = p.len();
+    let datapath = datapath(r, at, kernel, p);
     let (auth, psk) = auth(r, at, p);
     let proposals = proposal(
         r.proposals.as_deref(),
@@ -153,9 +224,16 @@ pub fn resolve(
     if p.len() > before {
         return None;
     }
+    // The kernel's xfrm takes the overhead off a 1500-byte underlay's MTU,
+    // as tunbench's own raw ESP does.
+    let outer_v6 = peers.first().is_some_and(|x| x.endpoint.is_ipv6());
+    let mtu = match datapath {
+        SwanDatapath::Libipsec => LIBIPSEC_MTU,
+        SwanDatapath::Kernel => Encapsulation::Esp { udp: false }.max_inner(outer_v6, 1500) as u32,
+    };
     Some(Ikev2Tunnel {
         overlay: Overlay {
-            mtu: LIBIPSEC_MTU,
+            mtu,
             keepalive: None,
             preshared: Preshared::None,
             queues: 1,
@@ -167,6 +245,7 @@ pub fn resolve(
         proposals,
         esp_proposals,
         timeout_secs,
+        datapath,
     })
 }
 
@@ -278,6 +357,14 @@ mod tests {
 
     /// Resolved without `validate`, which also asks whether strongSwan is installed.
     fn resolved(tunnel: &str) -> Topology {
+        resolved_for(tunnel, crate::topology::kernel::KernelFacts::FULL).unwrap()
+    }
+
+    /// The topology with `tunnel`'s keys, or the problems, on a kernel like `k`.
+    fn resolved_for(
+        tunnel: &str,
+        k: crate::topology::kernel::KernelFacts,
+    ) -> Result<Topology, Vec<Problem>> {
         let text = format!(
             r#"name = "ikr"
 [nodes.a]
@@ -297,13 +384,12 @@ ends = [
 "#
         );
         let raw: crate::topology::raw::RawTopology = toml::from_str(&text).unwrap();
-        let (t, problems) = crate::topology::resolve::resolve(
-            &raw,
-            Path::new(""),
-            crate::topology::kernel::KernelFacts::FULL,
-        );
-        assert!(problems.is_empty(), "{problems:?}");
-        t
+        let (t, problems) = crate::topology::resolve::resolve(&raw, Path::new(""), k);
+        if problems.is_empty() {
+            Ok(t)
+        } else {
+            Err(problems)
+        }
     }
 
     fn ikev2(t: &Topology) -> &Ikev2Tunnel {
@@ -323,6 +409,8 @@ ends = [
         assert_eq!(e.psk, Psk::Generate);
         assert_eq!(e.auth, Auth::Psk);
         assert_eq!(e.overlay.mtu, LIBIPSEC_MTU);
+        assert_eq!(e.datapath, SwanDatapath::Libipsec);
+        assert_eq!(e.encapsulation(), Encapsulation::Esp { udp: true });
         assert_eq!(t.tunnels[0].tun_name(), "ipsec0");
         let a = t.node_addresses(0);
         assert!(
@@ -369,5 +457,46 @@ ends = [
         );
         let made = crate::keys::LabKeys::make(&resolved("")).unwrap();
         assert_eq!(made.psk_hex("vpn").unwrap().len(), 64);
+    }
+
+    #[test]
+    fn the_kernel_datapath_is_plain_esp_and_its_mtu_what_fits_1500() {
+        let t = resolved(r#"datapath = "kernel""#);
+        let e = ikev2(&t);
+        assert_eq!(e.datapath, SwanDatapath::Kernel);
+        assert_eq!(e.encapsulation(), Encapsulation::Esp { udp: false });
+        // Over IPv4: IP 20 + ESP 8 + IV 8 + ICV 16 + trailer 2, payload and
+        // trailer padded to 4 bytes: (1500 - 20 - 16 - 16) & !3, less 2;
+        // what Linux's xfrm_state_mtu gives a 1500-byte route.
+        assert_eq!(e.overlay.mtu, 1446);
+        let sizes = t.tunnels[0].sizes();
+        assert_eq!(sizes.encapsulation, "ESP (protocol 50)");
+    }
+
+    #[test]
+    fn a_kernel_datapath_without_xfrm_is_refused_naming_the_key() {
+        let without = crate::topology::kernel::KernelFacts {
+            xfrm_esp: false,
+            ..crate::topology::kernel::KernelFacts::FULL
+        };
+        let p = resolved_for(r#"datapath = "kernel""#, without).unwrap_err();
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].at.to_string(), "tunnels.vpn.datapath");
+        let m = &p[0].message;
+        assert!(
+            m.starts_with(
+                "datapath = \"kernel\" needs the kernel's ESP, and the kernel lacks `xfrm`"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("use \"libipsec\""), "{m}");
+        // The default needs nothing of the kernel.
+        assert!(resolved_for("", without).is_ok());
+        let odd = resolved_for(
+            r#"datapath = "xfrm""#,
+            crate::topology::kernel::KernelFacts::FULL,
+        )
+        .unwrap_err();
+        assert!(format!("{odd:?}").contains("is not one of"), "{odd:?}");
     }
 }

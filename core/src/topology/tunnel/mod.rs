@@ -277,7 +277,9 @@ pub fn resolve(
         let kind = match rt {
             RawTunnel::Esp(e) => esp::resolve(name, e, &at, &node, p).map(TunnelKind::Esp),
             RawTunnel::L2tp(l) => l2tp::resolve(name, l, &at, &node, p).map(TunnelKind::L2tp),
-            RawTunnel::Ikev2(e) => ikev2::resolve(name, e, &at, &node, p).map(TunnelKind::Ikev2),
+            RawTunnel::Ikev2(e) => {
+                ikev2::resolve(name, e, &at, &node, kernel, p).map(TunnelKind::Ikev2)
+            }
             RawTunnel::Wireguard(w) => {
                 wireguard::resolve(name, w, &at, &node, &external, p).map(TunnelKind::Wireguard)
             }
