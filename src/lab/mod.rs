@@ -26,6 +26,9 @@ const TOPOLOGY_COPY: &str = "topology.toml";
 pub fn this_kernel() -> topology::kernel::KernelFacts {
     topology::kernel::KernelFacts {
         seg6_lwtunnel: netns::features::seg6_lwtunnel(),
+        // Refused only where the kernel said no: a probe that could not
+        // tell (no root) leaves the refusal to `up`.
+        wireguard: !netns::features::Feature::Wireguard.known_absent(),
     }
 }
 

@@ -145,6 +145,7 @@ manual = "set the router's fan to full speed"
         };
         let no_seg6 = KernelFacts {
             seg6_lwtunnel: false,
+            ..KernelFacts::FULL
         };
         assert_eq!(
             grouped(no_seg6),

@@ -14,15 +14,21 @@ pub struct KernelFacts {
     /// seg6 encap.red and seg6local End.DX4 routes (CONFIG_IPV6_SEG6_LWTUNNEL):
     /// the kernel DS-Lite datapath.
     pub seg6_lwtunnel: bool,
+    /// WireGuard devices (CONFIG_WIREGUARD): `implementation = "kernel"`.
+    pub wireguard: bool,
 }
 
 impl KernelFacts {
     /// A kernel with everything a lab may ask for.
     pub const FULL: KernelFacts = KernelFacts {
         seg6_lwtunnel: true,
+        wireguard: true,
     };
 }
 
 /// What the kernel DS-Lite datapath is made of, named as `tunbench doctor`
 /// and every refusal name it.
 pub const SEG6: netns::features::Feature = netns::features::Feature::Seg6;
+
+/// What a kernel WireGuard peer is made of.
+pub const WIREGUARD: netns::features::Feature = netns::features::Feature::Wireguard;

@@ -38,6 +38,7 @@ pub enum Feature {
     TcRedirect,
     UdpGso,
     UdpGro,
+    Wireguard,
 }
 
 /// What trying a feature found.
@@ -55,7 +56,7 @@ pub enum Found {
 pub const SEE_DOCTOR: &str = "`tunbench doctor` lists what this kernel offers";
 
 impl Feature {
-    pub const ALL: [Feature; 15] = [
+    pub const ALL: [Feature; 16] = [
         Feature::Namespaces,
         Feature::Veth,
         Feature::Bridge,
@@ -71,6 +72,7 @@ impl Feature {
         Feature::TcRedirect,
         Feature::UdpGso,
         Feature::UdpGro,
+        Feature::Wireguard,
     ];
 
     /// The feature's name in `tunbench doctor` and in every refusal.
@@ -130,6 +132,11 @@ impl Feature {
                 "Linux 4.18",
             ),
             Feature::UdpGro => ("udp-gro", "UDP receive offload (UDP_GRO)", "Linux 5.0"),
+            Feature::Wireguard => (
+                "wireguard",
+                "the kernel's WireGuard devices",
+                "CONFIG_WIREGUARD (Linux 5.6)",
+            ),
         }
     }
 
@@ -163,7 +170,8 @@ impl Feature {
             | Feature::Macvlan
             | Feature::Vlan
             | Feature::Ipvlan
-            | Feature::Vxlan => links::probe(self),
+            | Feature::Vxlan
+            | Feature::Wireguard => links::probe(self),
             Feature::Tun => tun::probe_tun(),
             Feature::TunUso => tun::probe_uso(),
             Feature::Seg6 => seg6::probe(),

@@ -89,6 +89,11 @@ pub(super) fn role(f: Feature) -> (bool, &'static str, String) {
             "receiving UDP: measurement streams and UDP tunnels",
             "one datagram per read, batched by recvmmsg: the same traffic for more CPU",
         ),
+        Feature::Wireguard => (
+            false,
+            "WireGuard peers with `implementation = \"kernel\"`",
+            "`validate` and `up` refuse such a peer naming `wireguard`; tunbench's own implementation (the default), wireguard-go and boringtun run on a TUN",
+        ),
     };
     (required, needed_by, without.to_string())
 }

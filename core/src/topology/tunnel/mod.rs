@@ -279,7 +279,8 @@ pub fn resolve(
             RawTunnel::L2tp(l) => l2tp::resolve(name, l, &at, &node, p).map(TunnelKind::L2tp),
             RawTunnel::Ikev2(e) => ikev2::resolve(name, e, &at, &node, p).map(TunnelKind::Ikev2),
             RawTunnel::Wireguard(w) => {
-                wireguard::resolve(name, w, &at, &node, &external, p).map(TunnelKind::Wireguard)
+                wireguard::resolve(name, w, &at, &node, &external, kernel, p)
+                    .map(TunnelKind::Wireguard)
             }
             RawTunnel::Dslite(d) => {
                 dslite::resolve(d, &at, &node, &external, kernel, p).map(TunnelKind::Dslite)
