@@ -20,6 +20,7 @@ pub mod tc;
 pub mod test_env;
 pub mod tool;
 pub mod tun;
+pub mod wireguard;
 
 pub use apply::{ApplyError, Cancel};
 pub use host::{Refused, preflight};

@@ -68,6 +68,10 @@ pub enum Op {
         #[serde(default)]
         single_queue: bool,
     },
+    /// A kernel WireGuard device, down and unconfigured: its peer process
+    /// gives it keys and peers over generic netlink (crate::wireguard), and
+    /// `LinkSet` its MTU.
+    Wireguard { ns: String, name: String },
     /// Set a device's MTU and bring it up.
     LinkSet { ns: String, iface: String, mtu: u32 },
     /// IPv4 route into an SRv6 reduced encapsulation with one segment: on the
@@ -224,7 +228,7 @@ impl Op {
             | Op::LocalRuleAt { .. }
             | Op::Rule { .. }
             | Op::PairRoute { .. } => Phase::Routes,
-            Op::Tun { .. } => Phase::Links,
+            Op::Tun { .. } | Op::Wireguard { .. } => Phase::Links,
             Op::LinkSet { .. } => Phase::Ports,
             Op::Nftables { .. } | Op::Tc { .. } | Op::SteerByFlow { .. } => Phase::Firewall,
         }
@@ -241,6 +245,7 @@ impl Op {
             | Op::Address { ns, .. }
             | Op::Route { ns, .. }
             | Op::Tun { ns, .. }
+            | Op::Wireguard { ns, .. }
             | Op::LinkSet { ns, .. }
             | Op::Seg6Encap { ns, .. }
             | Op::Seg6Local { ns, .. }
@@ -267,6 +272,7 @@ impl fmt::Display for Op {
             Op::Bridge { .. }
             | Op::Veth { .. }
             | Op::Tun { .. }
+            | Op::Wireguard { .. }
             | Op::HostLink { .. }
             | Op::Port { .. }
             | Op::Up { .. }
@@ -346,6 +352,7 @@ impl Op {
                     " multi_queue vnet_hdr"
                 }
             ),
+            Op::Wireguard { ns, name } => write!(f, "ip -n {ns} link add {name} type wireguard"),
             Op::HostLink {
                 ns,
                 name,
@@ -617,6 +624,12 @@ mod tests {
             "ip link add eth1 netns l-a mtu 1450 type vxlan id 100 local 198.18.230.1 remote 198.18.230.2 dstport 4789 nolearning dev eth0; ip -n l-a link set eth1 up"
         );
         assert_eq!((x.phase(), x.ns()), (Phase::Links, "l-a"));
+        let w = Op::Wireguard {
+            ns: "l-a".into(),
+            name: "wg-x".into(),
+        };
+        assert_eq!(w.to_string(), "ip -n l-a link add wg-x type wireguard");
+        assert_eq!((w.phase(), w.ns()), (Phase::Links, "l-a"));
         let j = serde_json::to_string(&HostAttach::Vlan(11)).unwrap();
         assert_eq!(
             serde_json::from_str::<HostAttach>(&j).unwrap(),

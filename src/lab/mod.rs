@@ -27,6 +27,9 @@ pub fn this_kernel() -> topology::kernel::KernelFacts {
     topology::kernel::KernelFacts {
         seg6_lwtunnel: netns::features::seg6_lwtunnel(),
         xfrm_esp: netns::features::xfrm_esp(),
+        // Refused only where the kernel said no: a probe that could not
+        // tell (no root) leaves the refusal to `up`.
+        wireguard: !netns::features::Feature::Wireguard.known_absent(),
     }
 }
 

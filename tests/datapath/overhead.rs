@@ -61,7 +61,7 @@ ends = [
 /// it, either way, Ethernet header included, from now on; nonblocking. Each
 /// frame comes behind its virtio-net header, which says whether it is a
 /// super-packet (several datagrams a sender handed the kernel as one).
-fn frames_on(ns: &str, iface: &str) -> Socket {
+pub(crate) fn frames_on(ns: &str, iface: &str) -> Socket {
     let iface = std::ffi::CString::new(iface).unwrap();
     let what = format!("a packet socket on {ns}:{iface:?}");
     in_ns(ns, move || {
@@ -126,10 +126,10 @@ fn take_frames(s: &Socket) -> Vec<Frame> {
 /// Which frames carry a tunnel: IPv6 or not, its IP protocol, and its UDP
 /// port (either end) if it is UDP.
 #[derive(Clone, Copy)]
-struct Carrier {
-    v6: bool,
-    proto: u8,
-    port: Option<u16>,
+pub(crate) struct Carrier {
+    pub(crate) v6: bool,
+    pub(crate) proto: u8,
+    pub(crate) port: Option<u16>,
 }
 
 impl Carrier {
@@ -173,7 +173,7 @@ impl Carrier {
 /// The outer IP packet's bytes beyond the inner one of an echo of `size`
 /// bytes of ICMP payload from `LAB-a` to `to`, in every frame of `carrier`
 /// over 1000 bytes the echo (request and reply) put on `capture`.
-fn overheads_of_an_echo(
+pub(crate) fn overheads_of_an_echo(
     lab: &str,
     to: &str,
     size: u64,

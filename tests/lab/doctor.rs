@@ -112,6 +112,10 @@ fn tried_directly(ns: &Scratch) -> BTreeMap<&'static str, (bool, String)> {
     m.insert("udp-gso", udp_option(ns, libc::UDP_SEGMENT, 0));
     m.insert("udp-gro", udp_option(ns, libc::UDP_GRO, 1));
     m.insert("xfrm", xfrm(ns));
+    m.insert(
+        "wireguard",
+        ns.ip(&["link", "add", "dwg", "type", "wireguard"]),
+    );
     m
 }
 

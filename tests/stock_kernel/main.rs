@@ -12,6 +12,7 @@ mod common;
 mod dslite;
 mod ikev2_kernel;
 mod kernel;
+mod kernel_tunnels;
 mod main_job;
 
 // Tests of other binaries whose kernel paths a development kernel may only
@@ -28,6 +29,9 @@ mod impair;
 #[allow(dead_code)]
 #[path = "../datapath/support.rs"]
 mod support;
+// The capture that checks each tunnel's overhead, for the kernel's tunnels.
+#[path = "../datapath/overhead.rs"]
+mod overhead;
 
 // The DS-Lite tests of the tunnels binary; the stock-kernel profile runs
 // those of the kernel datapath, which a kernel without seg6 only refuses.

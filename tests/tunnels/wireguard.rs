@@ -526,3 +526,41 @@ fn persistent_keepalive_brings_the_session_up_without_traffic() {
         stats(&lab, "b")["net_rx"]["packets"].as_u64().unwrap() >= first + 5
     });
 }
+
+/// Whether this kernel makes WireGuard devices, asked of `ip` in a network
+/// namespace of its own that nobody names (nothing is left behind).
+fn kernel_makes_wireguard() -> bool {
+    Command::new("unshare")
+        .args(["--net", "ip", "link", "add", "probe0", "type", "wireguard"])
+        .output()
+        .expect("unshare and ip")
+        .status
+        .success()
+}
+
+/// `validate` asks the kernel: where it has no WireGuard (this project's
+/// development machines), a peer with `implementation = "kernel"` is refused
+/// with the file's line and key, the missing feature and what to use
+/// instead, exit 2; where it has, the file is valid.
+#[test]
+fn validate_refuses_a_kernel_peer_where_the_kernel_has_no_wireguard() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = topology(dir.path(), false, "kernel");
+    let o = tunbench(&["validate", file.to_str().unwrap()]);
+    let said = text(&o);
+    if kernel_makes_wireguard() {
+        assert!(o.status.success(), "{said}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("wg-4-kernel.toml:14:111:")
+            && said.contains("tunnels.wg.peers[1].implementation")
+            && said.contains("the kernel lacks `wireguard`")
+            && said.contains("\"tunbench\""),
+        "{said}"
+    );
+    // A file for another machine is not held to this kernel.
+    let o = tunbench(&["validate", "--file-only", file.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+}

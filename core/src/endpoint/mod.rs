@@ -10,6 +10,7 @@ pub mod relay;
 pub mod router;
 pub mod strongswan;
 pub mod wg_external;
+pub mod wg_kernel;
 pub mod wireguard;
 
 use crate::codec::Codec;

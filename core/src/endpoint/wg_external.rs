@@ -162,7 +162,7 @@ fn command(imp: Implementation, exe: &Path, dev: &str, w: &Overlay) -> Result<Co
                 dev,
             ]);
         }
-        Implementation::Tunbench => unreachable!("not external"),
+        Implementation::Tunbench | Implementation::Kernel => unreachable!("not external"),
     }
     cmd.stdin(Stdio::null());
     // A private /run for the UAPI socket, and no life beyond ours.

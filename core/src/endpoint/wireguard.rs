@@ -1,7 +1,8 @@
 //! One WireGuard peer of a lab as a process (`tunbench datapath`, started by
-//! `up` in the peer's namespace): tunbench's codec on the shared driver, or an
+//! `up` in the peer's namespace): tunbench's codec on the shared driver, an
 //! external implementation (wireguard-go, boringtun-cli) that this process
-//! starts, configures through its UAPI socket, watches and stops.
+//! starts, configures through its UAPI socket, watches and stops, or the
+//! kernel's device, which it configures over netlink and watches.
 //!
 //! Either way it keeps two files in the lab's state: the stats file (`up`
 //! waits for it) and `peers-TUNNEL-NODE.json`, which `tunbench status` shows
@@ -127,6 +128,12 @@ pub fn run(lab: &str, t: &Topology, tun: &Tunnel, w: &Overlay, i: usize) -> Resu
         listen: s.listen,
         peers: Vec::new(),
     };
+    if imp == Implementation::Kernel {
+        return crate::endpoint::wg_kernel::run(tun, &s, &stats_path, &mut |peers| {
+            file.peers = peers;
+            write_json(&peers_path, &file);
+        });
+    }
     if imp != Implementation::Tunbench {
         return crate::endpoint::wg_external::run(imp, tun, w, &s, &stats_path, &mut |peers| {
             file.peers = peers;

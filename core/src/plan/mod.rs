@@ -450,4 +450,46 @@ mtu = 1400
             ["ci7-h1", "ci7-h2"]
         );
     }
+
+    /// A kernel WireGuard peer gets the kernel's device where tunbench's own
+    /// gets its TUN, with the same name, MTU, addresses and routes.
+    #[test]
+    fn a_kernel_wireguard_peer_gets_a_wireguard_device_in_the_tun_place() {
+        let text = std::fs::read_to_string(repo_file!("topologies/wireguard.toml")).unwrap();
+        let both = |imp: &str| {
+            let t = crate::topology::parse_str_for(
+                &text.replace(
+                    "[tunnels.wg]",
+                    &format!("[tunnels.wg]\nimplementation = \"{imp}\""),
+                ),
+                Path::new("wg.toml"),
+                KernelFacts::FULL,
+            )
+            .unwrap();
+            plan(&t, &Naming::new("x", None))
+                .ops
+                .iter()
+                .map(|o| o.to_string())
+                .collect::<Vec<String>>()
+        };
+        let (own, kernel) = (both("tunbench"), both("kernel"));
+        let tun = |ops: &[String]| ops.iter().filter(|o| o.contains("tuntap add")).count();
+        let wg = |ops: &[String]| ops.iter().filter(|o| o.ends_with("type wireguard")).count();
+        assert_eq!((tun(&own), wg(&own)), (2, 0), "{own:#?}");
+        assert_eq!((tun(&kernel), wg(&kernel)), (0, 2), "{kernel:#?}");
+        // Everything else is the same, in the same order.
+        let rest = |ops: &[String]| -> Vec<String> {
+            ops.iter()
+                .filter(|o| !o.contains("tuntap add") && !o.ends_with("type wireguard"))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(rest(&own), rest(&kernel));
+        assert!(
+            kernel
+                .iter()
+                .any(|o| o.contains("link set wg-wg mtu 1420 up")),
+            "{kernel:#?}"
+        );
+    }
 }

@@ -4,7 +4,10 @@
 //! neighbour into it. The datapath process (`tunbench datapath`) attaches to
 //! the TUN: tunbench's driver, or the external implementation it runs, which
 //! needs the TUN made the way it attaches (wireguard-go: one plain queue).
-//! ESP ends are made alike; IKEv2 ends need nothing here.
+//! A peer the kernel runs gets the kernel's WireGuard device in the TUN's
+//! place, under the same name, with the same MTU, addresses and routes; its
+//! process gives it keys and peers. ESP ends are made alike; IKEv2 ends need
+//! nothing here.
 
 use crate::topology::Topology;
 use crate::topology::tunnel::implementation::Implementation;
@@ -26,11 +29,17 @@ pub fn ops(_t: &Topology, tun: &Tunnel, ns: &dyn Fn(usize) -> String) -> Vec<Op>
     // A peer on an external node is the device's own: nothing is made for it.
     for (i, p) in w.peers.iter().enumerate().filter(|(_, p)| !p.external) {
         let ns = ns(p.node);
-        ops.push(Op::Tun {
-            ns: ns.clone(),
-            name: dev.clone(),
-            tap: false,
-            single_queue: p.implementation == Implementation::WireguardGo,
+        ops.push(match p.implementation {
+            Implementation::Kernel => Op::Wireguard {
+                ns: ns.clone(),
+                name: dev.clone(),
+            },
+            imp => Op::Tun {
+                ns: ns.clone(),
+                name: dev.clone(),
+                tap: false,
+                single_queue: imp == Implementation::WireguardGo,
+            },
         });
         ops.push(Op::LinkSet {
             ns: ns.clone(),

@@ -18,6 +18,8 @@ pub struct KernelFacts {
     /// xfrm ESP with AES-GCM (CONFIG_XFRM_USER, CONFIG_INET_ESP): strongSwan's
     /// kernel datapath for IKEv2.
     pub xfrm_esp: bool,
+    /// WireGuard devices (CONFIG_WIREGUARD): `implementation = "kernel"`.
+    pub wireguard: bool,
 }
 
 impl KernelFacts {
@@ -25,6 +27,7 @@ impl KernelFacts {
     pub const FULL: KernelFacts = KernelFacts {
         seg6_lwtunnel: true,
         xfrm_esp: true,
+        wireguard: true,
     };
 }
 
@@ -34,3 +37,5 @@ pub const SEG6: netns::features::Feature = netns::features::Feature::Seg6;
 
 /// What strongSwan's kernel datapath is made of.
 pub const XFRM: netns::features::Feature = netns::features::Feature::Xfrm;
+/// What a kernel WireGuard peer is made of.
+pub const WIREGUARD: netns::features::Feature = netns::features::Feature::Wireguard;

@@ -601,3 +601,64 @@ fn termination_conflicts_point_at_the_file() {
         "{e:?}"
     );
 }
+
+fn wireguard_pair(tunnel_impl: &str, b_impl: &str) -> String {
+    format!(
+        r#"name = "t"
+[nodes.a]
+kind = "host"
+[nodes.b]
+kind = "host"
+[[links]]
+a = {{ port = "a:eth0", ipv4 = "198.18.90.1/24" }}
+b = {{ port = "b:eth0", ipv4 = "198.18.90.2/24" }}
+[tunnels.wg]
+kind = "wireguard"
+{tunnel_impl}
+peers = [
+  {{ node = "a", endpoint = "198.18.90.1", address = "198.18.91.1/24" }},
+  {{ node = "b", endpoint = "198.18.90.2", address = "198.18.91.2/24"{b_impl} }},
+]
+"#
+    )
+}
+
+#[test]
+fn a_kernel_wireguard_peer_is_refused_on_a_kernel_without_it_where_the_file_says_kernel() {
+    use tunnel::implementation::Implementation;
+    let without = kernel::KernelFacts {
+        wireguard: false,
+        ..kernel::KernelFacts::FULL
+    };
+    // One peer's own key.
+    let text = wireguard_pair("", ", implementation = \"kernel\"");
+    let t = parse_str_for(&text, Path::new("t.toml"), kernel::KernelFacts::FULL).unwrap();
+    let imps: Vec<Implementation> = t.tunnels[0]
+        .overlay()
+        .unwrap()
+        .peers
+        .iter()
+        .map(|p| p.implementation)
+        .collect();
+    assert_eq!(imps, [Implementation::Tunbench, Implementation::Kernel]);
+    let e = parse_str_for(&text, Path::new("t.toml"), without)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("t.toml:14:88:")
+            && e.contains("tunnels.wg.peers[1].implementation: implementation = \"kernel\" needs the kernel's WireGuard, and the kernel lacks `wireguard`")
+            && e.contains("CONFIG_WIREGUARD")
+            && e.contains("`tunbench doctor`"),
+        "{e}"
+    );
+    // The tunnel's key, which both peers inherit: named once, there.
+    let text = wireguard_pair("implementation = \"kernel\"", "");
+    let e = parse_str_for(&text, Path::new("t.toml"), without)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e.matches("needs the kernel's WireGuard").count(), 1, "{e}");
+    assert!(e.contains("tunnels.wg.implementation:"), "{e}");
+    // Other implementations ask nothing of the kernel.
+    let text = wireguard_pair("", ", implementation = \"wireguard-go\"");
+    assert!(parse_str_for(&text, Path::new("t.toml"), without).is_ok());
+}

@@ -12,7 +12,8 @@ use futures::future::try_join_all;
 use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute};
 use netlink_packet_route::link::{IpVlanMode, MacVlanMode};
 use rtnetlink::{
-    Handle, LinkBridge, LinkIpVlan, LinkMacVlan, LinkMessageBuilder, LinkUnspec, LinkVeth, LinkVlan,
+    Handle, LinkBridge, LinkIpVlan, LinkMacVlan, LinkMessageBuilder, LinkUnspec, LinkVeth,
+    LinkVlan, LinkWireguard,
 };
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
@@ -186,6 +187,10 @@ async fn make_link(
                 .build();
             ns.handle.link().add(msg).execute().await
         }
+        Op::Wireguard { name, .. } => {
+            let m = LinkWireguard::new(name).index(index).build();
+            ns.handle.link().add(m).execute().await
+        }
         Op::Tun { .. } => return Ok(()),
         _ => unreachable!("phase filter"),
     };
@@ -197,6 +202,7 @@ async fn make_link(
 fn device_reason(op: &Op, e: rtnetlink::Error) -> String {
     let feature = match op {
         Op::Bridge { .. } => Feature::Bridge,
+        Op::Wireguard { .. } => Feature::Wireguard,
         _ => Feature::Veth,
     };
     if errno(&e) == Some(libc::EOPNOTSUPP) {

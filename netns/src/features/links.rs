@@ -1,4 +1,4 @@
-//! Device kinds: each made once in a throwaway namespace, the ones that sit
+//! Device kinds (WireGuard's among them): each made once in a throwaway namespace, the ones that sit
 //! on an interface (macvlan, 802.1Q, ipvlan) on a veth pair made first, as a
 //! lab makes them on a host interface.
 
@@ -6,7 +6,9 @@ use super::Feature;
 use super::Found;
 use super::sandbox::{VETH_INDEX, in_throwaway_namespace, verdict, veth_pair, with_netlink};
 use netlink_packet_route::link::{IpVlanMode, LinkMessage, MacVlanMode};
-use rtnetlink::{Handle, LinkBridge, LinkIpVlan, LinkMacVlan, LinkVeth, LinkVlan, LinkVxlan};
+use rtnetlink::{
+    Handle, LinkBridge, LinkIpVlan, LinkMacVlan, LinkVeth, LinkVlan, LinkVxlan, LinkWireguard,
+};
 
 /// The name of the device a probe makes.
 const MADE: &str = "probed";
@@ -25,6 +27,7 @@ async fn make(h: &Handle, kind: Feature) -> Found {
         Feature::Veth => LinkVeth::new(MADE, "probed-peer").build(),
         Feature::Bridge => LinkBridge::new(MADE).build(),
         Feature::Vxlan => LinkVxlan::new(MADE, VNI).port(VXLAN_PORT).build(),
+        Feature::Wireguard => LinkWireguard::new(MADE).build(),
         Feature::Macvlan | Feature::Vlan | Feature::Ipvlan => {
             if let Err(f) = veth_pair(h).await {
                 return f;

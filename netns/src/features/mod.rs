@@ -40,6 +40,7 @@ pub enum Feature {
     UdpGso,
     UdpGro,
     Xfrm,
+    Wireguard,
 }
 
 /// What trying a feature found.
@@ -57,7 +58,7 @@ pub enum Found {
 pub const SEE_DOCTOR: &str = "`tunbench doctor` lists what this kernel offers";
 
 impl Feature {
-    pub const ALL: [Feature; 16] = [
+    pub const ALL: [Feature; 17] = [
         Feature::Namespaces,
         Feature::Veth,
         Feature::Bridge,
@@ -74,6 +75,7 @@ impl Feature {
         Feature::UdpGso,
         Feature::UdpGro,
         Feature::Xfrm,
+        Feature::Wireguard,
     ];
 
     /// The feature's name in `tunbench doctor` and in every refusal.
@@ -138,6 +140,11 @@ impl Feature {
                 "kernel ESP: xfrm states and policies, AES-GCM (rfc4106)",
                 "CONFIG_XFRM_USER, CONFIG_INET_ESP, CONFIG_INET6_ESP, CONFIG_CRYPTO_GCM",
             ),
+            Feature::Wireguard => (
+                "wireguard",
+                "the kernel's WireGuard devices",
+                "CONFIG_WIREGUARD (Linux 5.6)",
+            ),
         }
     }
 
@@ -171,7 +178,8 @@ impl Feature {
             | Feature::Macvlan
             | Feature::Vlan
             | Feature::Ipvlan
-            | Feature::Vxlan => links::probe(self),
+            | Feature::Vxlan
+            | Feature::Wireguard => links::probe(self),
             Feature::Tun => tun::probe_tun(),
             Feature::TunUso => tun::probe_uso(),
             Feature::Seg6 => seg6::probe(),

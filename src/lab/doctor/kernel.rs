@@ -94,6 +94,11 @@ pub(super) fn role(f: Feature) -> (bool, &'static str, String) {
             "IKEv2 tunnels on strongSwan's kernel datapath (`datapath = \"kernel\"`: the kernel's ESP, installed by charon)",
             "`validate` and `up` refuse `datapath = \"kernel\"`, naming `xfrm`; `datapath = \"libipsec\"` (the default) does ESP in charon, in userspace",
         ),
+        Feature::Wireguard => (
+            false,
+            "WireGuard peers with `implementation = \"kernel\"`",
+            "`validate` and `up` refuse such a peer naming `wireguard`; tunbench's own implementation (the default), wireguard-go and boringtun run on a TUN",
+        ),
     };
     (required, needed_by, without.to_string())
 }

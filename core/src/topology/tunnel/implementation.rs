@@ -1,5 +1,5 @@
-//! Who runs a peer of an overlay: tunbench's own datapath, or an external
-//! WireGuard implementation (wireguard-go, boringtun-cli).
+//! Who runs a peer of an overlay: tunbench's own datapath, an external
+//! WireGuard implementation (wireguard-go, boringtun-cli), or the kernel's.
 
 use crate::topology::{KeyPath, Problem};
 
@@ -13,6 +13,8 @@ pub enum Implementation {
     WireguardGo,
     /// boringtun-cli, boringtun's own device loop.
     Boringtun,
+    /// The kernel's WireGuard device, configured over generic netlink.
+    Kernel,
 }
 
 impl Implementation {
@@ -21,13 +23,14 @@ impl Implementation {
             Implementation::Tunbench => "tunbench",
             Implementation::WireguardGo => "wireguard-go",
             Implementation::Boringtun => "boringtun",
+            Implementation::Kernel => "kernel",
         }
     }
 
     /// The program an external implementation runs, and where it comes from.
     pub fn program(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Implementation::Tunbench => None,
+            Implementation::Tunbench | Implementation::Kernel => None,
             Implementation::WireguardGo => Some((
                 "wireguard-go",
                 "Debian's package wireguard-go (apt-get install wireguard-go)",
@@ -52,10 +55,11 @@ pub(super) fn parse(
         Some("tunbench") => Implementation::Tunbench,
         Some("wireguard-go") => Implementation::WireguardGo,
         Some("boringtun") | Some("boringtun-cli") => Implementation::Boringtun,
+        Some("kernel") => Implementation::Kernel,
         Some(o) => {
             p.push(Problem::new(
                 at,
-                format!("implementation \"{o}\" is not one of \"tunbench\", \"wireguard-go\", \"boringtun\""),
+                format!("implementation \"{o}\" is not one of \"tunbench\", \"wireguard-go\", \"boringtun\", \"kernel\""),
             ));
             default
         }

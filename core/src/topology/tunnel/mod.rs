@@ -281,7 +281,8 @@ pub fn resolve(
                 ikev2::resolve(name, e, &at, &node, kernel, p).map(TunnelKind::Ikev2)
             }
             RawTunnel::Wireguard(w) => {
-                wireguard::resolve(name, w, &at, &node, &external, p).map(TunnelKind::Wireguard)
+                wireguard::resolve(name, w, &at, &node, &external, kernel, p)
+                    .map(TunnelKind::Wireguard)
             }
             RawTunnel::Dslite(d) => {
                 dslite::resolve(d, &at, &node, &external, kernel, p).map(TunnelKind::Dslite)

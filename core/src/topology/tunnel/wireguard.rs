@@ -10,6 +10,7 @@ use super::ends::{NodeLookup, Peer, end_fields};
 use super::implementation::{self, Implementation};
 use super::keys::Preshared;
 use super::overlay::Overlay;
+use crate::topology::kernel::{KernelFacts, WIREGUARD};
 use crate::topology::{KeyPath, Problem, int_in};
 use serde::Deserialize;
 
@@ -31,7 +32,7 @@ pub struct RawWireguard {
     #[serde(default)]
     pub preshared_key: Option<toml::Value>,
     /// Who runs every peer that does not say: "tunbench" (default),
-    /// "wireguard-go" or "boringtun".
+    /// "wireguard-go", "boringtun" or "kernel".
     #[serde(default)]
     pub implementation: Option<String>,
     /// TUN queues (threads per direction) of tunbench's datapath (default 1).
@@ -75,6 +76,7 @@ pub fn resolve(
     at: &KeyPath,
     node: &NodeLookup<'_>,
     external: &dyn Fn(usize) -> bool,
+    kernel: KernelFacts,
     p: &mut Vec<Problem>,
 ) -> Option<Overlay> {
     let before = p.len();
@@ -103,6 +105,7 @@ pub fn resolve(
             peer(rp, pat, default_impl, node, external, p)
         })
         .collect();
+    kernel_peers(w, at, kernel, p);
     if !wg.peers.is_empty() && wg.peers.iter().all(|x| x.external) {
         p.push(Problem::new(
             &at.key("peers"),
@@ -230,6 +233,36 @@ fn peer(
         implementation,
         at,
     })
+}
+
+/// Peers the kernel is to run, on a kernel without WireGuard: refused where
+/// the file says "kernel" (the peer's own key, else the tunnel's), once each.
+fn kernel_peers(w: &RawWireguard, at: &KeyPath, kernel: KernelFacts, p: &mut Vec<Problem>) {
+    if kernel.wireguard {
+        return;
+    }
+    let mut said: Vec<KeyPath> = Vec::new();
+    for (i, rp) in w.peers.iter().enumerate() {
+        let key = match (&rp.implementation, &w.implementation) {
+            (Some(own), _) if own == "kernel" => at.key("peers").index(i).key("implementation"),
+            (None, Some(all)) if all == "kernel" => at.key("implementation"),
+            _ => continue,
+        };
+        if !said.contains(&key) {
+            said.push(key);
+        }
+    }
+    for key in said {
+        p.push(Problem::new(
+            &key,
+            format!(
+                "implementation = \"kernel\" needs the kernel's WireGuard, and {}",
+                WIREGUARD.refusal(
+                    "use \"tunbench\" (tunbench's own, the default), \"wireguard-go\" or \"boringtun\""
+                )
+            ),
+        ));
+    }
 }
 
 /// A key in base64, as `wg` prints it.
