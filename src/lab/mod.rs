@@ -27,6 +27,7 @@ pub fn this_kernel() -> topology::kernel::KernelFacts {
     topology::kernel::KernelFacts {
         seg6_lwtunnel: netns::features::seg6_lwtunnel(),
         xfrm_esp: netns::features::xfrm_esp(),
+        cake: netns::features::cake(),
     }
 }
 

@@ -3,7 +3,9 @@
 //! kernel's softwire where the kernel has SRv6 lightweight tunnels and
 //! tunbench's own otherwise, and an explicit `datapath = "kernel"` without them
 //! is refused where the file says it; so is an IKEv2 tunnel's
-//! `datapath = "kernel"` on a kernel without ESP (xfrm).
+//! `datapath = "kernel"` on a kernel without ESP (xfrm). Likewise a link's
+//! `shaper = "auto"` takes CAKE where the kernel has it and TBF otherwise,
+//! and `shaper = "cake"` without it is refused.
 //!
 //! The topology layer never looks at the machine: the layer that does (the lab,
 //! the command line) passes these facts to the parse; `KernelFacts::FULL`
@@ -18,6 +20,8 @@ pub struct KernelFacts {
     /// xfrm ESP with AES-GCM (CONFIG_XFRM_USER, CONFIG_INET_ESP): strongSwan's
     /// kernel datapath for IKEv2.
     pub xfrm_esp: bool,
+    /// The CAKE qdisc (CONFIG_NET_SCH_CAKE): a link's `shaper = "cake"`.
+    pub cake: bool,
 }
 
 impl KernelFacts {
@@ -25,6 +29,7 @@ impl KernelFacts {
     pub const FULL: KernelFacts = KernelFacts {
         seg6_lwtunnel: true,
         xfrm_esp: true,
+        cake: true,
     };
 }
 
@@ -34,3 +39,6 @@ pub const SEG6: netns::features::Feature = netns::features::Feature::Seg6;
 
 /// What strongSwan's kernel datapath is made of.
 pub const XFRM: netns::features::Feature = netns::features::Feature::Xfrm;
+
+/// What `shaper = "cake"` needs, named as `tunbench doctor` names it.
+pub const CAKE: netns::features::Feature = netns::features::Feature::TcCake;
