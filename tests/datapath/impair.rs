@@ -172,7 +172,7 @@ fn a_cake_shaper_is_built_or_refused_as_the_kernel_allows() {
             .unwrap();
         let q = String::from_utf8_lossy(&q.stdout);
         assert!(
-            q.contains("qdisc cake 1: root") && q.contains("bandwidth 10Mbit"),
+            q.contains("qdisc cake 1: root") && q.contains("bandwidth 8Mbit"),
             "{q}"
         );
         return;
