@@ -64,6 +64,7 @@ pub fn impair(a: ImpairArgs) -> Result<i32> {
         queue_packets: queue,
         queue_bytes: None,
         framing: None,
+        rate_shaper: None,
     };
     if !clear && rate.is_none() && !relay.needs_relay() {
         return Err(bad_input(

@@ -157,8 +157,9 @@ fn change_relay(
 }
 
 /// The rate of the direction sent from `e`: shaped by tc on its veth end,
-/// or paced by the relay where the topology's framing is "none"
-/// (Impairment::relay_paces). The direction's framing and queue stay.
+/// or paced by the relay where the topology's framing is "none" and its
+/// shaper TBF (Impairment::relay_paces). The direction's framing, queue and
+/// shaper stay.
 fn change_rate(
     lab: &Running,
     end: &str,
@@ -191,6 +192,7 @@ fn change_rate(
                 framing: own.framing.unwrap_or_default(),
                 mtu: link.mtu,
                 queue_bytes: own.rate_queue_bytes(),
+                shaper: own.rate_shaper.unwrap_or_default(),
             };
             netns::tc::run(&ns, &shaping_lines(&shaping, "replace"))
                 .map_err(anyhow::Error::msg)

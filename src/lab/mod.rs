@@ -30,6 +30,7 @@ pub fn this_kernel() -> topology::kernel::KernelFacts {
         // Refused only where the kernel said no: a probe that could not
         // tell (no root) leaves the refusal to `up`.
         wireguard: !netns::features::Feature::Wireguard.known_absent(),
+        cake: netns::features::cake(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! a lab) is a kernel TBF charging every Ethernet frame its bytes on the
 //! wire, with a bucket of 10 ms of the rate.
 
-use tunbench::topology::impair::{Shaping, shaping_lines};
+use tunbench::topology::impair::{Shaper, Shaping, shaping_lines};
 use tunbench::vocab::Family;
 use tunbench::vocab::framing::Framing;
 
@@ -84,6 +84,7 @@ pub fn shape(ns: &str, dev: &str, rate: u64) {
             framing: Framing::Ethernet,
             mtu: MTU as u32,
             queue_bytes: None,
+            shaper: Shaper::Tbf,
         },
         "add",
     );

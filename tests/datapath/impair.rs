@@ -151,3 +151,43 @@ fn impair_changes_a_running_lab() {
     assert!(!qdisc("left").contains("tbf"), "{}", qdisc("left"));
     assert!(qdisc("right").contains("rate 8Mbit"), "{}", qdisc("right"));
 }
+
+/// `shaper = "cake"` as the kernel allows: where it has CAKE, `validate`
+/// passes and `up` puts CAKE on each sending end (tests/stock_kernel measures
+/// its rate); where it has not, both refuse the file with exit 2, naming the
+/// key, the missing `tc-cake` and its kernel option, and nothing is built.
+#[test]
+fn a_cake_shaper_is_built_or_refused_as_the_kernel_allows() {
+    let lab = lab_name("ikck");
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/impair/cake.toml");
+    let checked = tunbench(&["validate", file.to_str().unwrap()]);
+    let (g, o) = up(&file, &lab);
+    if netns::features::cake() {
+        assert!(checked.status.success(), "validate: {}", text(&checked));
+        assert!(o.status.success(), "up: {}", text(&o));
+        let q = Command::new("ip")
+            .args(["netns", "exec", &format!("{lab}-left")])
+            .args(["tc", "qdisc", "show", "dev", "eth0"])
+            .output()
+            .unwrap();
+        let q = String::from_utf8_lossy(&q.stdout);
+        assert!(
+            q.contains("qdisc cake 1: root") && q.contains("bandwidth 8Mbit"),
+            "{q}"
+        );
+        return;
+    }
+    for (what, out) in [("validate", &checked), ("up", &o)] {
+        let t = text(out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {t}");
+        assert!(
+            t.contains("links[0].impairments.shaper")
+                && t.contains("shaper = \"cake\" needs the kernel's CAKE qdisc")
+                && t.contains("`tc-cake`")
+                && t.contains("CONFIG_NET_SCH_CAKE"),
+            "{what} names the key and what the kernel lacks: {t}"
+        );
+    }
+    drop(g);
+    assert_gone(&lab);
+}

@@ -92,6 +92,7 @@ fn tried_directly(ns: &Scratch) -> BTreeMap<&'static str, (bool, String)> {
     m.insert("seg6", seg6(ns));
     m.insert("nft-nat", nat(ns));
     m.insert("tc-tbf", tbf(ns));
+    m.insert("tc-cake", cake(ns));
     m.insert(
         "tc-redirect",
         all(vec![
@@ -258,6 +259,32 @@ fn tbf(ns: &Scratch) -> (bool, String) {
             &[
                 "qdisc", "add", "dev", "dv1", "stab", "overhead", "24", "mpu", "84", "root", "tbf",
                 "rate", "100mbit", "burst", "125000", "latency", "50ms",
+            ],
+        ),
+    ])
+}
+
+/// CAKE charging Ethernet's framing per frame, as `shaper = "cake"` shapes a
+/// rate, on a veth pair of its own (the other pair's roots hold TBFs).
+fn cake(ns: &Scratch) -> (bool, String) {
+    all(vec![
+        ns.ip(&["link", "add", "dc0", "type", "veth", "peer", "name", "dc1"]),
+        ns.exec(
+            "tc",
+            &[
+                "qdisc",
+                "add",
+                "dev",
+                "dc0",
+                "root",
+                "cake",
+                "bandwidth",
+                "20mbit",
+                "overhead",
+                "38",
+                "mpu",
+                "84",
+                "split-gso",
             ],
         ),
     ])

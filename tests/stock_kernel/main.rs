@@ -1,16 +1,17 @@
 //! Tests that run on Debian's stock kernel, booted in a VM by
 //! scripts/stock-kernel.sh (scripts/test.sh runs them there, in one boot):
 //! the kernel paths tunbench has (the kernel DS-Lite softwire, strongSwan's
-//! kernel ESP, VLAN and ipvlan host links, `doctor`'s verdicts) on the kernel
-//! its users run. Each test
-//! first checks that it is on such a kernel and fails, saying how to run it,
-//! where it is not.
+//! kernel ESP, VLAN and ipvlan host links, `doctor`'s verdicts, CAKE as a
+//! link's shaper) on the kernel its users run, and the kernel's netem as the
+//! reference for the link relay. Each test first checks that it is on such a
+//! kernel and fails, saying how to run it, where it is not.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod dslite;
 mod ikev2_kernel;
+mod impair_refs;
 mod kernel;
 mod kernel_tunnels;
 mod main_job;

@@ -3,7 +3,9 @@
 //! kernel's softwire where the kernel has SRv6 lightweight tunnels and
 //! tunbench's own otherwise, and an explicit `datapath = "kernel"` without them
 //! is refused where the file says it; so is an IKEv2 tunnel's
-//! `datapath = "kernel"` on a kernel without ESP (xfrm).
+//! `datapath = "kernel"` on a kernel without ESP (xfrm). Likewise a link's
+//! `shaper = "auto"` takes CAKE where the kernel has it and TBF otherwise,
+//! and `shaper = "cake"` without it is refused.
 //!
 //! The topology layer never looks at the machine: the layer that does (the lab,
 //! the command line) passes these facts to the parse; `KernelFacts::FULL`
@@ -20,6 +22,8 @@ pub struct KernelFacts {
     pub xfrm_esp: bool,
     /// WireGuard devices (CONFIG_WIREGUARD): `implementation = "kernel"`.
     pub wireguard: bool,
+    /// The CAKE qdisc (CONFIG_NET_SCH_CAKE): a link's `shaper = "cake"`.
+    pub cake: bool,
 }
 
 impl KernelFacts {
@@ -28,6 +32,7 @@ impl KernelFacts {
         seg6_lwtunnel: true,
         xfrm_esp: true,
         wireguard: true,
+        cake: true,
     };
 }
 
@@ -39,3 +44,6 @@ pub const SEG6: netns::features::Feature = netns::features::Feature::Seg6;
 pub const XFRM: netns::features::Feature = netns::features::Feature::Xfrm;
 /// What a kernel WireGuard peer is made of.
 pub const WIREGUARD: netns::features::Feature = netns::features::Feature::Wireguard;
+
+/// What `shaper = "cake"` needs, named as `tunbench doctor` names it.
+pub const CAKE: netns::features::Feature = netns::features::Feature::TcCake;

@@ -36,6 +36,7 @@ pub enum Feature {
     Seg6,
     NftNat,
     TcTbf,
+    TcCake,
     TcRedirect,
     UdpGso,
     UdpGro,
@@ -58,7 +59,7 @@ pub enum Found {
 pub const SEE_DOCTOR: &str = "`tunbench doctor` lists what this kernel offers";
 
 impl Feature {
-    pub const ALL: [Feature; 17] = [
+    pub const ALL: [Feature; 18] = [
         Feature::Namespaces,
         Feature::Veth,
         Feature::Bridge,
@@ -71,6 +72,7 @@ impl Feature {
         Feature::Seg6,
         Feature::NftNat,
         Feature::TcTbf,
+        Feature::TcCake,
         Feature::TcRedirect,
         Feature::UdpGso,
         Feature::UdpGro,
@@ -124,6 +126,7 @@ impl Feature {
                 "CONFIG_NF_TABLES, CONFIG_NFT_NAT",
             ),
             Feature::TcTbf => ("tc-tbf", "the TBF qdisc", "CONFIG_NET_SCH_TBF"),
+            Feature::TcCake => ("tc-cake", "the CAKE qdisc", "CONFIG_NET_SCH_CAKE"),
             Feature::TcRedirect => (
                 "tc-redirect",
                 "tc clsact, u32 filters and mirred redirects",
@@ -185,6 +188,7 @@ impl Feature {
             Feature::Seg6 => seg6::probe(),
             Feature::NftNat => tools::probe_nft_nat(),
             Feature::TcTbf => tools::probe_tbf(),
+            Feature::TcCake => tools::probe_cake(),
             Feature::TcRedirect => tools::probe_redirect(),
             Feature::UdpGso => udp::probe_gso(),
             Feature::UdpGro => udp::probe_gro(),
@@ -256,6 +260,12 @@ pub fn probe_all() -> Vec<(Feature, Found)> {
 /// kernel datapath. Probed once per process.
 pub fn xfrm_esp() -> bool {
     Feature::Xfrm.available()
+}
+
+/// Whether the CAKE qdisc can shape a veth end, as `shaper = "cake"` on a
+/// link's rate asks. Probed once per process.
+pub fn cake() -> bool {
+    Feature::TcCake.available()
 }
 
 /// Whether routes with seg6 (encap.red) and seg6local (End.DX4) encapsulation

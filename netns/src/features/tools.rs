@@ -26,6 +26,14 @@ fn tbf_batch(dev: &str) -> String {
     )
 }
 
+/// A rate on a veth end as `shaper = "cake"` shapes one: CAKE charging each
+/// IP packet the framing's bytes, GSO packets split into their frames.
+fn cake_batch(dev: &str) -> String {
+    format!(
+        "qdisc add dev {dev} root handle 1: cake bandwidth 100000000bit overhead 38 mpu 84 split-gso\n"
+    )
+}
+
 /// Every frame arriving on `from` leaves through `to`, as an impaired link's
 /// relay and a userspace router's slow path send them.
 fn redirect_batch(from: &str, to: &str) -> String {
@@ -41,6 +49,10 @@ pub(super) fn probe_nft_nat() -> Found {
 
 pub(super) fn probe_tbf() -> Found {
     on_veth(crate::tc::TC, tbf_batch(PROBE_A))
+}
+
+pub(super) fn probe_cake() -> Found {
+    on_veth(crate::tc::TC, cake_batch(PROBE_A))
 }
 
 pub(super) fn probe_redirect() -> Found {

@@ -74,6 +74,11 @@ pub(super) fn role(f: Feature) -> (bool, &'static str, String) {
             "`rate` impairments (TBF on the sending veth end)",
             "`up` or `impair` with a rate fails naming tc's error",
         ),
+        Feature::TcCake => (
+            false,
+            "`shaper = \"cake\"` on a link's `rate` (CAKE on the sending veth end)",
+            "`validate` and `up` refuse `shaper = \"cake\"`, naming `tc-cake`; `shaper = \"auto\"` and the default shape with TBF",
+        ),
         Feature::TcRedirect => (
             false,
             "impaired links (their relay) and userspace routers (their slow path)",

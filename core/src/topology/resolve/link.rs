@@ -8,13 +8,14 @@ use crate::topology::resolved::{Endpoint, HostAttach, HostPort, Link, Node};
 use crate::topology::{KeyPath, Problem, impair, interface_name_problem, valid_name};
 
 /// Link `rl` between `nodes` (resolved up to their own keys). `default_mtu`
-/// comes from `[defaults]` when `defaults_mtu_at` says where it does. None:
-/// an end or the MTU is unusable.
+/// comes from `[defaults]` when `defaults_mtu_at` says where it does; `kernel`
+/// settles the impairments' `shaper`. None: an end or the MTU is unusable.
 pub(super) fn link(
     rl: &RawLink,
     nodes: &[Node],
     default_mtu: u32,
     defaults_mtu_at: Option<&KeyPath>,
+    kernel: crate::topology::kernel::KernelFacts,
     at: KeyPath,
     p: &mut Vec<Problem>,
 ) -> Option<Link> {
@@ -24,7 +25,7 @@ pub(super) fn link(
         (Some(m), _) => (mtu(m, &at.key("mtu"), p), at.key("mtu")),
     };
     let impairments = match &rl.impairments {
-        Some(v) => impair::resolve(v, &at.key("impairments"), p),
+        Some(v) => impair::resolve(v, &at.key("impairments"), kernel, p),
         None => Default::default(),
     };
     if let Some(name) = &rl.name {

@@ -17,7 +17,7 @@ pub const DEFAULT_MTU: u32 = 1500;
 
 /// `dir`: the topology file's directory, where profile paths start.
 /// `kernel`: what the kernel that builds the lab can do (a DS-Lite endpoint's
-/// `datapath = "auto"` depends on it).
+/// `datapath = "auto"` and a link's `shaper` depend on it).
 pub fn resolve(
     raw: &RawTopology,
     dir: &Path,
@@ -53,6 +53,7 @@ pub fn resolve(
                 &nodes,
                 default_mtu,
                 defaults_mtu_at.as_ref(),
+                kernel,
                 at,
                 &mut p,
             )

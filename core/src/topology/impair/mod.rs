@@ -1,5 +1,6 @@
 //! Link impairments: what a link does to the traffic crossing it, per
-//! direction. The kernel shapes a rate (TBF on the sending end of the veth);
+//! direction. The kernel shapes a rate (TBF on the sending end of the veth,
+//! or CAKE where the file asks for it and the kernel has it);
 //! delay, jitter, loss, duplicates, reordering and a queue need the userspace
 //! link path (this kernel has no netem): the link becomes two veth pairs
 //! through a relay namespace where tunbench's process handles each frame of
@@ -11,10 +12,16 @@
 //! b = "isp:cpe"
 //! impairments = { rate = "1G" }                # both directions
 //! impairments.b_to_a = { rate = "100M" }       # download slower than upload
+//! impairments.shaper = "cake"                  # CAKE instead of TBF
 //! ```
 
+mod shaping;
+
+pub use shaping::{Shaper, Shaping, shaping_lines};
+
+use super::kernel::KernelFacts;
 use super::{KeyPath, Problem};
-use crate::vocab::framing::{ETHERNET_HEADER, Framing};
+use crate::vocab::framing::Framing;
 
 /// One direction's impairments.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -39,6 +46,9 @@ pub struct Impairment {
     /// `pppoe` or `none` (vocab::framing has their bytes). The link relay
     /// paces `none`, which TBF cannot charge.
     pub framing: Option<Framing>,
+    /// The qdisc that shapes `rate`: TBF when unset. `shaper = "auto"` in the
+    /// file is settled here, for the kernel that builds the lab.
+    pub rate_shaper: Option<Shaper>,
 }
 
 impl Impairment {
@@ -61,9 +71,11 @@ impl Impairment {
     }
 
     /// Whether the relay paces the rate: in `framing = "none"`, which the
-    /// kernel's TBF cannot charge (see `shaping_lines`).
+    /// kernel's TBF cannot charge (see `shaping_lines`); CAKE can.
     pub fn relay_paces(&self) -> bool {
-        self.rate.is_some() && self.framing == Some(Framing::None)
+        self.rate.is_some()
+            && self.framing == Some(Framing::None)
+            && self.rate_shaper != Some(Shaper::Cake)
     }
 
     /// The queue a direction's rate builds, in bytes, when `queue` is set:
@@ -110,7 +122,8 @@ impl Impairment {
             reorder,
             queue_packets,
             queue_bytes,
-            framing
+            framing,
+            rate_shaper
         );
     }
 }
@@ -140,9 +153,16 @@ const MAX_RATE: u64 = 100_000_000_000;
 /// The longest delay or jitter a link takes.
 const MAX_DELAY_US: u64 = 10_000_000;
 
-const KNOWN: &str = "rate, framing, delay, jitter, loss, duplicate, reorder, queue";
+const KNOWN: &str = "rate, framing, delay, jitter, loss, duplicate, reorder, queue, shaper";
 
-pub fn resolve(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> LinkImpairments {
+/// A link's `impairments` for a kernel of abilities `k` (which `shaper`
+/// depends on).
+pub fn resolve(
+    v: &toml::Value,
+    at: &KeyPath,
+    k: KernelFacts,
+    p: &mut Vec<Problem>,
+) -> LinkImpairments {
     let mut out = LinkImpairments::default();
     let Some(t) = v.as_table() else {
         p.push(Problem::new(
@@ -166,6 +186,7 @@ pub fn resolve(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> LinkImpai
             }
         }
     }
+    shaping::settle_shapers(t, at, k, &mut out, p);
     for (key, d) in [("a_to_b", &out.a_to_b), ("b_to_a", &out.b_to_a)] {
         if d.reorder.is_some_and(|r| r > 0.0)
             && d.delay_us.unwrap_or(0) == 0
@@ -200,6 +221,8 @@ fn direction(
             "duplicate" => imp.duplicate = percent(v, &kat, p),
             "reorder" => imp.reorder = percent(v, &kat, p),
             "queue" => queue(v, &kat, &mut imp, p),
+            // Settled once both directions are known (`shaping::settle_shapers`).
+            "shaper" => {}
             "a_to_b" | "b_to_a" if top => {}
             _ => p.push(Problem::new(
                 &kat,
@@ -366,66 +389,6 @@ fn rate(v: &toml::Value, at: &KeyPath, p: &mut Vec<Problem>) -> Option<u64> {
     }
 }
 
-/// The tc lines that shape a veth end's egress to `rate` in `framing`:
-/// every frame is charged its bytes on the wire, never a GSO super-packet once.
-///
-/// - The root TBF holds the rate. It charges each packet its length on the
-///   veth (Ethernet header included) plus the framing's further bytes, at least
-///   the framing's smallest frame (TBF's `overhead` and `mpu`). Its burst, 10
-///   ms of the rate and at least two frames, absorbs a busy machine's timer
-///   latency, and adds at most 10 ms of the rate to what a test measures.
-/// - Its child is a TBF too, at a rate no veth reaches, with a burst of one
-///   frame of the link's MTU: TBF splits a GSO packet larger than its burst
-///   into the frames it becomes, so the root meters frames. Its queue is the
-///   link's: 50 ms of the rate, or `queue_bytes`.
-pub fn shaping_lines(s: &Shaping<'_>, verb: &str) -> String {
-    let frame = s.mtu + ETHERNET_HEADER + 4;
-    let burst = (s.rate / 8 / 100).max(2 * u64::from(frame));
-    let framing = s.framing;
-    // TBF counts what the veth counts, header included, and its overhead cannot
-    // be negative: `none` is paced by the relay instead (Impairment::relay_paces).
-    let overhead = framing.beyond_ip().saturating_sub(ETHERNET_HEADER);
-    let queue = s.queue_bytes.unwrap_or(s.rate / 8 / 20 + burst);
-    format!(
-        "qdisc {verb} dev {dev} root handle 1: tbf rate {rate}bit burst {burst} latency 50ms overhead {overhead} mpu {mpu}\n\
-         qdisc {verb} dev {dev} parent 1:1 handle 10: tbf rate {SEGMENTER_RATE} burst {frame} limit {queue}\n",
-        dev = s.dev,
-        rate = s.rate,
-        mpu = framing.min_wire(),
-    )
-}
-
-/// One shaped direction: the veth end, its rate, framing, MTU and queue.
-#[derive(Debug, Clone, Copy)]
-pub struct Shaping<'a> {
-    pub dev: &'a str,
-    pub rate: u64,
-    pub framing: Framing,
-    pub mtu: u32,
-    pub queue_bytes: Option<u64>,
-}
-
-impl<'a> Shaping<'a> {
-    /// How `imp` shapes `dev` on a link of `mtu`, if it has a rate the kernel
-    /// shapes (not one the relay paces).
-    pub fn of(dev: &'a str, imp: &Impairment, mtu: u32) -> Option<Shaping<'a>> {
-        if imp.relay_paces() {
-            return None;
-        }
-        Some(Shaping {
-            dev,
-            rate: imp.rate?,
-            framing: imp.framing.unwrap_or_default(),
-            mtu,
-            queue_bytes: imp.rate_queue_bytes(),
-        })
-    }
-}
-
-/// The segmenting TBF's rate: far above what a veth carries, so it never holds
-/// a frame back for long.
-const SEGMENTER_RATE: &str = "4000gbit";
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -433,7 +396,12 @@ mod tests {
     fn parse(s: &str) -> (LinkImpairments, Vec<String>) {
         let v: toml::Value = toml::from_str(&format!("x = {s}")).unwrap();
         let mut p = Vec::new();
-        let r = resolve(&v["x"], &KeyPath::root().key("impairments"), &mut p);
+        let r = resolve(
+            &v["x"],
+            &KeyPath::root().key("impairments"),
+            KernelFacts::FULL,
+            &mut p,
+        );
         (r, p.into_iter().map(|x| x.message).collect())
     }
 
@@ -490,33 +458,6 @@ mod tests {
         assert!(p[0].contains("is not a number"), "{p:?}");
         let (_, p) = parse(r#"{ rate = "1" }"#);
         assert!(p[0].contains("outside 8K..100G"), "{p:?}");
-    }
-
-    #[test]
-    fn tbf_charges_each_frame_its_framing() {
-        let imp = |s: &str| parse(s).0.a_to_b;
-        let shaped = |s: &str| {
-            let i = imp(s);
-            shaping_lines(&Shaping::of("eth0", &i, 1500).unwrap(), "add")
-        };
-        assert_eq!(
-            shaped(r#"{ rate = "1G" }"#),
-            "qdisc add dev eth0 root handle 1: tbf rate 1000000000bit burst 1250000 latency 50ms overhead 24 mpu 84\n\
-             qdisc add dev eth0 parent 1:1 handle 10: tbf rate 4000gbit burst 1518 limit 7500000\n"
-        );
-        assert!(shaped(r#"{ rate = "50M" }"#).contains("burst 62500 "));
-        assert!(shaped(r#"{ rate = "1M" }"#).contains("burst 3036 "));
-        assert!(shaped(r#"{ rate = "50M", framing = "pppoe" }"#).contains(" overhead 32 mpu 84\n"));
-        assert!(
-            shaped(r#"{ rate = "50M", framing = "ethernet-vlan" }"#)
-                .contains(" overhead 28 mpu 84\n")
-        );
-        // A queue is the rate's queue: 1000 full frames instead of 50 ms.
-        let line = shaped(r#"{ rate = "100M", queue = 1000 }"#);
-        assert!(line.contains(" limit 1514000\n"), "{line}");
-        let (r, _) = parse(r#"{ queue = "64KB" }"#);
-        assert_eq!(r.b_to_a.rate_queue_bytes(), Some(64_000));
-        assert!(Shaping::of("eth0", &imp(r#"{ delay = 5 }"#), 1500).is_none());
     }
 
     #[test]
