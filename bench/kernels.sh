@@ -2,8 +2,9 @@
 # Benchmark (not a test): the kernel's own tunnels, softwire and shaper beside
 # tunbench's, on the same emulated wire, in one run, as ratios:
 #   wireguard  tunbench's WireGuard, the kernel's, wireguard-go
-#   esp        tunbench's ESP, the kernel's xfrm ESP
-#   ikev2      strongSwan with libipsec (userspace ESP), with the kernel's xfrm
+#   esp        AES-GCM-128 ESP in tunnel mode: tunbench's, the kernel's xfrm
+#              (keyed by strongSwan's IKEv2, `datapath = "kernel"`), and
+#              strongSwan's userspace libipsec
 #   dslite     the kernel softwire (seg6 + nftables NAT44), tunbench's userspace one
 #   shaper     a link's rate by the TBF pair, by cake
 # Tunnels: bench/kernels.toml (two hosts on one link, a scenario per
@@ -17,7 +18,7 @@
 # system, softirq; kernel datapaths work in softirq, not in a process) per
 # Gbit received. Ratios are to the first variant of each group.
 #
-#   sudo bench/kernels.sh [--groups "wireguard esp ikev2 dslite shaper"]
+#   sudo bench/kernels.sh [--groups "wireguard esp dslite shaper"]
 #                         [--runs 3] [--duration 5] [--bin PATH]
 #
 # A variant this kernel cannot run (no WireGuard module, no xfrm, no seg6, no
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/.."
 BENCH=kernels
 . bench/common.sh
 
-GROUPS_RUN="wireguard esp ikev2 dslite shaper"
+GROUPS_RUN="wireguard esp dslite shaper"
 RUNS=3
 SECS=5
 BIN=
@@ -85,6 +86,21 @@ caked() {
     out=${f%.toml}-cake.toml
     sed 's/^impairments = { rate = "1G" }$/impairments = { rate = "1G", shaper = "cake" }/' "$f" >"$out"
     grep -q 'shaper = "cake"' "$out" || die "$f: no 1G wire to give to cake"
+    echo "$out"
+}
+
+# file tunnel -> a copy where the tunnel runs in the kernel: WireGuard's
+# `implementation = "kernel"`, IKEv2's `datapath = "kernel"` (xfrm). As
+# scenarios of the file itself, they would make every scenario invalid on a
+# kernel without them.
+kernel_file() {
+    local f=$1 t=$2 out
+    out=${f%.toml}-$t-kernel.toml
+    case $t in
+        wg) sed 's/^implementation = "tunbench"$/implementation = "kernel"/' "$f" >"$out" ;;
+        ikev2) sed 's/^kind = "ikev2"$/kind = "ikev2"\ndatapath = "kernel"/' "$f" >"$out" ;;
+    esac
+    cmp -s "$f" "$out" && die "$f: no $t tunnel to put in the kernel"
     echo "$out"
 }
 
@@ -147,31 +163,32 @@ RESULTS=$DIR/results.tsv
 K=bench/kernels.toml
 for g in $GROUPS_RUN; do
     case $g in
-        wireguard | esp | ikev2)
+        wireguard | esp)
             for wire in unshaped 1g; do
                 f=$(wired "$K" "$wire")
-                case $g in
-                    wireguard) variants="wg-tunbench wg-kernel wg-wireguard-go" addr=198.18.71.2 ;;
-                    esp) variants="esp-tunbench esp-kernel" addr=198.18.72.2 ;;
-                    ikev2) variants="ikev2-libipsec ikev2-kernel" addr=198.18.73.2 ;;
-                esac
-                for v in $variants; do
-                    variant "$g" "${v#*-}" "$wire" "$f" "$v" a b "$addr" "$TUNNEL_UDP" >>"$RESULTS"
-                done
+                if [[ $g == wireguard ]]; then
+                    variant wireguard tunbench "$wire" "$f" wg a b 198.18.71.2 "$TUNNEL_UDP"
+                    variant wireguard kernel "$wire" "$(kernel_file "$f" wg)" wg a b 198.18.71.2 "$TUNNEL_UDP"
+                    variant wireguard wireguard-go "$wire" "$f" wg-wireguard-go a b 198.18.71.2 "$TUNNEL_UDP"
+                else
+                    variant esp tunbench "$wire" "$f" esp a b 198.18.72.2 "$TUNNEL_UDP"
+                    variant esp xfrm "$wire" "$(kernel_file "$f" ikev2)" ikev2 a b 198.18.73.2 "$TUNNEL_UDP"
+                    variant esp libipsec "$wire" "$f" ikev2 a b 198.18.73.2 "$TUNNEL_UDP"
+                fi
             done
             ;;
         dslite)
             for v in kernel userspace; do
-                variant dslite "$v" unshaped topologies/dslite.toml "$v" client server 198.18.52.10 1432 >>"$RESULTS"
+                variant dslite "$v" unshaped topologies/dslite.toml "$v" client server 198.18.52.10 1432
             done
             ;;
         shaper)
             f=$(wired "$K" 1g)
-            variant shaper tbf 1g "$f" shaper-tbf a b 198.18.70.2 1472 >>"$RESULTS"
-            variant shaper cake 1g "$(caked "$f")" shaper-cake a b 198.18.70.2 1472 >>"$RESULTS"
+            variant shaper tbf 1g "$f" shaper-tbf a b 198.18.70.2 1472
+            variant shaper cake 1g "$(caked "$f")" shaper-cake a b 198.18.70.2 1472
             ;;
     esac
-done
+done >>"$RESULTS"
 
 echo "# bench/kernels.sh on $(uname -r), $(nproc) CPUs: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 echo "# runs per cell $RUNS, $SECS s each; ratios to the first variant of each group and wire"
